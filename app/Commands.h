@@ -1,0 +1,15 @@
+// The `kvlens` commands. Each parses its own flags and returns the exit code;
+// errors a user can cause throw kvlens::Error, which main prints as one line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kvlens {
+
+int runInfo(const std::vector<std::string>& args);
+int runTokenize(const std::vector<std::string>& args);
+int runGenerate(const std::vector<std::string>& args);
+int runBench(const std::vector<std::string>& args);
+
+}  // namespace kvlens

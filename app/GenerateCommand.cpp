@@ -1,0 +1,81 @@
+// kvlens generate: prefill the prompt, then decode with the full KV cache,
+// streaming text to stdout (or one JSON object with --json).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "app/ModelOptions.h"
+#include "engine/Generator.h"
+
+namespace kvlens {
+
+int runGenerate(const std::vector<std::string>& argv) {
+    std::set<std::string> valueFlags = ModelOptions::flags();
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--seed", "--temperature", "--top-k",
+                       "--top-p"});
+    CommandLine args("generate", argv, valueFlags, {"--ignore-eos", "--no-bos", "--json", "--help"});
+    if (args.has("--help")) {
+        std::fputs(
+            "usage: kvlens generate [--model M] (--prompt TEXT | --prompt-file PATH) [-n N]\n"
+            "       [--temperature T] [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--no-bos]\n"
+            "       [--dtype auto|f32|bf16] [--device cpu|cuda] [--threads N] [--json]\n"
+            "  greedy (argmax, ties to the lowest id) unless --temperature > 0; stops at EOS\n"
+            "  unless --ignore-eos, after N tokens (default 64), or at the model's context.\n"
+            "  --json prints {\"prompt_token_ids\", \"generated_token_ids\", \"text\"} only.\n",
+            stdout);
+        return 0;
+    }
+    const std::string prompt = readPrompt(args);
+    GenerationOptions options;
+    options.maxNewTokens = args.getInt("-n", 64, 0, 1 << 24);
+    options.ignoreEos = args.has("--ignore-eos");
+    options.sampling.temperature = args.getDouble("--temperature", 0.0);
+    options.sampling.topK = args.getInt("--top-k", 0, 0, 1 << 30);
+    options.sampling.topP = args.getDouble("--top-p", 1.0);
+    options.sampling.seed = args.getSeed("--seed", 0);
+    Sampler check(options.sampling);  // rejects bad sampling flags before the load
+
+    const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    LoadedModel loaded = modelOptions.load();
+    const Tokenizer& tokenizer = *loaded.tokenizer;
+    const std::vector<int32_t> ids =
+        tokenizer.encode(prompt, !args.has("--no-bos") && tokenizer.addBosByDefault());
+    options.eosId = tokenizer.eosId();
+
+    const bool json = args.has("--json");
+    int32_t previous = ids.empty() ? -1 : ids.back();
+    Generator generator(*loaded.model);
+    GenerationResult result = generator.generate(ids, options, [&](int32_t token) {
+        if (!json) {
+            const std::string bytes = tokenizer.tokenBytes(token, previous);
+            std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+            std::fflush(stdout);
+        }
+        previous = token;
+        return true;
+    });
+    if (json) {
+        nlohmann::json j = {{"prompt_token_ids", ids},
+                            {"generated_token_ids", result.tokens},
+                            {"text", tokenizer.decode(result.tokens)}};
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+        std::printf("\n");
+        std::fflush(stdout);
+    }
+    const double decodeRate =
+        result.decodeSteps > 0 ? double(result.decodeSteps) / result.decodeSeconds : 0.0;
+    std::fprintf(stderr,
+                 "[%zu prompt tokens, %zu generated%s; prefill %.1f tok/s, decode %.1f tok/s; %s on "
+                 "%s, %d threads]\n",
+                 ids.size(), result.tokens.size(),
+                 result.stoppedAtEos ? ", stopped at EOS"
+                                     : (result.stoppedAtContext ? ", stopped at the context" : ""),
+                 double(ids.size()) / result.prefillSeconds, decodeRate,
+                 dtypeName(modelOptions.dtype), modelOptions.device.str().c_str(),
+                 modelOptions.threads);
+    return 0;
+}
+
+}  // namespace kvlens

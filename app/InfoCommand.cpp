@@ -1,0 +1,128 @@
+// kvlens info: describes a model from its metadata, without loading weights.
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "engine/Dequantize.h"
+#include "engine/GgufFile.h"
+#include "engine/LlamaTokenizer.h"
+#include "engine/ModelConfig.h"
+#include "engine/ModelSpec.h"
+
+namespace kvlens {
+namespace {
+
+const char* kInfoHelp =
+    "usage: kvlens info [--model M] [--json]\n"
+    "  the model's architecture, layers, heads, KV heads, head dim, context, vocabulary,\n"
+    "  tensor types and KV-cache bytes per token, read from metadata (no weights loaded)\n";
+
+std::string humanBytes(double b) {
+    const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+    int u = 0;
+    while (b >= 1000.0 && u < 4) {
+        b /= 1000.0;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+    return buf;
+}
+
+}  // namespace
+
+int runInfo(const std::vector<std::string>& argv) {
+    CommandLine args("info", argv, {"--model"}, {"--json", "--help"});
+    if (args.has("--help")) {
+        std::fputs(kInfoHelp, stdout);
+        return 0;
+    }
+    const std::string modelText = ModelSpec::resolveDefault(args.get("--model"), args.has("--model"));
+    const ModelSpec spec = ModelSpec::parse(modelText);
+
+    ModelConfig c;
+    nlohmann::json j;
+    std::map<std::string, int64_t> types;
+    int64_t parameters = 0;
+    int32_t bos = -1, eos = -1;
+    std::string tokenizerKind;
+    std::string source;
+    if (spec.kind == ModelSpec::Kind::Random) {
+        c = spec.randomConfig();
+        const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim, E = c.embedDim;
+        parameters = c.nLayers * (E * (qd + 2 * kvd) + qd * E + 3 * E * c.ffnDim + 2 * E) +
+                     2 * c.vocabSize * E + E;
+        types["random"] = 0;
+        tokenizerKind = "bytes";
+        bos = 1;
+        eos = 2;
+        source = "random weights (preset " + spec.preset + ", seed " + std::to_string(spec.seed) + ")";
+    } else {
+        GgufFile file(spec.path);
+        c = ModelConfig::fromGguf(file);
+        for (const GgufTensorInfo& t : file.tensors()) {
+            types[ggmlTypeName(t.type)]++;
+            parameters += t.numel();
+        }
+        auto tok = LlamaTokenizer::fromGguf(file);
+        bos = tok->bosId();
+        eos = tok->eosId();
+        tokenizerKind = "llama (SentencePiece)";
+        source = "GGUF v" + std::to_string(file.version()) + ", " + humanBytes(double(file.fileSize()));
+    }
+
+    j["model"] = modelText;
+    j["source"] = source;
+    j["name"] = c.name;
+    j["architecture"] = c.architecture;
+    j["layers"] = c.nLayers;
+    j["heads"] = c.nHeads;
+    j["kv_heads"] = c.nKvHeads;
+    j["head_dim"] = c.headDim;
+    j["embedding"] = c.embedDim;
+    j["ffn"] = c.ffnDim;
+    j["context"] = c.contextLength;
+    j["vocab"] = c.vocabSize;
+    j["rope_theta"] = c.ropeTheta;
+    j["rope_dim"] = c.ropeDim;
+    j["rms_eps"] = c.rmsEps;
+    j["tokenizer"] = tokenizerKind;
+    j["bos_id"] = bos;
+    j["eos_id"] = eos;
+    j["parameters"] = parameters;
+    j["tensor_types"] = types;
+    j["kv_bytes_per_token"] = {{"f32", c.kvBytesPerToken(4)}, {"bf16", c.kvBytesPerToken(2)},
+                               {"f16", c.kvBytesPerToken(2)}};
+    if (args.has("--json")) {
+        std::printf("%s\n", j.dump().c_str());
+        return 0;
+    }
+    std::string typeText;
+    for (const auto& [name, count] : types) {
+        typeText += (typeText.empty() ? "" : ", ") + name + (count ? " x" + std::to_string(count) : "");
+    }
+    std::printf("model         %s\n", modelText.c_str());
+    std::printf("source        %s\n", source.c_str());
+    if (!c.name.empty() && c.name != modelText) std::printf("name          %s\n", c.name.c_str());
+    std::printf("architecture  %s\n", c.architecture.c_str());
+    std::printf("layers        %lld\n", (long long)c.nLayers);
+    std::printf("heads         %lld query, %lld KV (group of %lld)\n", (long long)c.nHeads,
+                (long long)c.nKvHeads, (long long)c.groupSize());
+    std::printf("head dim      %lld (RoPE on %lld dims, theta %g, %s)\n", (long long)c.headDim,
+                (long long)c.ropeDim, c.ropeTheta,
+                c.ropeStyle == RopeStyle::Adjacent ? "adjacent pairs" : "halves");
+    std::printf("embedding     %lld, FFN %lld\n", (long long)c.embedDim, (long long)c.ffnDim);
+    std::printf("context       %lld tokens\n", (long long)c.contextLength);
+    std::printf("vocabulary    %lld (%s, BOS %d, EOS %d)\n", (long long)c.vocabSize,
+                tokenizerKind.c_str(), bos, eos);
+    std::printf("parameters    %lld\n", (long long)parameters);
+    std::printf("tensor types  %s\n", typeText.c_str());
+    std::printf("KV bytes/token %lld in f32, %lld in bf16/f16 (%s per 1K tokens in bf16)\n",
+                (long long)c.kvBytesPerToken(4), (long long)c.kvBytesPerToken(2),
+                humanBytes(double(c.kvBytesPerToken(2)) * 1024).c_str());
+    return 0;
+}
+
+}  // namespace kvlens

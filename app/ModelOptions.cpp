@@ -1,0 +1,59 @@
+#include "app/ModelOptions.h"
+
+#include <ATen/Parallel.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "app/ProgressBar.h"
+#include "engine/Error.h"
+
+namespace kvlens {
+
+const std::set<std::string>& ModelOptions::flags() {
+    static const std::set<std::string> f = {"--model", "--dtype", "--device", "--threads"};
+    return f;
+}
+
+ModelOptions ModelOptions::fromCommandLine(const CommandLine& args) {
+    ModelOptions o;
+    o.model = ModelSpec::resolveDefault(args.get("--model"), args.has("--model"));
+    o.device = parseDevice(args.get("--device", "cpu"));
+    o.dtype = resolveDType(parseDType(args.get("--dtype", "auto")), o.device);
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    o.threads = static_cast<int>(args.getInt("--threads", hw, 1, 1024));
+    at::set_num_threads(o.threads);
+    return o;
+}
+
+LoadedModel ModelOptions::load() const {
+    ProgressBar bar("loading " + model);
+    LoadedModel m = loadModel(model, device, dtype,
+                              [&](double f, const std::string& what) { bar.update(f, what); });
+    bar.finish();
+    return m;
+}
+
+std::string readPrompt(const CommandLine& args) {
+    if (args.has("--prompt") && args.has("--prompt-file")) {
+        throw Error("give either --prompt or --prompt-file, not both");
+    }
+    if (args.has("--prompt-file")) {
+        const std::string path = args.get("--prompt-file");
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw Error("--prompt-file " + path + ": cannot read: " + std::strerror(errno));
+        std::ostringstream text;
+        text << in.rdbuf();
+        if (text.str().empty()) throw Error("--prompt-file " + path + ": the prompt is empty");
+        return text.str();
+    }
+    if (!args.has("--prompt")) throw Error("no prompt: pass --prompt TEXT or --prompt-file PATH");
+    const std::string prompt = args.get("--prompt");
+    if (prompt.empty()) throw Error("--prompt: the prompt is empty");
+    return prompt;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,29 @@
+// The flags every model-running command shares (--model, --dtype, --device,
+// --threads) and loading the model they name, with progress on stderr.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "app/CommandLine.h"
+#include "engine/ModelLoader.h"
+
+namespace kvlens {
+
+struct ModelOptions {
+    std::string model;
+    c10::Device device = c10::Device(c10::kCPU);
+    c10::ScalarType dtype = c10::kFloat;
+    int threads = 0;
+
+    static const std::set<std::string>& flags();
+    // Applies --threads to LibTorch as a side effect.
+    static ModelOptions fromCommandLine(const CommandLine& args);
+    LoadedModel load() const;
+};
+
+// --prompt TEXT or --prompt-file PATH; throws kvlens::Error for a missing,
+// unreadable or empty prompt, naming the flag.
+std::string readPrompt(const CommandLine& args);
+
+}  // namespace kvlens

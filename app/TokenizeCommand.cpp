@@ -1,0 +1,45 @@
+// kvlens tokenize: the token ids and pieces of a prompt.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "app/ModelOptions.h"
+#include "engine/ModelLoader.h"
+#include "engine/ModelSpec.h"
+
+namespace kvlens {
+
+int runTokenize(const std::vector<std::string>& argv) {
+    CommandLine args("tokenize", argv, {"--model", "--prompt", "--prompt-file"},
+                     {"--no-bos", "--json", "--help"});
+    if (args.has("--help")) {
+        std::fputs(
+            "usage: kvlens tokenize [--model M] (--prompt TEXT | --prompt-file PATH) [--no-bos] "
+            "[--json]\n  one line per token: position, id, piece\n",
+            stdout);
+        return 0;
+    }
+    const std::string model = ModelSpec::resolveDefault(args.get("--model"), args.has("--model"));
+    const std::string prompt = readPrompt(args);
+    auto tokenizer = loadTokenizer(model);
+    const std::vector<int32_t> ids =
+        tokenizer->encode(prompt, !args.has("--no-bos") && tokenizer->addBosByDefault());
+    if (args.has("--json")) {
+        nlohmann::json pieces = nlohmann::json::array();
+        for (int32_t id : ids) pieces.push_back(tokenizer->piece(id));
+        nlohmann::json j = {{"token_ids", ids}, {"pieces", pieces}};
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        return 0;
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+        std::printf("%6zu %8d  %s\n", i, ids[i], nlohmann::json(tokenizer->piece(ids[i]))
+                                                   .dump(-1, ' ', false,
+                                                         nlohmann::json::error_handler_t::replace)
+                                                   .c_str());
+    }
+    std::fprintf(stderr, "%zu tokens\n", ids.size());
+    return 0;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,56 @@
+// kvlens: the headless command-line front end of KV Lens.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "app/Commands.h"
+#include "engine/Error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: kvlens <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  info       the model's architecture, shape, tensor types and KV bytes per token\n"
+    "  tokenize   token ids and pieces of a prompt\n"
+    "  generate   generate text with the full KV cache, streamed as it comes\n"
+    "  bench      prefill and decode tokens/s at a given prompt length\n"
+    "\n"
+    "models: --model PATH.gguf, or random:<preset>[:layers=N][:seed=S][:ctx=N] with presets\n"
+    "        tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b; default $KVLENS_MODEL,\n"
+    "        then ../shared/models/stories260K.gguf.\n"
+    "run 'kvlens <command> --help' for a command's flags.\n";
+
+std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+        !std::strcmp(argv[1], "help")) {
+        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const std::string command = argv[1];
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    try {
+        if (command == "info") return kvlens::runInfo(args);
+        if (command == "tokenize") return kvlens::runTokenize(args);
+        if (command == "generate") return kvlens::runGenerate(args);
+        if (command == "bench") return kvlens::runBench(args);
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench)\n",
+                     command.c_str());
+        return 2;
+    } catch (const kvlens::Error& e) {
+        std::fprintf(stderr, "kvlens: error: %s\n", e.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "kvlens: error: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "kvlens: internal error: %s\n", firstLine(e.what()).c_str());
+        return 3;
+    }
+}

@@ -1,0 +1,49 @@
+// The shape and hyper-parameters of a Llama-family model, read from GGUF
+// metadata or taken from a random-weight preset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kvlens {
+
+class GgufFile;
+
+enum class RopeStyle {
+    Adjacent,  // llama.cpp "normal": rotates pairs (x[2i], x[2i+1]) — llama, mistral
+    Halves,    // "neox": rotates pairs (x[i], x[i + n/2]) — qwen2
+};
+
+struct ModelConfig {
+    std::string architecture = "llama";  // llama | mistral | qwen2
+    std::string name;                    // general.name or the preset
+    int64_t nLayers = 0;
+    int64_t nHeads = 0;
+    int64_t nKvHeads = 0;
+    int64_t headDim = 0;
+    int64_t embedDim = 0;
+    int64_t ffnDim = 0;
+    int64_t vocabSize = 0;
+    int64_t contextLength = 0;
+    int64_t ropeDim = 0;  // rotated dimensions per head (<= headDim)
+    double ropeTheta = 10000.0;
+    double rmsEps = 1e-5;
+    RopeStyle ropeStyle = RopeStyle::Adjacent;
+    bool qkvBias = false;  // qwen2
+
+    // Bytes of K and V for one token over all layers, at `bytesPerElement`.
+    int64_t kvBytesPerToken(int64_t bytesPerElement) const {
+        return 2 * nLayers * nKvHeads * headDim * bytesPerElement;
+    }
+    int64_t groupSize() const { return nHeads / nKvHeads; }
+
+    // Reads and checks `<arch>.*` metadata. Throws kvlens::Error naming the
+    // file and key on a missing key, an unknown architecture or bad values.
+    static ModelConfig fromGguf(const GgufFile& file);
+
+    // Throws kvlens::Error when the numbers cannot describe a model
+    // (`source` names the file or preset in the message).
+    void validate(const std::string& source) const;
+};
+
+}  // namespace kvlens

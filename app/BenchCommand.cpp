@@ -9,7 +9,8 @@
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
-#include "engine/CpuFeatures.h"
+#include "app/ProgressBar.h"
+#include "kernels/CpuFeatures.h"
 #include "engine/Error.h"
 #include "engine/Sampler.h"
 
@@ -71,9 +72,12 @@ int runBench(const std::vector<std::string>& argv) {
     std::vector<double> prefillRates, decodeRates;
     for (int64_t r = 0; r < warmup + reps; ++r) {
         KvCache cache = model.makeCache(promptLen + decodeTokens);
+        ProgressBar bar(std::string(r < warmup ? "warm-up" : "run") + " prefill");
         double t0 = now();
-        at::Tensor logits = model.forward(prompt, cache);
+        at::Tensor logits =
+            model.forward(prompt, cache, false, [&](double f, const std::string& what) { bar.update(f, what); });
         const double prefill = now() - t0;
+        bar.finish();
         t0 = now();
         for (int64_t i = 0; i < decodeTokens; ++i) {
             const int32_t next = Sampler::argmax(logits.data_ptr<float>(), logits.numel());

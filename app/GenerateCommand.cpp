@@ -6,6 +6,7 @@
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
+#include "app/ProgressBar.h"
 #include "engine/Generator.h"
 
 namespace kvlens {
@@ -44,9 +45,12 @@ int runGenerate(const std::vector<std::string>& argv) {
     options.eosId = tokenizer.eosId();
 
     const bool json = args.has("--json");
+    ProgressBar prefillBar("prefill of " + std::to_string(ids.size()) + " tokens");
+    options.prefillProgress = [&](double f, const std::string& what) { prefillBar.update(f, what); };
     int32_t previous = ids.empty() ? -1 : ids.back();
     Generator generator(*loaded.model);
     GenerationResult result = generator.generate(ids, options, [&](int32_t token) {
+        prefillBar.finish();
         if (!json) {
             const std::string bytes = tokenizer.tokenBytes(token, previous);
             std::fwrite(bytes.data(), 1, bytes.size(), stdout);

@@ -2,7 +2,7 @@
 
 #include <ATen/Context.h>
 
-#include "engine/CpuFeatures.h"
+#include "kernels/CpuFeatures.h"
 #include "engine/Error.h"
 
 namespace kvlens {

@@ -29,7 +29,7 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt,
                                      std::min(options.maxNewTokens, room));
 
     auto t0 = std::chrono::steady_clock::now();
-    at::Tensor logits = model_.forward(prompt, cache);
+    at::Tensor logits = model_.forward(prompt, cache, false, options.prefillProgress);
     result.prefillSeconds = secondsSince(t0);
     result.promptLogits = logits;
 

@@ -15,6 +15,7 @@ struct GenerationOptions {
     bool ignoreEos = false;
     int32_t eosId = -1;
     SamplingParams sampling;
+    ProgressFn prefillProgress;  // per layer of the prefill
 };
 
 struct GenerationResult {

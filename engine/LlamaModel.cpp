@@ -7,6 +7,11 @@
 #include <limits>
 
 #include "engine/Error.h"
+#include "kernels/CausalAttention.h"
+#include "kernels/Linear.h"
+#include "kernels/RmsNorm.h"
+#include "kernels/Rope.h"
+#include "kernels/SiluMul.h"
 
 namespace kvlens {
 
@@ -29,30 +34,6 @@ KvCache LlamaModel::makeCache(int64_t capacity) const {
 int64_t LlamaModel::queryBlockSize(int64_t keys) const {
     const int64_t perQuery = config_.nHeads * std::max<int64_t>(keys, 1) * 4;
     return std::clamp<int64_t>(blockBytes_ / perQuery, 1, 1024);
-}
-
-at::Tensor LlamaModel::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
-    // x is the fp32 residual stream.
-    return x * at::rsqrt(x.pow(2).mean(-1, true) + config_.rmsEps) * weight;
-}
-
-at::Tensor LlamaModel::applyRope(const at::Tensor& x, const at::Tensor& cos,
-                                 const at::Tensor& sin) const {
-    // x: [T, heads, headDim]; cos/sin: [T, 1, ropeDim/2]. Rotation in fp32.
-    const int64_t T = x.size(0), nh = x.size(1), D = x.size(2), R = config_.ropeDim;
-    at::Tensor xf = x.to(at::kFloat);
-    at::Tensor rot = xf.narrow(2, 0, R);
-    at::Tensor out;
-    if (config_.ropeStyle == RopeStyle::Adjacent) {
-        at::Tensor pairs = rot.reshape({T, nh, R / 2, 2});
-        at::Tensor x0 = pairs.select(3, 0), x1 = pairs.select(3, 1);
-        out = at::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, 3).reshape({T, nh, R});
-    } else {
-        at::Tensor x0 = rot.narrow(2, 0, R / 2), x1 = rot.narrow(2, R / 2, R / 2);
-        out = at::cat({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, 2);
-    }
-    if (R < D) out = at::cat({out, xf.narrow(2, R, D - R)}, 2);
-    return out.to(dtype_);
 }
 
 at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -87,7 +68,8 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     return out.view({H, T, D}).permute({1, 0, 2}).reshape({T, H * D});
 }
 
-at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits) {
+at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits,
+                               const ProgressFn& progress) {
     c10::InferenceMode guard;
     const int64_t T = static_cast<int64_t>(tokens.size());
     const int64_t p0 = cache.length();
@@ -101,33 +83,35 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     }
     std::vector<int64_t> ids(tokens.begin(), tokens.end());
     at::Tensor idx = at::tensor(ids, at::kLong).to(device_);
+    // The residual stream stays fp32; matmul inputs are in the compute dtype.
     at::Tensor x = weights_.tokenEmbedding.index_select(0, idx).to(at::kFloat);  // [T, E]
-
-    at::Tensor pos = at::arange(p0, p0 + T, at::TensorOptions().dtype(at::kFloat).device(device_));
-    at::Tensor angles = pos.unsqueeze(1) * invFreq_.unsqueeze(0);  // [T, R/2]
-    at::Tensor cos = angles.cos().unsqueeze(1), sin = angles.sin().unsqueeze(1);
+    const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
+    const bool halves = c.ropeStyle == RopeStyle::Halves;
 
     for (int64_t l = 0; l < c.nLayers; ++l) {
+        if (progress) progress(double(l) / double(c.nLayers), "layer " + std::to_string(l));
         const LayerWeights& L = weights_.layers[l];
-        at::Tensor h = rmsNorm(x, L.attnNorm).to(dtype_);
-        at::Tensor q = L.bq.defined() ? at::linear(h, L.wq, L.bq) : at::linear(h, L.wq);
-        at::Tensor k = L.bk.defined() ? at::linear(h, L.wk, L.bk) : at::linear(h, L.wk);
-        at::Tensor v = L.bv.defined() ? at::linear(h, L.wv, L.bv) : at::linear(h, L.wv);
-        q = applyRope(q.view({T, c.nHeads, c.headDim}), cos, sin);
-        k = applyRope(k.view({T, c.nKvHeads, c.headDim}), cos, sin);
-        v = v.view({T, c.nKvHeads, c.headDim});
+        at::Tensor h = kernels::rmsNorm(x, L.attnNorm, c.rmsEps, dtype_);
+        at::Tensor qkv = kernels::linear(h, L.wqkv, L.bqkv);  // [T, qd + 2 kvd]
+        at::Tensor q = qkv.narrow(1, 0, qd).view({T, c.nHeads, c.headDim});
+        at::Tensor k = qkv.narrow(1, qd, kvd).view({T, c.nKvHeads, c.headDim});
+        at::Tensor v = qkv.narrow(1, qd + kvd, kvd).view({T, c.nKvHeads, c.headDim});
+        kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves);
         cache.append(l, k.transpose(0, 1), v.transpose(0, 1));
-        at::Tensor a = attention(q, cache.keys(l), cache.values(l), p0);
-        x = x + at::linear(a, L.wo).to(at::kFloat);
+        at::Tensor keys = cache.keys(l), values = cache.values(l);
+        at::Tensor a = kernels::useFusedAttention(q, keys)
+                           ? kernels::causalAttention(q, keys, values, p0)
+                           : attention(q, keys, values, p0);
+        x.add_(kernels::linear(a, L.wo, {}, at::kFloat));
 
-        h = rmsNorm(x, L.ffnNorm).to(dtype_);
-        at::Tensor gate = at::linear(h, L.wGate), up = at::linear(h, L.wUp);
-        at::Tensor act = (at::silu(gate.to(at::kFloat)) * up.to(at::kFloat)).to(dtype_);
-        x = x + at::linear(act, L.wDown).to(at::kFloat);
+        h = kernels::rmsNorm(x, L.ffnNorm, c.rmsEps, dtype_);
+        at::Tensor act = kernels::siluMul(kernels::linear(h, L.wGateUp));
+        x.add_(kernels::linear(act, L.wDown, {}, at::kFloat));
     }
+    if (progress) progress(1.0, "done");
     at::Tensor last = allLogits ? x : x.narrow(0, T - 1, 1);
-    at::Tensor logits = at::linear(rmsNorm(last, weights_.outputNorm).to(dtype_), weights_.output)
-                            .to(at::kFloat)
+    at::Tensor logits = kernels::linear(kernels::rmsNorm(last, weights_.outputNorm, c.rmsEps, dtype_),
+                                        weights_.output, {}, at::kFloat)
                             .to(at::kCPU);
     return allLogits ? logits : logits[0];
 }

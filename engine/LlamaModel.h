@@ -19,7 +19,9 @@ public:
     // Runs `tokens` at positions cache.length() onwards, appending their keys
     // (after RoPE) and values to `cache`. Returns fp32 logits on the CPU:
     // [vocab] for the last token, or [n, vocab] for every token when `allLogits`.
-    at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits = false);
+    // `progress` hears once per layer (prefills of long prompts take minutes).
+    at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits = false,
+                       const ProgressFn& progress = {});
 
     KvCache makeCache(int64_t capacity) const;
 
@@ -34,8 +36,7 @@ public:
     int64_t queryBlockSize(int64_t keys) const;
 
 private:
-    at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;
-    at::Tensor applyRope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
+    // Blocked attention for many queries (prefill): GEMMs over query blocks.
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          int64_t firstPosition) const;
 

@@ -73,8 +73,8 @@ int64_t ModelWeights::bytes() const {
     add(outputNorm);
     if (!tiedOutput) add(output);
     for (const LayerWeights& l : layers) {
-        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq,
-                                    &l.bk, &l.bv, &l.wGate, &l.wUp, &l.wDown}) {
+        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.wqkv, &l.bqkv, &l.wo, &l.wGateUp,
+                                    &l.wDown}) {
             add(*t);
         }
     }
@@ -107,18 +107,18 @@ ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, 
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights L;
         L.attnNorm = loader.load(p + "attn_norm.weight", {E}, true, embedWhy);
-        L.wq = loader.load(p + "attn_q.weight", {E, qd}, false, qWhy);
-        L.wk = loader.load(p + "attn_k.weight", {E, kvd}, false, kvWhy);
-        L.wv = loader.load(p + "attn_v.weight", {E, kvd}, false, kvWhy);
+        L.wqkv = at::cat({loader.load(p + "attn_q.weight", {E, qd}, false, qWhy),
+                          loader.load(p + "attn_k.weight", {E, kvd}, false, kvWhy),
+                          loader.load(p + "attn_v.weight", {E, kvd}, false, kvWhy)});
         L.wo = loader.load(p + "attn_output.weight", {qd, E}, false, qWhy);
         if (c.qkvBias) {
-            L.bq = loader.load(p + "attn_q.bias", {qd}, false, qWhy);
-            L.bk = loader.load(p + "attn_k.bias", {kvd}, false, kvWhy);
-            L.bv = loader.load(p + "attn_v.bias", {kvd}, false, kvWhy);
+            L.bqkv = at::cat({loader.load(p + "attn_q.bias", {qd}, false, qWhy),
+                              loader.load(p + "attn_k.bias", {kvd}, false, kvWhy),
+                              loader.load(p + "attn_v.bias", {kvd}, false, kvWhy)});
         }
         L.ffnNorm = loader.load(p + "ffn_norm.weight", {E}, true, embedWhy);
-        L.wGate = loader.load(p + "ffn_gate.weight", {E, c.ffnDim}, false, ffnWhy);
-        L.wUp = loader.load(p + "ffn_up.weight", {E, c.ffnDim}, false, ffnWhy);
+        L.wGateUp = at::cat({loader.load(p + "ffn_gate.weight", {E, c.ffnDim}, false, ffnWhy),
+                             loader.load(p + "ffn_up.weight", {E, c.ffnDim}, false, ffnWhy)});
         L.wDown = loader.load(p + "ffn_down.weight", {c.ffnDim, E}, false, ffnWhy);
         w.layers.push_back(std::move(L));
     }
@@ -156,17 +156,14 @@ ModelWeights ModelWeights::random(const ModelConfig& c, uint64_t seed, c10::Devi
         const uint64_t u = static_cast<uint64_t>(l);
         L.attnNorm = at::ones({E}, fp32);
         L.ffnNorm = at::ones({E}, fp32);
-        L.wq = draw({qd, E}, 1.0 / std::sqrt(double(E)), u, 1);
-        L.wk = draw({kvd, E}, 1.0 / std::sqrt(double(E)), u, 2);
-        L.wv = draw({kvd, E}, 1.0 / std::sqrt(double(E)), u, 3);
+        const double inE = 1.0 / std::sqrt(double(E));
+        L.wqkv = at::cat({draw({qd, E}, inE, u, 1), draw({kvd, E}, inE, u, 2),
+                          draw({kvd, E}, inE, u, 3)});
         L.wo = draw({E, qd}, 1.0 / std::sqrt(double(qd)), u, 4);
-        L.wGate = draw({c.ffnDim, E}, 1.0 / std::sqrt(double(E)), u, 5);
-        L.wUp = draw({c.ffnDim, E}, 1.0 / std::sqrt(double(E)), u, 6);
+        L.wGateUp = at::cat({draw({c.ffnDim, E}, inE, u, 5), draw({c.ffnDim, E}, inE, u, 6)});
         L.wDown = draw({E, c.ffnDim}, 1.0 / std::sqrt(double(c.ffnDim)), u, 7);
         if (c.qkvBias) {
-            L.bq = draw({qd}, 0.1, u, 8);
-            L.bk = draw({kvd}, 0.1, u, 9);
-            L.bv = draw({kvd}, 0.1, u, 10);
+            L.bqkv = at::cat({draw({qd}, 0.1, u, 8), draw({kvd}, 0.1, u, 9), draw({kvd}, 0.1, u, 10)});
         }
         w.layers.push_back(std::move(L));
     }

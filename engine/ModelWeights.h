@@ -17,11 +17,15 @@ class GgufFile;
 // Progress of long work: fraction done in [0, 1] and what is being done.
 using ProgressFn = std::function<void(double fraction, const std::string& what)>;
 
+// Projections sharing an input are stored fused ([q | k | v], [gate | up]):
+// one pass over the input per group, and fewer, larger matrix products.
 struct LayerWeights {
     at::Tensor attnNorm, ffnNorm;  // fp32 [embed]
-    at::Tensor wq, wk, wv, wo;     // compute dtype
-    at::Tensor bq, bk, bv;         // qwen2 only; undefined otherwise
-    at::Tensor wGate, wUp, wDown;
+    at::Tensor wqkv;               // [qDim + 2 kvDim, embed], compute dtype
+    at::Tensor bqkv;               // [qDim + 2 kvDim]; qwen2 only, undefined otherwise
+    at::Tensor wo;                 // [embed, qDim]
+    at::Tensor wGateUp;            // [2 ffn, embed]
+    at::Tensor wDown;              // [embed, ffn]
 };
 
 struct ModelWeights {

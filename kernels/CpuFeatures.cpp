@@ -1,4 +1,4 @@
-#include "engine/CpuFeatures.h"
+#include "kernels/CpuFeatures.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -1,0 +1,158 @@
+// Each CPU kernel body against LibTorch's composite ops on the same inputs.
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/CausalAttention.h"
+#include "kernels/CpuFeatures.h"
+#include "kernels/CpuMath.h"
+#include "kernels/Linear.h"
+#include "kernels/RmsNorm.h"
+#include "kernels/Rope.h"
+#include "kernels/SiluMul.h"
+
+namespace kvlens::kernels {
+namespace {
+
+at::Tensor randn(std::vector<int64_t> shape, uint64_t seed) {
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    return at::randn(shape, gen);
+}
+
+double maxAbs(const at::Tensor& a) { return a.abs().max().item<double>(); }
+
+TEST(CpuMath, Bf16RoundsToNearestEvenLikeLibTorch) {
+    at::Tensor x = randn({4096}, 1) * 100;
+    at::Tensor ours = at::empty({4096}, at::kBFloat16);
+    auto* o = reinterpret_cast<uint16_t*>(ours.data_ptr<at::BFloat16>());
+    for (int64_t i = 0; i < 4096; ++i) o[i] = floatToBf16(x[i].item<float>());
+    EXPECT_TRUE(at::equal(ours, x.to(at::kBFloat16)));
+    EXPECT_EQ(bf16ToFloat(0x3f80), 1.0f);
+}
+
+class LinearRows : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(LinearRows, Bf16KernelMatchesFp32ProductOfTheSameBf16Values) {
+    if (!CpuFeatures::detect().avx512bf16) GTEST_SKIP() << "this CPU has no AVX512-BF16: the composite path runs instead";
+    const int64_t M = GetParam();
+    for (int64_t in : {64, 100, 2048}) {  // 100: a tail of 4 after three full blocks of 32
+        at::Tensor x = randn({M, in}, 2).to(at::kBFloat16), w = randn({37, in}, 3).to(at::kBFloat16);
+        at::Tensor b = randn({37}, 4);
+        at::Tensor expected = at::linear(x.to(at::kFloat), w.to(at::kFloat), b);
+        at::Tensor got = kernels::linear(x, w, b, at::kFloat);
+        ASSERT_EQ(got.sizes(), expected.sizes());
+        EXPECT_LT(maxAbs(got - expected), 1e-3 * std::sqrt(double(in))) << "M=" << M << " in=" << in;
+        EXPECT_EQ(kernels::linear(x, w).scalar_type(), at::kBFloat16);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, LinearRows, ::testing::Values(1, 2, 3, 4));
+
+TEST(Linear, ManyRowsAndFp32UseLibTorch) {
+    at::Tensor x = randn({9, 16}, 5), w = randn({8, 16}, 6);
+    EXPECT_TRUE(at::allclose(kernels::linear(x, w), at::linear(x, w)));
+    EXPECT_TRUE(at::allclose(kernels::linear(x.to(at::kBFloat16), w.to(at::kBFloat16), {}, at::kFloat),
+                             at::linear(x.to(at::kBFloat16), w.to(at::kBFloat16)).to(at::kFloat)));
+}
+
+TEST(RmsNorm, MatchesComposite) {
+    at::Tensor x = randn({5, 48}, 7) * 3, w = randn({48}, 8);
+    at::Tensor expected = x * at::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * w;
+    EXPECT_LT(maxAbs(rmsNorm(x, w, 1e-5, at::kFloat) - expected), 1e-5);
+    EXPECT_TRUE(at::equal(rmsNorm(x, w, 1e-5, at::kBFloat16),
+                          rmsNorm(x, w, 1e-5, at::kFloat).to(at::kBFloat16)));
+}
+
+TEST(SiluMul, MatchesComposite) {
+    at::Tensor gu = randn({3, 40}, 9) * 4;
+    at::Tensor g = gu.narrow(1, 0, 20), u = gu.narrow(1, 20, 20);
+    EXPECT_LT(maxAbs(siluMul(gu) - at::silu(g) * u), 1e-5);
+    // bf16 in and out: equal to the fp32 result rounded to bf16, give or take one unit
+    // in the last place (2^-8 relative).
+    at::Tensor b = gu.to(at::kBFloat16);
+    at::Tensor exact = at::silu(b.narrow(1, 0, 20).to(at::kFloat)) * b.narrow(1, 20, 20).to(at::kFloat);
+    at::Tensor diff = (siluMul(b).to(at::kFloat) - exact).abs();
+    EXPECT_TRUE((diff <= exact.abs() / 256 + 1e-6).all().item<bool>()) << maxAbs(diff);
+}
+
+// Reference rotation from the definition, one element pair at a time.
+at::Tensor ropeReference(at::Tensor x, int64_t p0, double theta, int64_t R, bool halves) {
+    x = x.to(at::kDouble).clone();
+    const int64_t T = x.size(0), H = x.size(1);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < R / 2; ++i) {
+                const double a = double(p0 + t) * std::pow(theta, -2.0 * double(i) / double(R));
+                const int64_t i0 = halves ? i : 2 * i, i1 = halves ? i + R / 2 : 2 * i + 1;
+                const double x0 = x[t][h][i0].item<double>(), x1 = x[t][h][i1].item<double>();
+                x[t][h][i0] = x0 * std::cos(a) - x1 * std::sin(a);
+                x[t][h][i1] = x0 * std::sin(a) + x1 * std::cos(a);
+            }
+    return x;
+}
+
+TEST(Rope, BothStylesPartialDimsAndStridedViewsMatchTheDefinition) {
+    for (bool halves : {false, true}) {
+        for (int64_t R : {16, 8}) {
+            const int64_t T = 3, Hq = 4, Hk = 2, D = 16, p0 = 41;
+            std::vector<float> inv(R / 2);
+            for (int64_t i = 0; i < R / 2; ++i) inv[i] = float(std::pow(10000.0, -2.0 * double(i) / double(R)));
+            const at::Tensor invFreq = at::tensor(inv);
+            // q and k as views into one fused row, as the model has them.
+            at::Tensor fused = randn({T, (Hq + Hk) * D}, 10);
+            const at::Tensor original = fused.clone();
+            at::Tensor q = fused.narrow(1, 0, Hq * D).view({T, Hq, D});
+            at::Tensor k = fused.narrow(1, Hq * D, Hk * D).view({T, Hk, D});
+            rope(q, k, p0, invFreq, R, halves);
+            const at::Tensor qRef = ropeReference(original.narrow(1, 0, Hq * D).view({T, Hq, D}), p0, 10000.0, R, halves);
+            const at::Tensor kRef = ropeReference(original.narrow(1, Hq * D, Hk * D).view({T, Hk, D}), p0, 10000.0, R, halves);
+            EXPECT_LT(maxAbs(q.to(at::kDouble) - qRef), 1e-4) << "halves=" << halves << " R=" << R;
+            EXPECT_LT(maxAbs(k.to(at::kDouble) - kRef), 1e-4) << "halves=" << halves << " R=" << R;
+        }
+    }
+}
+
+// Attention from the definition with LibTorch ops: repeat KV heads, mask, softmax.
+at::Tensor attentionReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t p0) {
+    const int64_t T = q.size(0), H = q.size(1), D = q.size(2), G = H / k.size(0), S = k.size(1);
+    at::Tensor kk = k.to(at::kDouble).repeat_interleave(G, 0), vv = v.to(at::kDouble).repeat_interleave(G, 0);
+    at::Tensor qq = q.to(at::kDouble).permute({1, 0, 2});
+    at::Tensor scores = at::matmul(qq, kk.transpose(1, 2)) / std::sqrt(double(D));
+    at::Tensor mask = at::arange(S).unsqueeze(0) > (at::arange(T) + p0).unsqueeze(1);
+    scores.masked_fill_(mask, -INFINITY);
+    return at::matmul(at::softmax(scores, -1), vv).permute({1, 0, 2}).reshape({T, H * D});
+}
+
+TEST(CausalAttention, MatchesDefinitionForEachHeadDimension) {
+    for (int64_t D : {8, 12, 64}) {  // 12 takes the generic path
+        for (int64_t T : {1, 3}) {
+            const int64_t H = 6, KV = 2, p0 = 29, S = p0 + T;
+            at::Tensor q = randn({T, H, D}, 11), k = randn({KV, S, D}, 12), v = randn({KV, S, D}, 13);
+            ASSERT_TRUE(useFusedAttention(q, k));
+            const at::Tensor expected = attentionReference(q, k, v, p0);
+            EXPECT_LT(maxAbs(causalAttention(q, k, v, p0).to(at::kDouble) - expected), 1e-5)
+                << "D=" << D << " T=" << T;
+            const at::Tensor b = causalAttention(q.to(at::kBFloat16), k.to(at::kBFloat16),
+                                                 v.to(at::kBFloat16), p0);
+            EXPECT_LT(maxAbs(b.to(at::kDouble) - expected), 5e-2) << "bf16 D=" << D << " T=" << T;
+        }
+    }
+}
+
+TEST(CausalAttention, ReadsCacheViewsWithCapacityStride) {
+    // The cache hands out narrow()ed views of [KV, capacity, D] buffers.
+    at::Tensor kBuf = randn({2, 50, 8}, 14), vBuf = randn({2, 50, 8}, 15);
+    at::Tensor k = kBuf.narrow(1, 0, 20), v = vBuf.narrow(1, 0, 20), q = randn({1, 4, 8}, 16);
+    EXPECT_LT(maxAbs(causalAttention(q, k, v, 19).to(at::kDouble) -
+                     attentionReference(q, k.contiguous(), v.contiguous(), 19)),
+              1e-5);
+}
+
+TEST(CausalAttention, ManyQueriesAreLeftToTheBlockedPath) {
+    at::Tensor q = randn({9, 2, 8}, 17), k = randn({1, 9, 8}, 18);
+    EXPECT_FALSE(useFusedAttention(q, k));
+}
+
+}  // namespace
+}  // namespace kvlens::kernels

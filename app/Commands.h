@@ -11,5 +11,8 @@ int runInfo(const std::vector<std::string>& args);
 int runTokenize(const std::vector<std::string>& args);
 int runGenerate(const std::vector<std::string>& args);
 int runBench(const std::vector<std::string>& args);
+int runSelect(const std::vector<std::string>& args);
+int runRun(const std::vector<std::string>& args);
+int runCompare(const std::vector<std::string>& args);
 
 }  // namespace kvlens

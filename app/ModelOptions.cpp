@@ -37,6 +37,17 @@ LoadedModel ModelOptions::load() const {
     return m;
 }
 
+std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos) {
+    const std::vector<int32_t> ids =
+        loaded.tokenizer->encode(prompt, addBos && loaded.tokenizer->addBosByDefault());
+    ProgressBar bar("prefill of " + std::to_string(ids.size()) + " tokens");
+    auto capture = Capture::fromPrefill(*loaded.model, ids, [&](double f, const std::string& what) {
+        bar.update(f, what);
+    });
+    bar.finish();
+    return capture;
+}
+
 std::string readPrompt(const CommandLine& args) {
     if (args.has("--prompt") && args.has("--prompt-file")) {
         throw Error("give either --prompt or --prompt-file, not both");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app/CommandLine.h"
+#include "engine/Capture.h"
 #include "engine/ModelLoader.h"
 
 namespace kvlens {
@@ -21,6 +22,10 @@ struct ModelOptions {
     static ModelOptions fromCommandLine(const CommandLine& args);
     LoadedModel load() const;
 };
+
+// Tokenizes `prompt` and prefills it into a capture for the compression
+// methods, with a progress bar on stderr.
+std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos);
 
 // --prompt TEXT or --prompt-file PATH; throws kvlens::Error for a missing,
 // unreadable or empty prompt, naming the flag.

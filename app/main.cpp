@@ -17,6 +17,9 @@ const char* kUsage =
     "  tokenize   token ids and pieces of a prompt\n"
     "  generate   generate text with the full KV cache, streamed as it comes\n"
     "  bench      prefill and decode tokens/s at a given prompt length\n"
+    "  select     positions a compression method keeps, from dumped per-layer tensors\n"
+    "  run        compress the KV cache with one method and measure what it costs\n"
+    "  compare    one prefill, then every method and budget: memory and quality table\n"
     "\n"
     "models: --model PATH.gguf, or random:<preset>[:layers=N][:seed=S][:ctx=N] with presets\n"
     "        tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b; default $KVLENS_MODEL,\n"
@@ -40,7 +43,10 @@ int main(int argc, char** argv) {
         if (command == "tokenize") return kvlens::runTokenize(args);
         if (command == "generate") return kvlens::runGenerate(args);
         if (command == "bench") return kvlens::runBench(args);
-        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench)\n",
+        if (command == "select") return kvlens::runSelect(args);
+        if (command == "run") return kvlens::runRun(args);
+        if (command == "compare") return kvlens::runCompare(args);
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, select)\n",
                      command.c_str());
         return 2;
     } catch (const kvlens::Error& e) {

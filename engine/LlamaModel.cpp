@@ -37,7 +37,7 @@ int64_t LlamaModel::queryBlockSize(int64_t keys) const {
 }
 
 at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 int64_t firstPosition) const {
+                                 int64_t firstPosition, at::Tensor* columnSums) const {
     // q: [T, H, D]; k, v: [KV, S, D] with S = firstPosition + T.
     const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
     const int64_t KV = k.size(0), G = H / KV;
@@ -47,6 +47,10 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     at::Tensor out = at::empty({KV, G, T, D}, q.options());
     const int64_t block = queryBlockSize(firstPosition + T);
     const auto posOpts = at::TensorOptions().dtype(at::kLong).device(device_);
+    at::Tensor sums;
+    if (columnSums) {
+        sums = at::zeros({KV, G, firstPosition + T}, q.options().dtype(at::kFloat));
+    }
     for (int64_t b0 = 0; b0 < T; b0 += block) {
         const int64_t nb = std::min(block, T - b0);
         const int64_t S = firstPosition + b0 + nb;  // keys the block's last query sees
@@ -62,17 +66,47 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
                          .masked_fill_(masked, -std::numeric_limits<float>::infinity())
                          .view({KV, G * nb, S});
         }
-        at::Tensor probs = at::softmax(scores, -1).to(dtype_);
+        at::Tensor probs = at::softmax(scores, -1);
+        if (columnSums) sums.narrow(2, 0, S).add_(probs.view({KV, G, nb, S}).sum(2));
+        probs = probs.to(dtype_);
         out.narrow(2, b0, nb).copy_(at::bmm(probs, vb).view({KV, G, nb, D}));
     }
+    if (columnSums) *columnSums = sums.view({H, firstPosition + T});
     return out.view({H, T, D}).permute({1, 0, 2}).reshape({T, H * D});
 }
 
 at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits,
-                               const ProgressFn& progress) {
+                               const ProgressFn& progress, ForwardObserver* observer) {
+    const int64_t p0 = cache.length();
+    return run(tokens, p0, allLogits, progress,
+               [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+                   if (observer) observer->onQueries(l, q, p0);
+                   cache.append(l, k.transpose(0, 1), v.transpose(0, 1));
+                   const at::Tensor keys = cache.keys(l), values = cache.values(l);
+                   if (observer && observer->wantsAttentionColumnSums()) {
+                       at::Tensor sums;
+                       at::Tensor a = attention(q, keys, values, p0, &sums);
+                       observer->onAttentionColumnSums(l, sums);
+                       return a;
+                   }
+                   return kernels::useFusedAttention(q, keys)
+                              ? kernels::causalAttention(q, keys, values, p0)
+                              : attention(q, keys, values, p0);
+               });
+}
+
+at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache) {
+    return run({token}, cache.nextPosition(), false, {},
+               [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+                   cache.append(l, k, v);
+                   return kernels::raggedAttention(q, cache.keys(l), cache.values(l), cache.headMap());
+               });
+}
+
+at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool allLogits,
+                           const ProgressFn& progress, const AttentionStep& attend) {
     c10::InferenceMode guard;
     const int64_t T = static_cast<int64_t>(tokens.size());
-    const int64_t p0 = cache.length();
     const ModelConfig& c = config_;
     if (T == 0) throw Error("no tokens to run");
     for (int32_t id : tokens) {
@@ -97,12 +131,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         at::Tensor k = qkv.narrow(1, qd, kvd).view({T, c.nKvHeads, c.headDim});
         at::Tensor v = qkv.narrow(1, qd + kvd, kvd).view({T, c.nKvHeads, c.headDim});
         kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves);
-        cache.append(l, k.transpose(0, 1), v.transpose(0, 1));
-        at::Tensor keys = cache.keys(l), values = cache.values(l);
-        at::Tensor a = kernels::useFusedAttention(q, keys)
-                           ? kernels::causalAttention(q, keys, values, p0)
-                           : attention(q, keys, values, p0);
-        x.add_(kernels::linear(a, L.wo, {}, at::kFloat));
+        x.add_(kernels::linear(attend(l, q, k, v), L.wo, {}, at::kFloat));
 
         h = kernels::rmsNorm(x, L.ffnNorm, c.rmsEps, dtype_);
         at::Tensor act = kernels::siluMul(kernels::linear(h, L.wGateUp));

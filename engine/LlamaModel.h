@@ -4,13 +4,28 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <vector>
 
+#include "engine/CompressedCache.h"
 #include "engine/KvCache.h"
 #include "engine/ModelConfig.h"
 #include "engine/ModelWeights.h"
 
 namespace kvlens {
+
+// Sees inside a forward pass: what the compression methods' capture keeps.
+class ForwardObserver {
+public:
+    virtual ~ForwardObserver() = default;
+    // Queries after RoPE of the tokens being run, [T, heads, headDim], the first at
+    // position `firstPosition`.
+    virtual void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) = 0;
+    // Attention probabilities summed over the queries run, per query head and key:
+    // fp32 [heads, keys] (what H2O accumulates). Asked for only when this returns true.
+    virtual bool wantsAttentionColumnSums() const { return false; }
+    virtual void onAttentionColumnSums(int64_t layer, const at::Tensor& sums) {}
+};
 
 class LlamaModel {
 public:
@@ -21,7 +36,11 @@ public:
     // [vocab] for the last token, or [n, vocab] for every token when `allLogits`.
     // `progress` hears once per layer (prefills of long prompts take minutes).
     at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits = false,
-                       const ProgressFn& progress = {});
+                       const ProgressFn& progress = {}, ForwardObserver* observer = nullptr);
+
+    // One decode step on a compressed cache: appends the token's keys and values
+    // to every head and attends over each head's own entries. Returns fp32 [vocab].
+    at::Tensor decode(int32_t token, CompressedCache& cache);
 
     KvCache makeCache(int64_t capacity) const;
 
@@ -36,9 +55,17 @@ public:
     int64_t queryBlockSize(int64_t keys) const;
 
 private:
+    // Appends k, v [T, kvHeads, D] for `layer` to a cache and returns the
+    // attention output [T, heads * D] of q [T, heads, D].
+    using AttentionStep = std::function<at::Tensor(int64_t layer, const at::Tensor& q,
+                                                   const at::Tensor& k, const at::Tensor& v)>;
+    at::Tensor run(const std::vector<int32_t>& tokens, int64_t firstPosition, bool allLogits,
+                   const ProgressFn& progress, const AttentionStep& attend);
+
     // Blocked attention for many queries (prefill): GEMMs over query blocks.
+    // `columnSums`, when given, receives the probabilities summed over queries, [H, S].
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                         int64_t firstPosition) const;
+                         int64_t firstPosition, at::Tensor* columnSums = nullptr) const;
 
     ModelConfig config_;
     ModelWeights weights_;

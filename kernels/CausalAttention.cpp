@@ -34,70 +34,109 @@ inline uint16_t fromFloat<uint16_t>(float v) {
     return floatToBf16(v);
 }
 
-// DK > 0: the head dimension fixed at compile time, so the per-key loops
-// unroll and vectorise; DK == 0: any head dimension.
+// One query row against S keys/values (rows `ks1`/`vs1` apart): scores, fp32
+// softmax, weighted values, written to `o`. Both the contiguous-cache and the
+// ragged entry points run exactly this, so a compressed cache that kept
+// everything decodes bit-identically to the full cache.
+// DK > 0: the head dimension fixed at compile time, so the loops unroll and vectorise.
 template <typename T, int DK>
-void attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t p0,
-            at::Tensor& out) {
-    const int64_t Tq = q.size(0), H = q.size(1), KV = k.size(0);
-    const int64_t D = DK > 0 ? DK : q.size(2);
-    const int64_t G = H / KV;
+void attendRow(const T* q, int64_t D_, float scale, const T* kr, int64_t ks1, const T* vr,
+               int64_t vs1, int64_t S, std::vector<float>& scores, std::vector<float>& qf,
+               std::vector<float>& acc, T* o) {
+    const int64_t D = DK > 0 ? DK : D_;
+    for (int64_t d = 0; d < D; ++d) qf[d] = toFloat(q[d]) * scale;
+    scores.resize(S);
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < S; ++j, kr += ks1) {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < D; ++d) dot += qf[d] * toFloat(kr[d]);
+        scores[j] = dot;
+        mx = std::max(mx, dot);
+    }
+    float z = 0.0f;
+    for (int64_t j = 0; j < S; ++j) z += (scores[j] = std::exp(scores[j] - mx));
+    std::fill(acc.begin(), acc.begin() + D, 0.0f);
+    for (int64_t j = 0; j < S; ++j, vr += vs1) {
+        const float p = scores[j];
+        for (int64_t d = 0; d < D; ++d) acc[d] += p * toFloat(vr[d]);
+    }
+    const float inv = 1.0f / z;
+    for (int64_t d = 0; d < D; ++d) o[d] = fromFloat<T>(acc[d] * inv);
+}
+
+// Calls f.template operator()<DK>() with DK the compile-time head dimension (0: any).
+template <typename F>
+void withHeadDim(int64_t D, F&& f) {
+    switch (D) {
+        case 8: return f(std::integral_constant<int, 8>());
+        case 16: return f(std::integral_constant<int, 16>());
+        case 32: return f(std::integral_constant<int, 32>());
+        case 64: return f(std::integral_constant<int, 64>());
+        case 128: return f(std::integral_constant<int, 128>());
+        default: return f(std::integral_constant<int, 0>());
+    }
+}
+
+template <typename T>
+void attendCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t p0,
+                  at::Tensor& out) {
+    const int64_t Tq = q.size(0), H = q.size(1), D = q.size(2), G = H / k.size(0);
     const T* qp = reinterpret_cast<const T*>(q.data_ptr());
     const T* kp = reinterpret_cast<const T*>(k.data_ptr());
     const T* vp = reinterpret_cast<const T*>(v.data_ptr());
     T* op = reinterpret_cast<T*>(out.data_ptr());
-    const int64_t qs0 = q.stride(0), qs1 = q.stride(1);
-    const int64_t ks0 = k.stride(0), ks1 = k.stride(1), vs0 = v.stride(0), vs1 = v.stride(1);
     const float scale = 1.0f / std::sqrt(float(D));
     const int64_t grain = std::max<int64_t>(1, 65536 / ((p0 + Tq) * D));
-    at::parallel_for(0, Tq * H, grain, [&](int64_t b, int64_t e) {
-        std::vector<float> scores(p0 + Tq), qf(D), acc(D);
-        for (int64_t row = b; row < e; ++row) {
-            const int64_t t = row / H, h = row % H, kv = h / G;
-            const int64_t S = p0 + t + 1;
-            for (int64_t d = 0; d < D; ++d) qf[d] = toFloat(qp[t * qs0 + h * qs1 + d]) * scale;
-            float mx = -std::numeric_limits<float>::infinity();
-            const T* kr = kp + kv * ks0;
-            for (int64_t j = 0; j < S; ++j, kr += ks1) {
-                float dot = 0.0f;
-                for (int64_t d = 0; d < D; ++d) dot += qf[d] * toFloat(kr[d]);
-                scores[j] = dot;
-                mx = std::max(mx, dot);
+    withHeadDim(D, [&](auto dk) {
+        constexpr int DK = decltype(dk)::value;
+        at::parallel_for(0, Tq * H, grain, [&](int64_t b, int64_t e) {
+            std::vector<float> scores, qf(D), acc(D);
+            for (int64_t row = b; row < e; ++row) {
+                const int64_t t = row / H, h = row % H, kv = h / G;
+                attendRow<T, DK>(qp + t * q.stride(0) + h * q.stride(1), D, scale,
+                                 kp + kv * k.stride(0), k.stride(1), vp + kv * v.stride(0),
+                                 v.stride(1), p0 + t + 1, scores, qf, acc, op + t * H * D + h * D);
             }
-            float z = 0.0f;
-            for (int64_t j = 0; j < S; ++j) z += (scores[j] = std::exp(scores[j] - mx));
-            std::fill(acc.begin(), acc.end(), 0.0f);
-            const T* vr = vp + kv * vs0;
-            for (int64_t j = 0; j < S; ++j, vr += vs1) {
-                const float p = scores[j];
-                for (int64_t d = 0; d < D; ++d) acc[d] += p * toFloat(vr[d]);
-            }
-            const float inv = 1.0f / z;
-            T* o = op + t * H * D + h * D;
-            for (int64_t d = 0; d < D; ++d) o[d] = fromFloat<T>(acc[d] * inv);
-        }
+        });
     });
 }
 
 template <typename T>
-void attendAnyDim(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t p0,
+void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
+                  const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf,
                   at::Tensor& out) {
-    switch (q.size(2)) {
-        case 8: return attend<T, 8>(q, k, v, p0, out);
-        case 16: return attend<T, 16>(q, k, v, p0, out);
-        case 32: return attend<T, 32>(q, k, v, p0, out);
-        case 64: return attend<T, 64>(q, k, v, p0, out);
-        case 128: return attend<T, 128>(q, k, v, p0, out);
-        default: return attend<T, 0>(q, k, v, p0, out);
-    }
+    const int64_t H = q.size(1), D = q.size(2);
+    const T* qp = reinterpret_cast<const T*>(q.data_ptr());
+    T* op = reinterpret_cast<T*>(out.data_ptr());
+    const float scale = 1.0f / std::sqrt(float(D));
+    int64_t longest = 1;
+    for (const at::Tensor& kk : keys) longest = std::max<int64_t>(longest, kk.size(0));
+    const int64_t grain = std::max<int64_t>(1, 65536 / (longest * D));
+    withHeadDim(D, [&](auto dk) {
+        constexpr int DK = decltype(dk)::value;
+        at::parallel_for(0, H, grain, [&](int64_t b, int64_t e) {
+            std::vector<float> scores, qf(D), acc(D);
+            for (int64_t h = b; h < e; ++h) {
+                const at::Tensor& kk = keys[headOf[h]];
+                const at::Tensor& vv = values[headOf[h]];
+                attendRow<T, DK>(qp + h * q.stride(1), D, scale,
+                                 reinterpret_cast<const T*>(kk.data_ptr()), kk.stride(0),
+                                 reinterpret_cast<const T*>(vv.data_ptr()), vv.stride(0), kk.size(0),
+                                 scores, qf, acc, op + h * D);
+            }
+        });
+    });
+}
+
+bool cpuType(const at::Tensor& t) {
+    return t.device().is_cpu() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
 }
 
 }  // namespace
 
 bool useFusedAttention(const at::Tensor& q, const at::Tensor& k) {
-    const auto type = q.scalar_type();
-    return q.device().is_cpu() && q.size(0) <= kMaxFusedQueries && k.scalar_type() == type &&
-           (type == at::kFloat || type == at::kBFloat16) && q.stride(2) == 1 && k.stride(2) == 1;
+    return cpuType(q) && q.size(0) <= kMaxFusedQueries && k.scalar_type() == q.scalar_type() &&
+           q.stride(2) == 1 && k.stride(2) == 1;
 }
 
 at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -105,9 +144,37 @@ at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
     const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
     at::Tensor out = at::empty({T, H * D}, q.options());
     if (q.scalar_type() == at::kBFloat16) {
-        attendAnyDim<uint16_t>(q, k, v, firstPosition, out);
+        attendCausal<uint16_t>(q, k, v, firstPosition, out);
     } else {
-        attendAnyDim<float>(q, k, v, firstPosition, out);
+        attendCausal<float>(q, k, v, firstPosition, out);
+    }
+    return out;
+}
+
+at::Tensor raggedAttention(const at::Tensor& q, const std::vector<at::Tensor>& keys,
+                           const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf) {
+    const int64_t H = q.size(1), D = q.size(2);
+    bool cpu = cpuType(q) && q.size(0) == 1 && q.stride(2) == 1;
+    for (size_t c = 0; c < keys.size() && cpu; ++c) {
+        cpu = keys[c].scalar_type() == q.scalar_type() && keys[c].stride(1) == 1 &&
+              values[c].stride(1) == 1 && keys[c].size(0) > 0;
+    }
+    if (!cpu) {
+        // Composite body (any device): one small attention per query head.
+        std::vector<at::Tensor> outs;
+        for (int64_t h = 0; h < H; ++h) {
+            at::Tensor qh = q.select(1, h).to(at::kFloat);  // [1, D]
+            at::Tensor kk = keys[headOf[h]].to(at::kFloat), vv = values[headOf[h]].to(at::kFloat);
+            at::Tensor p = at::softmax(at::matmul(qh, kk.t()) / std::sqrt(double(D)), -1);
+            outs.push_back(at::matmul(p, vv));
+        }
+        return at::cat(outs, 1).to(q.scalar_type());
+    }
+    at::Tensor out = at::empty({1, H * D}, q.options());
+    if (q.scalar_type() == at::kBFloat16) {
+        attendRagged<uint16_t>(q, keys, values, headOf, out);
+    } else {
+        attendRagged<float>(q, keys, values, headOf, out);
     }
     return out;
 }

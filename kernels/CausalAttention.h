@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include <vector>
+
 namespace kvlens::kernels {
 
 // q: [T, H, D] (unit last stride); k, v: [KV, S, D] with S = firstPosition + T;
@@ -13,6 +15,14 @@ namespace kvlens::kernels {
 // blocked GEMM path elsewhere (see useFusedAttention).
 at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            int64_t firstPosition);
+
+// One new query per head against a compressed cache whose heads have different
+// lengths (AdaKV): q [1, H, D]; keys/values[c] [length_c, D] for cache head c
+// (rows contiguous); query head h reads cache head headOf[h]. No padding to the
+// longest head. Returns [1, H * D] in q's dtype. CPU body; other devices use
+// LibTorch ops per head.
+at::Tensor raggedAttention(const at::Tensor& q, const std::vector<at::Tensor>& keys,
+                           const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf);
 
 // Whether causalAttention serves this call: CPU, f32/bf16, and few queries.
 bool useFusedAttention(const at::Tensor& q, const at::Tensor& k);

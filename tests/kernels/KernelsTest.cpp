@@ -156,3 +156,36 @@ TEST(CausalAttention, ManyQueriesAreLeftToTheBlockedPath) {
 
 }  // namespace
 }  // namespace kvlens::kernels
+
+namespace kvlens::kernels {
+namespace {
+
+TEST(RaggedAttention, EachHeadAttendsOnlyItsOwnEntries) {
+    const int64_t H = 4, D = 16;
+    const std::vector<int64_t> lengths = {5, 17, 1}, headOf = {0, 0, 1, 2};
+    std::vector<at::Tensor> keys, values;
+    for (size_t c = 0; c < lengths.size(); ++c) {
+        // Rows of a larger buffer, as the compressed cache hands them out.
+        keys.push_back(randn({lengths[c] + 3, D}, 20 + c).narrow(0, 0, lengths[c]));
+        values.push_back(randn({lengths[c] + 3, D}, 30 + c).narrow(0, 0, lengths[c]));
+    }
+    const at::Tensor q = randn({1, H, D}, 40);
+    for (c10::ScalarType type : {at::kFloat, at::kBFloat16}) {
+        std::vector<at::Tensor> k, v;
+        for (size_t c = 0; c < keys.size(); ++c) {
+            k.push_back(keys[c].to(type));
+            v.push_back(values[c].to(type));
+        }
+        const at::Tensor out = raggedAttention(q.to(type), k, v, headOf).to(at::kDouble);
+        for (int64_t h = 0; h < H; ++h) {
+            const at::Tensor kk = k[headOf[h]].to(at::kDouble), vv = v[headOf[h]].to(at::kDouble);
+            const at::Tensor p = at::softmax(at::matmul(q.to(type).to(at::kDouble)[0][h], kk.t()) / 4.0, -1);
+            const at::Tensor expected = at::matmul(p, vv);
+            EXPECT_LT(maxAbs(out[0].narrow(0, h * D, D) - expected), type == at::kFloat ? 1e-5 : 2e-2)
+                << "head " << h;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kvlens::kernels

@@ -1,0 +1,114 @@
+// kvlens compare: one prefill, then every (method, budget) against the full
+// cache: KV memory, ratio, token agreement, KL and top-1 agreement.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "app/ModelOptions.h"
+#include "app/PressOptions.h"
+#include "app/ProgressBar.h"
+#include "engine/Error.h"
+#include "engine/MethodEvaluator.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+
+namespace {
+
+std::vector<std::string> splitList(const std::string& text, const std::string& flag) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (item.empty()) throw Error(flag + " '" + text + "' has an empty item");
+        out.push_back(item);
+    }
+    if (out.empty()) throw Error(flag + " is empty");
+    return out;
+}
+
+}  // namespace
+
+int runCompare(const std::vector<std::string>& argv) {
+    std::set<std::string> valueFlags = ModelOptions::flags();
+    valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets"});
+    CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--help"});
+    if (args.has("--help")) {
+        std::fputs(
+            "usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n"
+            "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random]\n"
+            "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
+            "  one prefill, then every (method, budget); a table (or CSV) of KV MB, ratio,\n"
+            "  tokens agreed before the first divergence, overall agreement, mean KL, top-1\n",
+            stdout);
+        return 0;
+    }
+    if (args.has("--method") || args.has("--budget")) {
+        throw Error("compare takes --methods and --budgets (lists), not --method/--budget");
+    }
+    const std::vector<std::string> methods =
+        splitList(args.get("--methods", "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random"), "--methods");
+    const std::vector<std::string> budgets = splitList(args.get("--budgets", "64,128,256"), "--budgets");
+    const PressParams base = PressOptions::fromCommandLine(args);
+    std::vector<PressParams> runs;
+    for (const std::string& method : methods) {
+        Press::create(method);  // unknown names fail before the model loads
+        for (const std::string& budget : budgets) {
+            PressParams p = base;
+            p.method = method;
+            parseBudget(budget, "--budgets", p);
+            // A sweep may go below the default window: halve it for those budgets
+            // (shown in the params column) unless --window was given.
+            if (!args.has("--window") && p.budget > 0 && p.budget <= p.window && p.usesWindow()) {
+                p.window = std::max<int64_t>(1, p.budget / 2);
+            }
+            runs.push_back(p);
+            if (method == "full") break;  // one budget says all there is
+        }
+    }
+    const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
+    const std::string prompt = readPrompt(args);
+    const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    LoadedModel loaded = modelOptions.load();
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"));
+    for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
+    MethodEvaluator evaluator(*loaded.model, capture, n);
+
+    const bool csv = args.has("--csv");
+    if (csv) {
+        std::printf("method,budget,params,kv_bytes,kv_mb,ratio,agreed_prefix,token_agreement,mean_kl,top1_agreement,select_ms\n");
+    } else {
+        std::printf("prompt %lld tokens, %lld new tokens per run, %s\n\n", (long long)capture->promptLength(),
+                    (long long)n, modelOptions.model.c_str());
+        std::printf("%-13s %7s %10s %7s %10s %9s %10s %7s\n", "method", "budget", "KV MB", "ratio",
+                    "agreed@div", "agreement", "mean KL", "top-1");
+    }
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const PressParams& p = runs[i];
+        ProgressBar bar("run " + std::to_string(i + 1) + "/" + std::to_string(runs.size()));
+        bar.update(0.0, p.describe());
+        const RunMetrics m = evaluator.evaluate(p);
+        bar.finish();
+        const std::string budget = p.method == "full" ? std::string("-")
+                                   : p.budget > 0   ? std::to_string(p.budget)
+                                                    : std::to_string(p.budgetRatio * 100) + "%";
+        if (csv) {
+            std::printf("%s,%s,\"%s\",%lld,%.6f,%.6f,%lld,%.6f,%.8g,%.6f,%.3f\n", p.method.c_str(),
+                        budget.c_str(), p.describe().c_str(), (long long)m.bytes, double(m.bytes) / 1e6,
+                        m.ratio, (long long)m.agreedPrefix, m.tokenAgreement, m.meanKl,
+                        m.top1Agreement, m.selectSeconds * 1e3);
+        } else {
+            std::printf("%-13s %7s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%%\n", p.method.c_str(),
+                        budget.c_str(), double(m.bytes) / 1e6, 100.0 * m.ratio, (long long)m.agreedPrefix,
+                        (long long)n, 100.0 * m.tokenAgreement, m.meanKl, 100.0 * m.top1Agreement);
+        }
+        std::fflush(stdout);
+    }
+    return 0;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,111 @@
+// kvlens run: one prefill, one compression method, and what it costs against
+// the full cache: the two continuations, agreement, KL, top-1 and KV memory.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "app/ModelOptions.h"
+#include "app/PressOptions.h"
+#include "app/ProgressBar.h"
+#include "engine/Error.h"
+#include "engine/MethodEvaluator.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+
+static nlohmann::json pressParamsJson(const PressParams& p) {
+    return {{"method", p.method},
+            {"budget", p.budget},
+            {"budget_ratio", p.budgetRatio},
+            {"window", p.window},
+            {"kernel", p.kernel},
+            {"pool", poolingName(p.pooling)},
+            {"beta", p.beta},
+            {"alpha", p.alpha},
+            {"gqa", gqaModeName(p.gqa)},
+            {"schedule", scheduleName(p.schedule)},
+            {"sinks", p.sinks},
+            {"seed", p.seed}};
+}
+
+static nlohmann::json runMetricsJson(const RunMetrics& m) {
+    return {{"agreed_prefix", m.agreedPrefix},
+            {"token_agreement", m.tokenAgreement},
+            {"mean_kl", m.meanKl},
+            {"kl_per_step", m.klPerStep},
+            {"top1_agreement", m.top1Agreement},
+            {"kv_bytes", m.bytes},
+            {"kv_bytes_full", m.fullBytes},
+            {"kv_ratio", m.ratio},
+            {"kv_bytes_per_layer", m.bytesPerLayer},
+            {"kv_bytes_per_head", m.bytesPerHead},
+            {"select_ms", m.selectSeconds * 1e3},
+            {"gather_ms", m.gatherSeconds * 1e3},
+            {"decode_s", m.decodeSeconds}};
+}
+
+int runRun(const std::vector<std::string>& argv) {
+    std::set<std::string> valueFlags = ModelOptions::flags();
+    valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
+    valueFlags.insert({"--prompt", "--prompt-file", "-n"});
+    CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--help"});
+    if (args.has("--help")) {
+        std::fputs(
+            "usage: kvlens run [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
+            "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
+            "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
+            "       [-n N] [--dtype ...] [--device ...] [--threads N] [--json]\n"
+            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random\n"
+            "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
+            "  prints both greedy continuations of N tokens (default 64) and the metrics\n",
+            stdout);
+        return 0;
+    }
+    if (!args.has("--budget") && args.get("--method", "snapkv") != "full") {
+        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%)");
+    }
+    PressParams params = PressOptions::fromCommandLine(args);
+    Press::create(params.method);  // an unknown method fails before the model loads
+    const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
+    const std::string prompt = readPrompt(args);
+    const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    LoadedModel loaded = modelOptions.load();
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"));
+    params.validate(capture->promptLength(), capture->windowCapacity());
+    MethodEvaluator evaluator(*loaded.model, capture, n);
+    const Selection selection = Press::create(params.method)->select(*capture, params);
+    const RunMetrics m = evaluator.evaluate(params);
+    const Tokenizer& tok = *loaded.tokenizer;
+
+    if (args.has("--json")) {
+        nlohmann::json j = {{"model", modelOptions.model},
+                            {"prompt_tokens", capture->promptLength()},
+                            {"capture_bytes", capture->bytes()},
+                            {"params", pressParamsJson(params)},
+                            {"layer_budgets", selection.layerBudgets},
+                            {"metrics", runMetricsJson(m)},
+                            {"full_token_ids", m.fullTokens},
+                            {"token_ids", m.tokens},
+                            {"full_text", tok.decode(m.fullTokens)},
+                            {"text", tok.decode(m.tokens)}};
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        return 0;
+    }
+    std::printf("method     %s\n", params.describe().c_str());
+    std::printf("prompt     %lld tokens; capture %.2f MB\n", (long long)capture->promptLength(),
+                double(capture->bytes()) / 1e6);
+    std::printf("KV cache   %.3f MB of %.3f MB (%.1f%%)\n", double(m.bytes) / 1e6,
+                double(m.fullBytes) / 1e6, 100.0 * m.ratio);
+    std::printf("agreement  %lld of %lld tokens before the first divergence, %.1f%% overall\n",
+                (long long)m.agreedPrefix, (long long)n, 100.0 * m.tokenAgreement);
+    std::printf("next token mean KL %.4g nats, top-1 agreement %.1f%% (teacher-forced, %lld steps)\n",
+                m.meanKl, 100.0 * m.top1Agreement, (long long)n);
+    std::printf("timing     select %.1f ms, gather %.1f ms, decode %.2f s\n", m.selectSeconds * 1e3,
+                m.gatherSeconds * 1e3, m.decodeSeconds);
+    std::printf("\n--- full cache\n%s\n\n--- %s\n%s\n", tok.decode(m.fullTokens).c_str(),
+                params.method.c_str(), tok.decode(m.tokens).c_str());
+    return 0;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,275 @@
+// kvlens select: run a compression method on dumped per-layer tensors
+// (kvref-inputs-v1 files) and print the positions each head keeps.
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "app/PressOptions.h"
+#include "engine/Capture.h"
+#include "engine/Error.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+using nlohmann::json;
+
+const char* kSchema = "kvref-inputs-v1";
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+std::string indexText(const std::vector<int64_t>& index) {
+    std::string s;
+    for (int64_t i : index) s += "[" + std::to_string(i) + "]";
+    return s;
+}
+
+// One rectangular `rank`-D array of numbers from `doc[field]`, as fp32.
+class FieldReader {
+public:
+    FieldReader(const std::string& path, const json& doc) : path_(path), doc_(doc) {}
+
+    at::Tensor read(const char* field, int64_t rank) {
+        field_ = field;
+        auto it = doc_.find(field);
+        if (it == doc_.end()) fail("missing field '" + field_ + "'");
+        shape_.clear();
+        for (const json* node = &*it; int64_t(shape_.size()) < rank; node = &(*node)[0]) {
+            if (!node->is_array() || node->empty()) {
+                fail("field '" + field_ + "' is not a " + std::to_string(rank) +
+                     "-D array of numbers");
+            }
+            shape_.push_back(int64_t(node->size()));
+        }
+        values_.clear();
+        values_.reserve(size_t(
+            std::accumulate(shape_.begin(), shape_.end(), int64_t(1), std::multiplies<int64_t>())));
+        index_.clear();
+        flatten(*it, 0);
+        return at::tensor(values_, at::kFloat).reshape(shape_);
+    }
+
+    [[noreturn]] void fail(const std::string& what) const { throw Error(path_ + ": " + what); }
+
+private:
+    void flatten(const json& node, size_t dim) {
+        if (dim == shape_.size()) {
+            if (!node.is_number()) {
+                fail("field '" + field_ + "' holds a non-number at " + indexText(index_));
+            }
+            values_.push_back(node.get<float>());
+            return;
+        }
+        if (!node.is_array() || int64_t(node.size()) != shape_[dim]) {
+            fail("field '" + field_ + "' is not rectangular: " + indexText(index_) +
+                 " should hold " + std::to_string(shape_[dim]) + " entries for shape " +
+                 shapeText(shape_));
+        }
+        index_.push_back(0);
+        for (const json& child : node) {
+            flatten(child, dim + 1);
+            ++index_.back();
+        }
+        index_.pop_back();
+    }
+
+    const std::string& path_;
+    const json& doc_;
+    std::string field_;
+    std::vector<int64_t> shape_, index_;
+    std::vector<float> values_;
+};
+
+struct LayerInputs {
+    at::Tensor windowQueries, keys, values;  // [H, W, D], [KV, T, D], [KV, T, D]
+};
+
+LayerInputs readLayer(const std::string& path, int64_t layer) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("--inputs " + path + ": cannot read: " + std::strerror(errno));
+    json doc;
+    try {
+        doc = json::parse(in);
+    } catch (const json::parse_error& e) {
+        throw Error(path + ": not JSON: " + e.what());
+    }
+    FieldReader reader(path, doc);
+    if (!doc.is_object()) reader.fail("not a JSON object of schema " + std::string(kSchema));
+    auto schema = doc.find("schema");
+    if (schema == doc.end()) {
+        reader.fail("missing field 'schema' (want " + std::string(kSchema) + ")");
+    }
+    if (*schema != kSchema) {
+        reader.fail("field 'schema' is " + schema->dump() + ", not \"" + kSchema + "\"");
+    }
+    // Files name their layer: a wrong order or a missing first layer would silently change
+    // PyramidKV's per-layer budgets, which depend on the layer index.
+    auto named = doc.find("layer");
+    if (named != doc.end() && named->is_number_integer() && named->get<int64_t>() != layer) {
+        reader.fail("field 'layer' is " + named->dump() + " but the file is input " +
+                    std::to_string(layer) + " (give the files in layer order)");
+    }
+    LayerInputs l;
+    l.windowQueries = reader.read("q_window", 3);
+    l.keys = reader.read("keys", 3);
+    l.values = reader.read("values", 3);
+    if (!l.values.sizes().equals(l.keys.sizes())) {
+        reader.fail("field 'values' has shape " + shapeText(l.values.sizes().vec()) +
+                    " but 'keys' has " + shapeText(l.keys.sizes().vec()));
+    }
+    const int64_t H = l.windowQueries.size(0), W = l.windowQueries.size(1);
+    const int64_t KV = l.keys.size(0), T = l.keys.size(1), D = l.keys.size(2);
+    if (l.windowQueries.size(2) != D) {
+        reader.fail("field 'q_window' has head dim " + std::to_string(l.windowQueries.size(2)) +
+                    " but 'keys' has " + std::to_string(D));
+    }
+    if (H % KV != 0) {
+        reader.fail("field 'q_window' has " + std::to_string(H) +
+                    " query heads, not a multiple of the " + std::to_string(KV) +
+                    " KV heads in 'keys'");
+    }
+    if (W > T) {
+        reader.fail("field 'q_window' holds " + std::to_string(W) + " queries but 'keys' only " +
+                    std::to_string(T) + " positions");
+    }
+    return l;
+}
+
+std::vector<LayerInputs> readInputs(const std::vector<std::string>& paths) {
+    std::vector<LayerInputs> layers;
+    for (size_t l = 0; l < paths.size(); ++l) {
+        layers.push_back(readLayer(paths[l], int64_t(l)));
+        const LayerInputs &first = layers.front(), &now = layers.back();
+        const std::pair<const char*, std::pair<at::Tensor, at::Tensor>> fields[] = {
+            {"q_window", {now.windowQueries, first.windowQueries}},
+            {"keys", {now.keys, first.keys}},
+            {"values", {now.values, first.values}}};
+        for (const auto& [name, tensors] : fields) {
+            if (!tensors.first.sizes().equals(tensors.second.sizes())) {
+                throw Error(paths[l] + ": field '" + name + "' has shape " +
+                            shapeText(tensors.first.sizes().vec()) + " but " + paths[0] +
+                            " (layer 0) has " + shapeText(tensors.second.sizes().vec()));
+            }
+        }
+    }
+    return layers;
+}
+
+const char* kHelp =
+    "usage: kvlens select --inputs FILE... --method M --budget B [--window W] [--kernel K]\n"
+    "       [--pool max|avg] [--gqa kv-head|query-head] [--schedule exact|factory] [--beta X]\n"
+    "       [--alpha A] [--sinks S] [--seed S] [--json]\n"
+    "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
+    "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n"
+    "  --method   full, snapkv, pyramidkv, streamingllm, adakv, random (h2o needs a prefill)\n"
+    "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
+    "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
+    "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0\n"
+    "  --json     {\"layers\": [{\"layer\", \"heads\": [[kept positions]]}], \"layer_budgets\",\n"
+    "             \"params\"}; otherwise a summary per layer and head.\n";
+
+}  // namespace
+
+int runSelect(const std::vector<std::string>& argv) {
+    // CommandLine takes one value per flag; --inputs takes every path up to the next flag.
+    std::vector<std::string> inputs, rest;
+    bool sawInputs = false;
+    for (size_t i = 0; i < argv.size(); ++i) {
+        if (argv[i] == "--inputs") {
+            sawInputs = true;
+            while (i + 1 < argv.size() && argv[i + 1].rfind("--", 0) != 0)
+                inputs.push_back(argv[++i]);
+        } else if (argv[i].rfind("--inputs=", 0) == 0) {
+            sawInputs = true;
+            inputs.push_back(argv[i].substr(9));
+        } else {
+            rest.push_back(argv[i]);
+        }
+    }
+    CommandLine args("select", rest, PressOptions::flags(), {"--json", "--help"});
+    if (args.has("--help")) {
+        std::fputs(kHelp, stdout);
+        return 0;
+    }
+    if (inputs.empty()) {
+        throw Error(sawInputs
+                        ? "--inputs needs at least one file"
+                        : "no inputs: pass --inputs FILE... (one kvref-inputs-v1 file per layer)");
+    }
+    if (!args.has("--method")) throw Error("no method: pass --method (e.g. snapkv)");
+
+    PressParams p = PressOptions::fromCommandLine(args);
+    const std::unique_ptr<Press> press =
+        Press::create(p.method);  // unknown names fail before reading
+    if (!args.has("--budget") && p.method != "full") {
+        throw Error(
+            "no budget: pass --budget N (entries per head, window included) or a share like 12.5%");
+    }
+
+    const std::vector<LayerInputs> layers = readInputs(inputs);
+    std::vector<at::Tensor> q, k, v;
+    for (const LayerInputs& l : layers) {
+        q.push_back(l.windowQueries);
+        k.push_back(l.keys);
+        v.push_back(l.values);
+    }
+    const std::shared_ptr<Capture> capture = Capture::fromTensors(q, k, v);
+    if (!args.has("--window")) p.window = capture->windowCapacity();
+    const Selection s = press->select(*capture, p);
+
+    if (args.has("--json")) {
+        json out;
+        out["layers"] = json::array();
+        for (int64_t l = 0; l < s.layers(); ++l) {
+            out["layers"].push_back({{"layer", l}, {"heads", s.kept[l]}});
+        }
+        out["layer_budgets"] = s.layerBudgets;
+        out["params"] = {
+            {"method", p.method},
+            {"budget", p.method == "full" ? s.promptLength : p.resolveBudget(s.promptLength)},
+            {"window", p.window},
+            {"kernel", p.kernel},
+            {"pool", poolingName(p.pooling)},
+            {"gqa", gqaModeName(p.gqa)},
+            {"schedule", scheduleName(p.schedule)},
+            {"beta", p.beta},
+            {"alpha", p.alpha},
+            {"sinks", p.sinks},
+            {"seed", p.seed},
+            {"describe", p.describe()}};
+        out["prompt_length"] = s.promptLength;
+        out["query_heads"] = s.queryHeads;
+        out["kv_heads"] = s.kvHeads;
+        std::printf("%s\n", out.dump().c_str());
+        return 0;
+    }
+    std::printf("%s on %lld layers, %lld query heads, %lld KV heads, prompt of %lld tokens\n",
+                p.describe().c_str(), (long long)s.layers(), (long long)s.queryHeads,
+                (long long)s.kvHeads, (long long)s.promptLength);
+    for (int64_t l = 0; l < s.layers(); ++l) {
+        std::printf("layer %lld: budget %lld per head, %lld entries\n", (long long)l,
+                    (long long)s.layerBudgets[l], (long long)s.entries(l));
+        for (size_t h = 0; h < s.kept[l].size(); ++h) {
+            const std::vector<int32_t>& kept = s.kept[l][h];
+            std::printf("  %s %zu: %zu kept", s.gqa == GqaMode::KvHead ? "kv head" : "head", h,
+                        kept.size());
+            if (!kept.empty()) std::printf(", positions %d .. %d", kept.front(), kept.back());
+            std::printf("\n");
+        }
+    }
+    return 0;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,123 @@
+#include "engine/Capture.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/Error.h"
+#include "engine/LlamaModel.h"
+
+namespace kvlens {
+namespace {
+
+class CaptureObserver : public ForwardObserver {
+public:
+    CaptureObserver(int64_t layers, int64_t promptLength)
+        : queries(layers), sums(layers), promptLength_(promptLength) {}
+
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override {
+        // Keep the queries of the last kMaxWindow prompt positions, [H, w, D] fp32.
+        const int64_t T = q.size(0), w = std::min<int64_t>(Capture::kMaxWindow, promptLength_);
+        const int64_t start = promptLength_ - w - firstPosition;
+        if (start < 0 || start + w > T) return;  // the prompt arrives in one prefill
+        queries[layer] = q.narrow(0, start, w).permute({1, 0, 2}).to(at::kFloat).contiguous();
+    }
+    bool wantsAttentionColumnSums() const override { return true; }
+    void onAttentionColumnSums(int64_t layer, const at::Tensor& s) override { sums[layer] = s; }
+
+    std::vector<at::Tensor> queries, sums;
+
+private:
+    int64_t promptLength_;
+};
+
+}  // namespace
+
+std::shared_ptr<Capture> Capture::fromPrefill(LlamaModel& model, const std::vector<int32_t>& prompt,
+                                              const ProgressFn& progress) {
+    const ModelConfig& c = model.config();
+    if (prompt.size() < 2) throw Error("the prompt needs at least 2 tokens to compress");
+    if (static_cast<int64_t>(prompt.size()) > c.contextLength) {
+        throw Error("the prompt is " + std::to_string(prompt.size()) +
+                    " tokens, longer than the model's context of " + std::to_string(c.contextLength) +
+                    " tokens");
+    }
+    std::shared_ptr<Capture> capture(new Capture());
+    capture->promptLength_ = static_cast<int64_t>(prompt.size());
+    capture->queryHeads_ = c.nHeads;
+    capture->kvHeads_ = c.nKvHeads;
+    capture->headDim_ = c.headDim;
+    capture->prompt_ = prompt;
+    capture->cache_ = std::make_unique<KvCache>(model.makeCache(capture->promptLength_));
+    CaptureObserver observer(c.nLayers, capture->promptLength_);
+    capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
+    capture->windowQueries_ = std::move(observer.queries);
+    capture->h2oScores_ = std::move(observer.sums);
+    return capture;
+}
+
+std::shared_ptr<Capture> Capture::fromTensors(const std::vector<at::Tensor>& windowQueries,
+                                              const std::vector<at::Tensor>& keys,
+                                              const std::vector<at::Tensor>& values) {
+    if (windowQueries.empty() || keys.size() != windowQueries.size() || values.size() != keys.size()) {
+        throw Error("need window queries, keys and values for every layer");
+    }
+    std::shared_ptr<Capture> capture(new Capture());
+    const at::Tensor& k0 = keys[0];
+    capture->queryHeads_ = windowQueries[0].size(0);
+    capture->kvHeads_ = k0.size(0);
+    capture->promptLength_ = k0.size(1);
+    capture->headDim_ = k0.size(2);
+    const int64_t L = static_cast<int64_t>(keys.size());
+    capture->cache_ = std::make_unique<KvCache>(L, capture->kvHeads_, capture->headDim_,
+                                                capture->promptLength_, k0.scalar_type(), k0.device());
+    for (int64_t l = 0; l < L; ++l) {
+        capture->cache_->append(l, keys[l], values[l]);
+        capture->windowQueries_.push_back(windowQueries[l].to(at::kFloat).contiguous());
+    }
+    return capture;
+}
+
+at::Tensor Capture::votes(int64_t layer, int64_t window) const {
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    auto it = votes_.find(window);
+    if (it == votes_.end()) {
+        std::vector<at::Tensor> perLayer(layers());
+        for (int64_t l = 0; l < layers(); ++l) perLayer[l] = computeVotes(l, window);
+        it = votes_.emplace(window, std::move(perLayer)).first;
+    }
+    return it->second[layer];
+}
+
+at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
+    c10::InferenceMode guard;
+    const int64_t T = promptLength_, H = queryHeads_, KV = kvHeads_, D = headDim_, G = H / KV;
+    if (window < 1 || window > windowCapacity() || window >= T) {
+        throw Error("window " + std::to_string(window) + " needs between 1 and " +
+                    std::to_string(std::min(windowCapacity(), T - 1)) + " window queries");
+    }
+    const at::Tensor& wq = windowQueries_[layer];  // [H, Wc, D]
+    at::Tensor q = wq.narrow(1, wq.size(1) - window, window).reshape({KV, G * window, D});
+    at::Tensor k = keys(layer).to(at::kFloat);  // [KV, T, D]
+    at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul_(1.0 / std::sqrt(double(D)));
+    // Query i of the window sits at position T - window + i and sees keys up to it.
+    const auto opts = at::TensorOptions().dtype(at::kLong).device(k.device());
+    at::Tensor qpos = at::arange(T - window, T, opts), kpos = at::arange(0, T, opts);
+    at::Tensor masked = kpos.unsqueeze(0) > qpos.unsqueeze(1);  // [window, T]
+    scores = scores.view({KV, G, window, T}).masked_fill_(masked, -std::numeric_limits<float>::infinity());
+    at::Tensor probs = at::softmax(scores, -1);
+    return probs.sum(2).reshape({H, T}).narrow(1, 0, T - window).contiguous();
+}
+
+int64_t Capture::bytes() const {
+    int64_t total = cache_ ? cache_->bytes() : 0;
+    for (const at::Tensor& t : windowQueries_) total += t.numel() * t.element_size();
+    for (const at::Tensor& t : h2oScores_) total += t.numel() * t.element_size();
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    for (const auto& [w, perLayer] : votes_)
+        for (const at::Tensor& t : perLayer) total += t.numel() * t.element_size();
+    return total;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,85 @@
+// What a prefill leaves behind for the compression methods, so that any
+// method, budget, window (up to 64), kernel, pooling, beta or alpha can be
+// selected again without running the prefill: per layer, the full KV (after
+// RoPE), the last 64 queries (after RoPE), and the attention each key got from
+// all prompt queries (H2O's score). SnapKV-style votes are derived from the
+// window queries and keys on first use per window size, then cached.
+//
+// Memory, for T prompt tokens, L layers, H query heads, KV heads, head dim D,
+// compute dtype of b bytes:
+//   full KV         2 * L * KV * T * D * b
+//   window queries  L * H * 64 * D * 4
+//   H2O scores      L * H * T * 4
+//   votes           L * H * (T - W) * 4 for each window size W used
+// e.g. tinyllama-1.1b (L=22, H=32, KV=4, D=64), T=8192, bf16: KV 184.5 MB,
+// queries 11.5 MB, H2O 23.1 MB, votes for one window 23.0 MB.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/KvCache.h"
+#include "engine/ModelWeights.h"
+
+namespace kvlens {
+
+class LlamaModel;
+
+class Capture {
+public:
+    static constexpr int64_t kMaxWindow = 64;
+
+    // Prefills `prompt` on `model`, keeping what the methods need.
+    static std::shared_ptr<Capture> fromPrefill(LlamaModel& model, const std::vector<int32_t>& prompt,
+                                                const ProgressFn& progress = {});
+
+    // From tensors dumped elsewhere (`kvlens select`): per layer, window queries
+    // [H, W, D] and keys/values [KV, T, D]. Has no H2O scores.
+    static std::shared_ptr<Capture> fromTensors(const std::vector<at::Tensor>& windowQueries,
+                                                const std::vector<at::Tensor>& keys,
+                                                const std::vector<at::Tensor>& values);
+
+    int64_t layers() const { return static_cast<int64_t>(windowQueries_.size()); }
+    int64_t promptLength() const { return promptLength_; }
+    int64_t queryHeads() const { return queryHeads_; }
+    int64_t kvHeads() const { return kvHeads_; }
+    int64_t headDim() const { return headDim_; }
+    int64_t windowCapacity() const { return windowQueries_.empty() ? 0 : windowQueries_[0].size(1); }
+
+    const KvCache& cache() const { return *cache_; }
+    at::Tensor keys(int64_t layer) const { return cache_->keys(layer); }
+    at::Tensor values(int64_t layer) const { return cache_->values(layer); }
+    const at::Tensor& windowQueries(int64_t layer) const { return windowQueries_[layer]; }
+
+    bool hasH2oScores() const { return !h2oScores_.empty(); }
+    const at::Tensor& h2oScores(int64_t layer) const { return h2oScores_[layer]; }  // [H, T]
+
+    // Sum over the last `window` queries of their causal softmax (fp32, over all
+    // keys, scaled by 1/sqrt(D)), for prefix columns: [H, T - window] fp32.
+    at::Tensor votes(int64_t layer, int64_t window) const;
+
+    // The prompt and the next-token logits after it (empty/undefined for fromTensors).
+    const std::vector<int32_t>& prompt() const { return prompt_; }
+    const at::Tensor& lastLogits() const { return lastLogits_; }
+
+    int64_t bytes() const;
+
+private:
+    Capture() = default;
+    at::Tensor computeVotes(int64_t layer, int64_t window) const;
+
+    int64_t promptLength_ = 0, queryHeads_ = 0, kvHeads_ = 0, headDim_ = 0;
+    std::unique_ptr<KvCache> cache_;
+    std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
+    std::vector<at::Tensor> h2oScores_;      // [H, T] fp32
+    std::vector<int32_t> prompt_;
+    at::Tensor lastLogits_;
+    mutable std::mutex votesMutex_;
+    mutable std::map<int64_t, std::vector<at::Tensor>> votes_;  // window -> per layer
+};
+
+}  // namespace kvlens

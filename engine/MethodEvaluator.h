@@ -1,0 +1,35 @@
+// Scores compression runs against FullKV on one captured prompt: the full-cache
+// greedy continuation and its per-step logits are computed once, then each
+// selection is gathered, decoded greedily and teacher-forced, and measured.
+#pragma once
+
+#include <memory>
+
+#include "engine/Capture.h"
+#include "engine/LlamaModel.h"
+#include "engine/RunMetrics.h"
+#include "engine/Selection.h"
+
+namespace kvlens {
+
+class MethodEvaluator {
+public:
+    MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t newTokens);
+
+    // Selects with `params`, gathers, decodes and measures.
+    RunMetrics evaluate(const PressParams& params);
+    RunMetrics evaluate(const Selection& selection, double selectSeconds = 0.0);
+
+    const std::vector<int32_t>& fullTokens() const { return fullTokens_; }
+    const Capture& capture() const { return *capture_; }
+
+private:
+    LlamaModel& model_;
+    std::shared_ptr<const Capture> capture_;
+    int64_t n_;
+    std::vector<int32_t> fullTokens_;    // y_1 .. y_n
+    std::vector<at::Tensor> fullLogits_;  // after feeding y_i: fp32 [vocab], i = 1..n
+    int64_t fullBytes_ = 0;
+};
+
+}  // namespace kvlens

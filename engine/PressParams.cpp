@@ -1,0 +1,124 @@
+#include "engine/PressParams.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "engine/Error.h"
+
+namespace kvlens {
+
+const char* gqaModeName(GqaMode mode) { return mode == GqaMode::KvHead ? "kv-head" : "query-head"; }
+const char* poolingName(Pooling pooling) { return pooling == Pooling::Max ? "max" : "avg"; }
+const char* scheduleName(PyramidSchedule s) { return s == PyramidSchedule::Exact ? "exact" : "factory"; }
+
+const std::vector<std::string>& PressParams::methodNames() {
+    static const std::vector<std::string> names = {"full", "snapkv",  "pyramidkv", "streamingllm",
+                                                   "h2o",  "adakv", "random"};
+    return names;
+}
+
+bool PressParams::usesWindow() const {
+    return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
+           method == "random";
+}
+
+int64_t PressParams::resolveBudget(int64_t promptLength) const {
+    if (budget > 0) return budget;
+    return std::max<int64_t>(1, std::llround(budgetRatio * double(promptLength)));
+}
+
+void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
+    const auto& names = methodNames();
+    if (std::find(names.begin(), names.end(), method) == names.end()) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        throw Error("--method '" + method + "' is not one of " + list);
+    }
+    if (method == "full") return;  // keeps everything: no budget to check
+    if (budget < 0) throw Error("--budget must be positive");
+    if (budget == 0 && !(budgetRatio > 0.0 && budgetRatio <= 1.0)) {
+        throw Error("--budget as a ratio must be in (0, 100%]");
+    }
+    const int64_t B = resolveBudget(promptLength);
+    if (usesWindow()) {
+        if (window < 1) throw Error("--window must be at least 1");
+        if (window >= promptLength) {
+            throw Error("--window " + std::to_string(window) + " must be below the prompt length " +
+                        std::to_string(promptLength));
+        }
+        if (window > maxWindow) {
+            throw Error("--window " + std::to_string(window) + " is above the " +
+                        std::to_string(maxWindow) + " window queries the capture holds");
+        }
+        if (B <= window) {
+            throw Error("--budget " + std::to_string(B) + " must exceed --window " +
+                        std::to_string(window) + " (the budget includes the window)");
+        }
+    }
+    if (method == "snapkv" || method == "pyramidkv" || method == "adakv") {
+        if (kernel < 1 || kernel % 2 == 0) {
+            throw Error("--kernel " + std::to_string(kernel) + " must be odd and positive");
+        }
+    }
+    // Below 1 the last layer's P/beta passes the first layer's 2P - P/beta: the budget would
+    // rise across layers, and below 0.5 the first layer's would go negative.
+    if (method == "pyramidkv" && !(beta >= 1.0)) {
+        std::ostringstream s;
+        s << "--beta " << beta << " must be at least 1 (layers fall from 2P - P/beta to P/beta)";
+        throw Error(s.str());
+    }
+    if (method == "adakv" && !(alpha >= 0.0 && alpha <= 1.0)) {
+        std::ostringstream s;
+        s << "--alpha " << alpha << " must be in [0, 1]";
+        throw Error(s.str());
+    }
+    if (method == "streamingllm") {
+        if (sinks < 0) throw Error("--sinks must be >= 0");
+        if (B <= sinks) {
+            throw Error("--budget " + std::to_string(B) + " must exceed the " +
+                        std::to_string(sinks) + " sink tokens");
+        }
+    }
+}
+
+std::string PressParams::describe() const {
+    std::ostringstream s;
+    s << method << " B=";
+    if (budget > 0) {
+        s << budget;
+    } else {
+        s << budgetRatio * 100 << "%";
+    }
+    if (method == "full") return s.str();
+    if (usesWindow()) s << " W=" << window;
+    if (method == "snapkv" || method == "pyramidkv" || method == "adakv") {
+        s << " k=" << kernel << " " << poolingName(pooling) << " " << gqaModeName(gqa);
+    }
+    if (method == "h2o") s << " " << gqaModeName(gqa);
+    if (method == "pyramidkv") s << " beta=" << beta << " " << scheduleName(schedule);
+    if (method == "adakv") s << " alpha=" << alpha;
+    if (method == "streamingllm") s << " sinks=" << sinks;
+    if (method == "random") s << " seed=" << seed;
+    return s.str();
+}
+
+GqaMode parseGqaMode(const std::string& t) {
+    if (t == "kv-head") return GqaMode::KvHead;
+    if (t == "query-head") return GqaMode::QueryHead;
+    throw Error("--gqa '" + t + "' is not kv-head or query-head");
+}
+
+Pooling parsePooling(const std::string& t) {
+    if (t == "max") return Pooling::Max;
+    if (t == "avg") return Pooling::Avg;
+    throw Error("--pool '" + t + "' is not max or avg");
+}
+
+PyramidSchedule parseSchedule(const std::string& t) {
+    if (t == "exact") return PyramidSchedule::Exact;
+    if (t == "factory") return PyramidSchedule::Factory;
+    throw Error("--schedule '" + t + "' is not exact or factory");
+}
+
+}  // namespace kvlens

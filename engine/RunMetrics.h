@@ -1,0 +1,30 @@
+// What one compression run costs against FullKV on the same prompt: output
+// agreement, next-token distribution drift, and KV memory.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kvlens {
+
+struct RunMetrics {
+    // Greedy continuations of n tokens (EOS does not stop them, so every run is n long).
+    std::vector<int32_t> fullTokens;
+    std::vector<int32_t> tokens;
+    int64_t agreedPrefix = 0;     // tokens equal before the first divergence
+    double tokenAgreement = 0.0;  // fraction of the n positions with equal tokens
+    // Teacher-forced along the full-cache continuation: at each of the n decode
+    // steps both caches have seen the same tokens.
+    std::vector<double> klPerStep;  // KL(full || compressed), nats
+    double meanKl = 0.0;
+    double top1Agreement = 0.0;  // fraction of steps whose argmax agrees
+    // KV bytes right after the gather (prompt entries only).
+    int64_t fullBytes = 0;
+    int64_t bytes = 0;
+    std::vector<int64_t> bytesPerLayer;
+    std::vector<std::vector<int64_t>> bytesPerHead;  // [layer][selection head]
+    double ratio = 0.0;  // bytes / fullBytes
+    double selectSeconds = 0.0, gatherSeconds = 0.0, decodeSeconds = 0.0;
+};
+
+}  // namespace kvlens

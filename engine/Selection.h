@@ -1,0 +1,42 @@
+// What a press keeps: per layer, per head (KV head or query head, as the GQA
+// mode says), the kept prompt positions in ascending order. Plain C++ so that
+// viz/ and sessions/ can take it without LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/PressParams.h"
+
+namespace kvlens {
+
+struct Selection {
+    PressParams params;
+    int64_t promptLength = 0;
+    int64_t queryHeads = 0;
+    int64_t kvHeads = 0;
+    GqaMode gqa = GqaMode::KvHead;              // how heads index: KV heads or query heads
+    std::vector<int64_t> layerBudgets;          // entries per head each layer was given
+    std::vector<std::vector<std::vector<int32_t>>> kept;  // [layer][head] -> positions
+
+    int64_t layers() const { return static_cast<int64_t>(kept.size()); }
+    int64_t headsPerLayer() const { return gqa == GqaMode::KvHead ? kvHeads : queryHeads; }
+    // The selection head that query head `h` reads.
+    int64_t headOf(int64_t queryHead) const {
+        return gqa == GqaMode::KvHead ? queryHead / (queryHeads / kvHeads) : queryHead;
+    }
+    int64_t entries() const {
+        int64_t n = 0;
+        for (const auto& layer : kept)
+            for (const auto& head : layer) n += static_cast<int64_t>(head.size());
+        return n;
+    }
+    int64_t entries(int64_t layer) const {
+        int64_t n = 0;
+        for (const auto& head : kept[layer]) n += static_cast<int64_t>(head.size());
+        return n;
+    }
+};
+
+}  // namespace kvlens

@@ -1,0 +1,84 @@
+// Live re-selection cost: from a budget or method change to a gathered
+// compressed cache, on a capture shaped like tinyllama-1.1b (22 layers, 32
+// query heads, 4 KV heads, head dim 64) holding an 8192-token prompt. The
+// capture's tensors are random (selection cost does not depend on values), so
+// the benchmark needs no 3-minute prefill. Run: build/tests/kvlens_benchmarks
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+
+#include "engine/Capture.h"
+#include "engine/CompressedCache.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+std::shared_ptr<Capture> makeCapture(int64_t layers, int64_t T, int64_t H, int64_t KV, int64_t D) {
+    at::Generator gen = at::detail::createCPUGenerator(1);
+    std::vector<at::Tensor> q, k, v;
+    for (int64_t l = 0; l < layers; ++l) {
+        q.push_back(at::randn({H, Capture::kMaxWindow, D}, gen));
+        k.push_back(at::randn({KV, T, D}, gen).to(at::kBFloat16));
+        v.push_back(at::randn({KV, T, D}, gen).to(at::kBFloat16));
+    }
+    return Capture::fromTensors(q, k, v);
+}
+
+const std::shared_ptr<Capture>& tinyllama8k() {
+    static const std::shared_ptr<Capture> capture = makeCapture(22, 8192, 32, 4, 64);
+    return capture;
+}
+
+// One budget change: select with a budget not seen before (votes are cached per
+// window, as in the GUI), then gather the compressed cache.
+void selectAndGather(benchmark::State& state, const std::string& method, const std::shared_ptr<Capture>& capture) {
+    at::set_num_threads(2);
+    PressParams p;
+    p.method = method;
+    p.window = 32;
+    auto press = Press::create(method);
+    p.budget = 1024;
+    press->select(*capture, p);  // computes and caches the window's votes once
+    int64_t budget = 512;
+    for (auto _ : state) {
+        p.budget = budget;
+        budget = budget == 2048 ? 512 : budget + 1;
+        const Selection s = press->select(*capture, p);
+        CompressedCache cache(*capture, s);
+        benchmark::DoNotOptimize(cache.bytes());
+    }
+    state.SetLabel(method + " T=" + std::to_string(capture->promptLength()));
+}
+
+void BM_SnapKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "snapkv", tinyllama8k()); }
+void BM_PyramidKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "pyramidkv", tinyllama8k()); }
+void BM_AdaKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "adakv", tinyllama8k()); }
+
+// A window change recomputes the votes of every layer (then they are cached).
+void BM_WindowVotes8k(benchmark::State& state) {
+    at::set_num_threads(2);
+    const auto& capture = tinyllama8k();
+    int64_t window = 16;
+    for (auto _ : state) {
+        for (int64_t l = 0; l < capture->layers(); ++l) benchmark::DoNotOptimize(capture->votes(l, window));
+        window = window == 64 ? 16 : window + 1;
+    }
+}
+
+// Small shapes: a smoke run for the test suite.
+void BM_SnapKvSelectAndGatherSmall(benchmark::State& state) {
+    static const auto capture = makeCapture(2, 256, 4, 2, 16);
+    selectAndGather(state, "snapkv", capture);
+}
+
+BENCHMARK(BM_SnapKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_PyramidKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_AdaKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_WindowVotes8k)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_SnapKvSelectAndGatherSmall)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kvlens
+
+BENCHMARK_MAIN();

@@ -1,0 +1,151 @@
+// kvlens run and compare as a user runs them: every figure present and finite,
+// FullKV perfect, and one clear line for each bad method setting.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/TinyModelFile.h"
+
+namespace {
+
+struct Result {
+    int exitCode = -1;
+    std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+Result kvlens(const std::string& args) {
+    const std::string tag = "runcmp_" + std::to_string(::getpid());
+    const std::string out = kvlens::test::testOutputPath(tag + ".out"), err = kvlens::test::testOutputPath(tag + ".err");
+    const std::string cmd = "env -u KVLENS_MODEL timeout 300 " + std::string(KVLENS_CLI) + " " + args + " >" + out +
+                            " 2>" + err + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+void expectOneLineError(const Result& r, std::initializer_list<std::string> parts) {
+    EXPECT_EQ(r.exitCode, 1) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    for (const std::string& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
+}
+
+// A prompt of about 400 stories260K tokens (or 4x as many bytes for the byte tokenizer).
+std::string promptFile() {
+    const std::string path = kvlens::test::testOutputPath("compare_prompt.txt");
+    std::ofstream out(path);
+    const char* words[] = {"once", "upon", "a", "time", "there", "was", "a", "little", "girl", "named",
+                           "lily", "she", "loved", "to", "play", "in", "the", "park", "with", "her", "ball"};
+    for (int i = 0; i < 262; ++i) out << words[(i * 7 + i / 5) % 21] << (i % 13 == 12 ? ".\n" : " ");
+    return path;
+}
+
+const std::string kStories = std::string(KVLENS_SHARED_DIR) + "/models/stories260K.gguf";
+
+// Parses compare --csv and checks every figure; returns rows by method.
+std::vector<std::vector<std::string>> csvRows(const std::string& text) {
+    std::vector<std::vector<std::string>> rows;
+    std::istringstream in(text);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line.rfind("method,budget,params,kv_bytes", 0), 0u) << line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> cells;
+        std::string cell;
+        bool quoted = false;
+        for (char c : line) {
+            if (c == '"') {
+                quoted = !quoted;
+            } else if (c == ',' && !quoted) {
+                cells.push_back(cell);
+                cell.clear();
+            } else {
+                cell += c;
+            }
+        }
+        cells.push_back(cell);
+        EXPECT_EQ(cells.size(), 11u) << line;
+        for (size_t i = 3; i < cells.size(); ++i) {
+            EXPECT_TRUE(std::isfinite(std::stod(cells[i]))) << line;
+        }
+        rows.push_back(cells);
+    }
+    return rows;
+}
+
+void checkCompare(const std::string& model, const std::string& extra) {
+    const Result r = kvlens("compare --model " + model + " --prompt-file " + promptFile() +
+                            " --budgets 32,64,128 -n 24 --csv --dtype f32 " + extra);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const auto rows = csvRows(r.out);
+    ASSERT_EQ(rows.size(), 1u + 6u * 3u);  // full once, six methods at three budgets
+    EXPECT_EQ(rows[0][0], "full");
+    EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
+    EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
+    EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
+    EXPECT_EQ(std::stod(rows[0][8]), 0.0);  // mean KL
+    EXPECT_EQ(std::stod(rows[0][9]), 1.0);  // top-1
+    for (size_t i = 1; i < rows.size(); ++i) {
+        EXPECT_LT(std::stod(rows[i][5]), 0.5) << rows[i][0] << " " << rows[i][1];
+        EXPECT_GE(std::stod(rows[i][8]), 0.0);
+    }
+}
+
+TEST(CompareCli, EveryMethodAtThreeBudgetsOnStories260K) {
+    if (!std::ifstream(kStories)) GTEST_SKIP() << "needs " << kStories;
+    checkCompare(kStories, "");
+}
+
+TEST(CompareCli, EveryMethodAtThreeBudgetsOnARandomModel) {
+    checkCompare("random:tiny:layers=2", "");
+}
+
+TEST(RunCli, JsonHasTheMetricsAndBothContinuations) {
+    const Result r = kvlens("run --model random:tiny:layers=2 --prompt-file " + promptFile() +
+                            " --method adakv --budget 25% -n 8 --json");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["params"]["method"], "adakv");
+    EXPECT_EQ(j["params"]["budget_ratio"], 0.25);
+    EXPECT_EQ(j["full_token_ids"].size(), 8u);
+    EXPECT_EQ(j["token_ids"].size(), 8u);
+    EXPECT_EQ(j["metrics"]["kl_per_step"].size(), 8u);
+    EXPECT_EQ(j["metrics"]["kv_bytes_per_layer"].size(), 2u);
+    EXPECT_NEAR(j["metrics"]["kv_ratio"].get<double>(), 0.25, 0.01);
+    EXPECT_GT(j["capture_bytes"].get<int64_t>(), j["metrics"]["kv_bytes_full"].get<int64_t>());
+}
+
+TEST(RunCli, BadMethodSettingsGiveOneLine) {
+    const std::string base = "run --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 4 ";
+    expectOneLineError(kvlens(base + "--method snapkv2 --budget 64"), {"--method 'snapkv2'", "pyramidkv"});
+    expectOneLineError(kvlens(base + "--method snapkv --budget 32"), {"--budget 32 must exceed --window 32"});
+    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --kernel 6"), {"--kernel 6 must be odd"});
+    expectOneLineError(kvlens(base + "--method adakv --budget 64 --alpha 1.5"), {"--alpha 1.5 must be in [0, 1]"});
+    expectOneLineError(kvlens(base + "--method snapkv --budget 4000 --window 2000"), {"--window 2000"});
+    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --window 65"), {"--window 65", "64 window queries"});
+    expectOneLineError(kvlens("run --model random:tiny:layers=1 --prompt hello -n 4 --method snapkv --budget 64"),
+                       {"--window 32 must be below the prompt length 6"});
+    expectOneLineError(kvlens(base + "--method snapkv --budget 0"), {"--budget '0'"});
+    expectOneLineError(kvlens(base + "--method snapkv"), {"--budget is required"});
+    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --pool median"), {"--pool 'median'"});
+    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --gqa group"), {"--gqa 'group'"});
+    expectOneLineError(kvlens(base + "--method pyramidkv --budget 64 --schedule linear"), {"--schedule 'linear'"});
+    expectOneLineError(kvlens("compare --model random:tiny:layers=1 --prompt hi --methods snapkv,nope"),
+                       {"--method 'nope'"});
+}
+
+}  // namespace

@@ -1,0 +1,198 @@
+// kvlens select as a user runs it: the oracle's selections from its dumped
+// tensors, and one clear line and a non-zero exit for every bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "support/TinyModelFile.h"
+
+namespace {
+
+using nlohmann::json;
+
+struct Result {
+    int exitCode = -1;
+    std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Runs kvlens with `args` (already shell-quoted where needed).
+Result kvlens(const std::string& args) {
+    // CTest runs tests in parallel processes: each gets its own capture files.
+    const std::string tag = std::to_string(::getpid());
+    const std::string out = kvlens::test::testOutputPath("select_stdout_" + tag + ".txt");
+    const std::string err = kvlens::test::testOutputPath("select_stderr_" + tag + ".txt");
+    const std::string cmd = "env -u KVLENS_MODEL timeout 120 " + std::string(KVLENS_CLI) + " " +
+                            args + " >" + out + " 2>" + err + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+// A failure is exactly one line on stderr, containing every piece of `parts`.
+void expectOneLineError(const Result& r, std::initializer_list<std::string> parts) {
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.exitCode, 124) << "timed out";
+    EXPECT_LT(r.exitCode, 128) << "crashed";
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+    EXPECT_EQ(r.err.rfind("kvlens: error: ", 0), 0u) << r.err;
+    for (const std::string& p : parts) {
+        EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
+    }
+}
+
+const std::string kOracleDir = std::string(KVLENS_SHARED_DIR) + "/testdata/kv-oracle/";
+const std::string kExpected = kOracleDir + "expected_L4_H8_KV8_D16_T300_W32.json";
+
+// A small kvref-inputs-v1 document of seeded values in [-1, 1].
+json inputsDoc(int64_t layer, int64_t heads, int64_t kvHeads, int64_t T, int64_t W, int64_t D) {
+    std::mt19937 rng(unsigned(7 + layer));
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    auto block = [&](int64_t a, int64_t b) {
+        json x = json::array();
+        for (int64_t i = 0; i < a; ++i) {
+            json row = json::array();
+            for (int64_t j = 0; j < b; ++j) {
+                json v = json::array();
+                for (int64_t d = 0; d < D; ++d) v.push_back(u(rng));
+                row.push_back(v);
+            }
+            x.push_back(row);
+        }
+        return x;
+    };
+    return {{"schema", "kvref-inputs-v1"},
+            {"layer", layer},
+            {"n_q_heads", heads},
+            {"n_kv_heads", kvHeads},
+            {"head_dim", D},
+            {"seq_len", T},
+            {"window", W},
+            {"q_window", block(heads, W)},
+            {"keys", block(kvHeads, T)},
+            {"values", block(kvHeads, T)}};
+}
+
+std::string write(const std::string& name, const std::string& text) {
+    const std::string path = kvlens::test::testOutputPath(name);
+    std::ofstream(path) << text;
+    return path;
+}
+
+// Two layers, 4 query heads on 2 KV heads, T = 40, W = 8, D = 4.
+std::string smallInputs(const std::string& prefix) {
+    return write(prefix + "_layer0.json", inputsDoc(0, 4, 2, 40, 8, 4).dump()) + " " +
+           write(prefix + "_layer1.json", inputsDoc(1, 4, 2, 40, 8, 4).dump());
+}
+
+TEST(SelectCli, ReproducesNonAmbiguousOracleCases) {
+    std::ifstream in(kExpected);
+    if (!in) GTEST_SKIP() << "test vectors not found: " << kExpected;
+    const json expected = json::parse(in);
+    std::string inputs;
+    for (const json& f : expected.at("input_files"))
+        inputs += " " + kOracleDir + f.get<std::string>();
+    const std::map<std::string, std::string> flags = {
+        {"snapkv_query_head_avgpool_k7_mcp128",
+         "--method snapkv --budget 128 --pool avg --kernel 7 --gqa query-head"},
+        {"pyramidkv_query_head_avgpool_k5_mcp64",
+         "--method pyramidkv --budget 64 --pool avg --kernel 5 --gqa query-head --schedule factory "
+         "--beta 20"}};
+    for (const auto& [caseId, caseFlags] : flags) {
+        SCOPED_TRACE(caseId);
+        const json* c = nullptr;
+        for (const json& x : expected.at("cases"))
+            if (x.at("case_id") == caseId) c = &x;
+        ASSERT_NE(c, nullptr);
+        ASSERT_FALSE(c->at("any_ambiguous_tie").get<bool>());
+        const Result r = kvlens("select --inputs" + inputs + " " + caseFlags + " --json");
+        ASSERT_EQ(r.exitCode, 0) << r.err;
+        const json out = json::parse(r.out);
+        ASSERT_EQ(out.at("layers").size(), 4u);
+        for (size_t l = 0; l < 4; ++l) {
+            EXPECT_EQ(out["layers"][l]["layer"], l);
+            EXPECT_EQ(out["layers"][l]["heads"], c->at("kept_indices")[l]) << "layer " << l;
+            EXPECT_EQ(out["layer_budgets"][l], c->at("per_layer_total_kept")[l]) << "layer " << l;
+        }
+    }
+}
+
+TEST(SelectCli, PercentBudgetAndTheInputsWindowByDefault) {
+    const Result r =
+        kvlens("select --inputs " + smallInputs("pct") + " --method snapkv --budget 50% --json");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const json out = json::parse(r.out);
+    EXPECT_EQ(out["params"]["window"], 8);
+    EXPECT_EQ(out["layer_budgets"], json({20, 20}));
+    ASSERT_EQ(out["layers"].size(), 2u);
+    ASSERT_EQ(out["layers"][1]["heads"].size(), 2u);  // kv-head mode: one selection per KV head
+    const std::vector<int> kept = out["layers"][1]["heads"][0];
+    ASSERT_EQ(kept.size(), 20u);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(kept[12 + i], 32 + i);  // the window closes the list
+}
+
+TEST(SelectCli, SummaryWithoutJson) {
+    const Result r = kvlens("select --inputs " + smallInputs("summary") +
+                            " --method streamingllm --budget 10 --gqa query-head");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("layer 1: budget 10"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("head 3: 10 kept, positions 0 .. 39"), std::string::npos) << r.out;
+}
+
+TEST(SelectCli, BadInputFilesGiveOneLine) {
+    expectOneLineError(kvlens("select --inputs /nonexistent/in.json --method snapkv --budget 16"),
+                       {"/nonexistent/in.json", "No such file"});
+    const std::string text = write("select_not_json.json", "this is not JSON\n");
+    expectOneLineError(kvlens("select --inputs " + text + " --method snapkv --budget 16"),
+                       {text, "not JSON"});
+    json other = inputsDoc(0, 4, 2, 40, 8, 4);
+    other["schema"] = "kvref-expected-v1";
+    const std::string schema = write("select_schema.json", other.dump());
+    expectOneLineError(kvlens("select --inputs " + schema + " --method snapkv --budget 16"),
+                       {schema, "schema", "kvref-expected-v1", "kvref-inputs-v1"});
+    json missing = inputsDoc(0, 4, 2, 40, 8, 4);
+    missing.erase("keys");
+    const std::string noKeys = write("select_no_keys.json", missing.dump());
+    expectOneLineError(kvlens("select --inputs " + noKeys + " --method snapkv --budget 16"),
+                       {noKeys, "missing field 'keys'"});
+    const std::string first =
+        write("select_shape_layer0.json", inputsDoc(0, 4, 2, 40, 8, 4).dump());
+    const std::string second =
+        write("select_shape_layer1.json", inputsDoc(1, 4, 2, 39, 8, 4).dump());
+    expectOneLineError(
+        kvlens("select --inputs " + first + " " + second + " --method snapkv --budget 16"),
+        {second, "'keys'", "[2, 39, 4]", "[2, 40, 4]"});
+}
+
+TEST(SelectCli, BadFlagsGiveOneLine) {
+    const std::string in = smallInputs("flags");
+    auto run = [&](const std::string& flags) {
+        return kvlens("select --inputs " + in + " " + flags);
+    };
+    expectOneLineError(run("--method snapkv --budget 16 --kernel 4"), {"--kernel 4"});
+    expectOneLineError(run("--method snapkv --budget 8"), {"--budget 8", "--window 8"});
+    expectOneLineError(run("--method snapkvv --budget 16"), {"--method 'snapkvv'"});
+    expectOneLineError(run("--method adakv --budget 16 --alpha 1.5"), {"--alpha 1.5"});
+    expectOneLineError(run("--method h2o --budget 16"), {"--method h2o"});
+    expectOneLineError(run("--method snapkv --budget 16 --window 9"), {"--window 9"});
+    expectOneLineError(run("--method snapkv --budget lots"), {"--budget 'lots'"});
+}
+
+}  // namespace

@@ -1,0 +1,160 @@
+// The compressed cache holds exactly what a selection kept, heads of different
+// lengths take only their own memory, and decode on a cache that kept
+// everything is bit-identical to decode on the plain cache.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/Capture.h"
+#include "engine/CompressedCache.h"
+#include "engine/MethodEvaluator.h"
+#include "engine/ModelLoader.h"
+#include "engine/Sampler.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+std::vector<int32_t> promptOf(int n) {
+    std::vector<int32_t> p = {1};
+    for (int i = 1; i < n; ++i) p.push_back(3 + (i * 53) % 400);
+    return p;
+}
+
+Selection select(const Capture& c, const std::string& method, int64_t budget, GqaMode gqa = GqaMode::KvHead,
+                 int64_t window = 8) {
+    PressParams p;
+    p.method = method;
+    p.budget = budget;
+    p.window = window;
+    p.gqa = gqa;
+    return Press::create(method)->select(c, p);
+}
+
+class FullKvBitIdentity : public ::testing::TestWithParam<c10::ScalarType> {};
+
+TEST_P(FullKvBitIdentity, CompressedDecodeEqualsPlainDecode) {
+    LoadedModel loaded = loadModel("random:tiny:layers=2", c10::Device(c10::kCPU), GetParam());
+    LlamaModel& model = *loaded.model;
+    const std::vector<int32_t> prompt = promptOf(40);
+    auto capture = Capture::fromPrefill(model, prompt);
+    CompressedCache compressed(*capture, select(*capture, "full", 0), 4);
+
+    KvCache plain = model.makeCache(64);
+    at::Tensor plainLogits = model.forward(prompt, plain);
+    ASSERT_TRUE(at::equal(plainLogits, capture->lastLogits()));
+    int32_t token = Sampler::argmax(plainLogits.data_ptr<float>(), plainLogits.numel());
+    for (int step = 0; step < 12; ++step) {  // past the reserved 4 rows: the buffers grow
+        at::Tensor a = model.forward({token}, plain);
+        at::Tensor b = model.decode(token, compressed);
+        ASSERT_TRUE(at::equal(a, b)) << "step " << step << ": max diff " << (a - b).abs().max().item<float>();
+        token = Sampler::argmax(a.data_ptr<float>(), a.numel());
+    }
+    EXPECT_EQ(compressed.nextPosition(), 40 + 12);
+    EXPECT_EQ(compressed.length(1, 0), 40 + 12);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, FullKvBitIdentity, ::testing::Values(c10::kFloat, c10::kBFloat16),
+                         [](const ::testing::TestParamInfo<c10::ScalarType>& i) {
+                             return std::string(i.param == c10::kFloat ? "f32" : "bf16");
+                         });
+
+class CompressedCacheTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        loaded_ = loadModel("random:tiny:layers=2", c10::Device(c10::kCPU), c10::kFloat);
+        capture_ = Capture::fromPrefill(*loaded_.model, promptOf(60));
+    }
+    LoadedModel loaded_;
+    std::shared_ptr<Capture> capture_;
+};
+
+TEST_F(CompressedCacheTest, HoldsExactlyTheKeptEntries) {
+    for (GqaMode mode : {GqaMode::KvHead, GqaMode::QueryHead}) {
+        const Selection s = select(*capture_, "snapkv", 20, mode);
+        CompressedCache cache(*capture_, s);
+        ASSERT_EQ(cache.heads(), mode == GqaMode::KvHead ? 4 : 8);
+        for (int64_t l = 0; l < 2; ++l) {
+            const auto keys = cache.keys(l), values = cache.values(l);
+            for (int64_t c = 0; c < cache.heads(); ++c) {
+                const int64_t kvHead = mode == GqaMode::KvHead ? c : c / 2;
+                const auto& kept = s.kept[l][c];
+                ASSERT_EQ(keys[c].size(0), int64_t(kept.size()));
+                for (size_t i = 0; i < kept.size(); ++i) {
+                    ASSERT_TRUE(at::equal(keys[c][i], capture_->keys(l)[kvHead][kept[i]]));
+                    ASSERT_TRUE(at::equal(values[c][i], capture_->values(l)[kvHead][kept[i]]));
+                }
+            }
+        }
+        for (int64_t h = 0; h < 8; ++h) EXPECT_EQ(cache.headOf(h), mode == GqaMode::KvHead ? h / 2 : h);
+    }
+}
+
+TEST_F(CompressedCacheTest, AdaKvHeadsOfDifferentLengthsTakeOnlyTheirOwnMemory) {
+    const Selection s = select(*capture_, "adakv", 24);
+    CompressedCache cache(*capture_, s);
+    bool differ = false;
+    int64_t rows = 0;
+    for (int64_t l = 0; l < 2; ++l) {
+        for (int64_t c = 0; c < cache.heads(); ++c) {
+            rows += cache.length(l, c);
+            differ |= cache.length(l, c) != cache.length(l, 0);
+        }
+    }
+    EXPECT_TRUE(differ) << "AdaKV gave every head the same length on this prompt";
+    EXPECT_EQ(rows, 2 * 4 * 24);  // the layer pools add up to heads x budget
+    EXPECT_EQ(cache.bytes(), rows * 2 * 32 * 4);  // K and V rows of head dim 32, fp32
+    EXPECT_LT(cache.bytes(), capture_->cache().bytes() / 2);
+    // Decoding appends one row to every head, whatever its length.
+    loaded_.model->decode(5, cache);
+    EXPECT_EQ(cache.bytes(), (rows + 2 * 4) * 2 * 32 * 4);
+}
+
+TEST_F(CompressedCacheTest, EvaluatorScoresFullKvAsPerfect) {
+    MethodEvaluator evaluator(*loaded_.model, capture_, 12);
+    PressParams full;
+    full.method = "full";
+    const RunMetrics m = evaluator.evaluate(full);
+    EXPECT_EQ(m.tokens, m.fullTokens);
+    EXPECT_EQ(m.agreedPrefix, 12);
+    EXPECT_EQ(m.tokenAgreement, 1.0);
+    EXPECT_EQ(m.meanKl, 0.0);
+    EXPECT_EQ(m.top1Agreement, 1.0);
+    EXPECT_EQ(m.ratio, 1.0);
+
+    PressParams snap;
+    snap.budget = 16;
+    snap.window = 8;
+    const RunMetrics s = evaluator.evaluate(snap);
+    EXPECT_EQ(s.fullTokens, m.fullTokens);
+    EXPECT_EQ(s.tokens.size(), 12u);
+    EXPECT_GT(s.meanKl, 0.0);
+    EXPECT_TRUE(std::isfinite(s.meanKl));
+    EXPECT_NEAR(s.ratio, 16.0 / 60.0, 1e-12);
+    EXPECT_EQ(s.bytesPerLayer.size(), 2u);
+    EXPECT_EQ(s.bytesPerHead[0].size(), 4u);
+    EXPECT_EQ(s.tokens[0], s.fullTokens[0]);  // the first token comes from the full prefill
+    // Agreement before the first divergence is consistent with the token lists.
+    for (int64_t i = 0; i < s.agreedPrefix; ++i) EXPECT_EQ(s.tokens[i], s.fullTokens[i]);
+    if (s.agreedPrefix < 12) {
+        EXPECT_NE(s.tokens[s.agreedPrefix], s.fullTokens[s.agreedPrefix]);
+    }
+}
+
+TEST_F(CompressedCacheTest, GreedyTokensEqualAFreeRunningDecodeOnTheCompressedCache) {
+    MethodEvaluator evaluator(*loaded_.model, capture_, 10);
+    PressParams p;
+    p.method = "streamingllm";
+    p.budget = 12;
+    const RunMetrics m = evaluator.evaluate(p);
+    CompressedCache cache(*capture_, Press::create("streamingllm")->select(*capture_, p));
+    std::vector<int32_t> tokens = {m.fullTokens[0]};
+    while (tokens.size() < 10) {
+        at::Tensor logits = loaded_.model->decode(tokens.back(), cache);
+        tokens.push_back(Sampler::argmax(logits.data_ptr<float>(), logits.numel()));
+    }
+    EXPECT_EQ(m.tokens, tokens);
+}
+
+}  // namespace
+}  // namespace kvlens

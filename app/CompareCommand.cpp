@@ -2,6 +2,7 @@
 // cache: KV memory, ratio, token agreement, KL and top-1 agreement.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <sstream>
 
@@ -56,13 +57,18 @@ int runCompare(const std::vector<std::string>& argv) {
     const PressParams base = PressOptions::fromCommandLine(args);
     std::vector<PressParams> runs;
     for (const std::string& method : methods) {
-        Press::create(method);  // unknown names fail before the model loads
+        const auto& known = PressParams::methodNames();
+        if (std::find(known.begin(), known.end(), method) == known.end()) {
+            std::string list;
+            for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+            throw Error("--methods: '" + method + "' is not one of " + list);
+        }
         for (const std::string& budget : budgets) {
             PressParams p = base;
             p.method = method;
             parseBudget(budget, "--budgets", p);
             // A sweep may go below the default window: halve it for those budgets
-            // (shown in the params column) unless --window was given.
+            // (the W column shows it) unless --window was given.
             if (!args.has("--window") && p.budget > 0 && p.budget <= p.window && p.usesWindow()) {
                 p.window = std::max<int64_t>(1, p.budget / 2);
             }
@@ -70,6 +76,8 @@ int runCompare(const std::vector<std::string>& argv) {
             if (method == "full") break;  // one budget says all there is
         }
     }
+    // Settings that do not depend on the prompt fail before the model loads.
+    for (const PressParams& p : runs) p.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::string prompt = readPrompt(args);
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
@@ -84,8 +92,8 @@ int runCompare(const std::vector<std::string>& argv) {
     } else {
         std::printf("prompt %lld tokens, %lld new tokens per run, %s\n\n", (long long)capture->promptLength(),
                     (long long)n, modelOptions.model.c_str());
-        std::printf("%-13s %7s %10s %7s %10s %9s %10s %7s\n", "method", "budget", "KV MB", "ratio",
-                    "agreed@div", "agreement", "mean KL", "top-1");
+        std::printf("%-13s %7s %4s %10s %7s %10s %9s %10s %7s\n", "method", "budget", "W", "KV MB",
+                    "ratio", "agreed@div", "agreement", "mean KL", "top-1");
     }
     for (size_t i = 0; i < runs.size(); ++i) {
         const PressParams& p = runs[i];
@@ -102,8 +110,9 @@ int runCompare(const std::vector<std::string>& argv) {
                         m.ratio, (long long)m.agreedPrefix, m.tokenAgreement, m.meanKl,
                         m.top1Agreement, m.selectSeconds * 1e3);
         } else {
-            std::printf("%-13s %7s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%%\n", p.method.c_str(),
-                        budget.c_str(), double(m.bytes) / 1e6, 100.0 * m.ratio, (long long)m.agreedPrefix,
+            const std::string window = p.usesWindow() ? std::to_string(p.window) : "-";
+            std::printf("%-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%%\n", p.method.c_str(),
+                        budget.c_str(), window.c_str(), double(m.bytes) / 1e6, 100.0 * m.ratio, (long long)m.agreedPrefix,
                         (long long)n, 100.0 * m.tokenAgreement, m.meanKl, 100.0 * m.top1Agreement);
         }
         std::fflush(stdout);

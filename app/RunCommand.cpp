@@ -1,6 +1,8 @@
 // kvlens run: one prefill, one compression method, and what it costs against
 // the full cache: the two continuations, agreement, KL, top-1 and KV memory.
+#include <chrono>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "app/CommandLine.h"
@@ -66,7 +68,8 @@ int runRun(const std::vector<std::string>& argv) {
         throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%)");
     }
     PressParams params = PressOptions::fromCommandLine(args);
-    Press::create(params.method);  // an unknown method fails before the model loads
+    // Settings that do not depend on the prompt fail before the model loads.
+    params.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::string prompt = readPrompt(args);
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
@@ -74,8 +77,10 @@ int runRun(const std::vector<std::string>& argv) {
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"));
     params.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
+    const auto t0 = std::chrono::steady_clock::now();
     const Selection selection = Press::create(params.method)->select(*capture, params);
-    const RunMetrics m = evaluator.evaluate(params);
+    const RunMetrics m = evaluator.evaluate(
+        selection, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     const Tokenizer& tok = *loaded.tokenizer;
 
     if (args.has("--json")) {

@@ -69,7 +69,12 @@ private:
             if (!node.is_number()) {
                 fail("field '" + field_ + "' holds a non-number at " + indexText(index_));
             }
-            values_.push_back(node.get<float>());
+            const double v = node.get<double>();
+            if (!std::isfinite(v) || std::abs(v) > 3.0e38) {
+                fail("field '" + field_ + "' holds a value that is not a finite float at " +
+                     indexText(index_));
+            }
+            values_.push_back(static_cast<float>(v));
             return;
         }
         if (!node.is_array() || int64_t(node.size()) != shape_[dim]) {

@@ -7,6 +7,7 @@
 
 #include "engine/Error.h"
 #include "engine/LlamaModel.h"
+#include "engine/PressParams.h"
 
 namespace kvlens {
 namespace {
@@ -54,6 +55,10 @@ std::shared_ptr<Capture> Capture::fromPrefill(LlamaModel& model, const std::vect
     capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
     capture->windowQueries_ = std::move(observer.queries);
     capture->h2oScores_ = std::move(observer.sums);
+    // The default window's votes are part of the capture: the first SnapKV,
+    // PyramidKV or AdaKV selection after a prefill is as quick as any other.
+    const int64_t window = std::min<int64_t>(PressParams().window, capture->promptLength_ - 1);
+    capture->votes(0, window);
     return capture;
 }
 

@@ -1,9 +1,10 @@
 // What a prefill leaves behind for the compression methods, so that any
 // method, budget, window (up to 64), kernel, pooling, beta or alpha can be
 // selected again without running the prefill: per layer, the full KV (after
-// RoPE), the last 64 queries (after RoPE), and the attention each key got from
-// all prompt queries (H2O's score). SnapKV-style votes are derived from the
-// window queries and keys on first use per window size, then cached.
+// RoPE), the last 64 queries (after RoPE), the attention each key got from all
+// prompt queries (H2O's score), and the SnapKV votes of the default window (32).
+// Votes of other window sizes are derived from the window queries and keys on
+// first use, then cached.
 //
 // Memory, for T prompt tokens, L layers, H query heads, KV heads, head dim D,
 // compute dtype of b bytes:

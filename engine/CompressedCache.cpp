@@ -39,6 +39,14 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     }
 }
 
+CompressedCache CompressedCache::clone() const {
+    CompressedCache copy = *this;
+    for (auto* store : {&copy.keys_, &copy.values_})
+        for (auto& layer : *store)
+            for (at::Tensor& t : layer) t = t.clone();
+    return copy;
+}
+
 void CompressedCache::reserve(int64_t layer, int64_t head, int64_t rows) {
     for (auto* store : {&keys_, &values_}) {
         at::Tensor& t = (*store)[layer][head];

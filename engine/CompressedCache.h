@@ -19,6 +19,9 @@ public:
     // `extraTokens` decode steps before any buffer grows.
     CompressedCache(const Capture& capture, const Selection& selection, int64_t extraTokens = 0);
 
+    // A deep copy (tensors are not shared), to fork a decode.
+    CompressedCache clone() const;
+
     int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
     int64_t heads() const { return keys_.empty() ? 0 : static_cast<int64_t>(keys_[0].size()); }
     // The cache head query head `h` reads.

@@ -66,9 +66,23 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
                          .masked_fill_(masked, -std::numeric_limits<float>::infinity())
                          .view({KV, G * nb, S});
         }
-        at::Tensor probs = at::softmax(scores, -1);
-        if (columnSums) sums.narrow(2, 0, S).add_(probs.view({KV, G, nb, S}).sum(2));
-        probs = probs.to(dtype_);
+        if (columnSums) {
+            // H2O's scores come from fp32 logits, like the SnapKV votes, so its
+            // ranking does not inherit bf16 rounding; the attention output keeps
+            // the compute dtype's path, so a capture's prefill equals a plain one.
+            at::Tensor exact = scores;
+            if (dtype_ != at::kFloat) {
+                exact = at::bmm(qb.to(at::kFloat), kb.transpose(1, 2).to(at::kFloat)).mul_(scale);
+            }
+            exact = exact.view({KV, G, nb, S});
+            if (nb > 1 || S > firstPosition + b0 + 1) {
+                at::Tensor qpos = at::arange(firstPosition + b0, firstPosition + b0 + nb, posOpts);
+                exact = exact.masked_fill(at::arange(0, S, posOpts).unsqueeze(0) > qpos.unsqueeze(1),
+                                          -std::numeric_limits<float>::infinity());
+            }
+            sums.narrow(2, 0, S).add_(at::softmax(exact, -1).sum(2));
+        }
+        at::Tensor probs = at::softmax(scores, -1).to(dtype_);
         out.narrow(2, b0, nb).copy_(at::bmm(probs, vb).view({KV, G, nb, D}));
     }
     if (columnSums) *columnSums = sums.view({H, firstPosition + T});

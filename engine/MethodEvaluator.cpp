@@ -82,27 +82,27 @@ RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSe
         m.bytesPerHead.push_back(std::move(perHead));
     }
 
-    // Teacher-forced along the full continuation; the greedy run is the same
-    // until its first divergence, so it forks only from there.
+    // Teacher-forced along the full continuation. The greedy run is the same
+    // until its first divergence; there it forks off a copy of the cache.
     t0 = now();
     int64_t top1 = 0;
-    int64_t diverged = n_;
+    std::unique_ptr<CompressedCache> free;
     for (int64_t i = 0; i < n_; ++i) {
         at::Tensor logits = model_.decode(fullTokens_[i], forced);
         m.klPerStep.push_back(klDivergence(fullLogits_[i], logits));
         const int32_t mine = greedyToken(logits), theirs = greedyToken(fullLogits_[i]);
         if (mine == theirs) ++top1;
-        if (mine != theirs && diverged == n_ && i + 1 < n_) diverged = i + 1;
-    }
-    m.tokens.assign(fullTokens_.begin(), fullTokens_.begin() + diverged);
-    if (diverged < n_) {
-        CompressedCache free(*capture_, selection, n_);
-        int32_t token = fullTokens_[0];
-        for (int64_t i = 0; i + 1 < n_; ++i) {
-            at::Tensor logits = model_.decode(token, free);
-            token = greedyToken(logits);
-            if (i + 1 >= diverged) m.tokens.push_back(token);
+        if (!free && i + 1 < n_) {
+            m.tokens.push_back(fullTokens_[i]);
+            if (mine != theirs) {
+                free = std::make_unique<CompressedCache>(forced.clone());
+                m.tokens.push_back(mine);
+            }
         }
+    }
+    if (!free) m.tokens.push_back(fullTokens_[n_ - 1]);
+    while (free && static_cast<int64_t>(m.tokens.size()) < n_) {
+        m.tokens.push_back(greedyToken(model_.decode(m.tokens.back(), *free)));
     }
     m.decodeSeconds = now() - t0;
 

@@ -95,7 +95,6 @@ std::string PressParams::describe() const {
     if (method == "snapkv" || method == "pyramidkv" || method == "adakv") {
         s << " k=" << kernel << " " << poolingName(pooling) << " " << gqaModeName(gqa);
     }
-    if (method == "h2o") s << " " << gqaModeName(gqa);
     if (method == "pyramidkv") s << " beta=" << beta << " " << scheduleName(schedule);
     if (method == "adakv") s << " alpha=" << alpha;
     if (method == "streamingllm") s << " sinks=" << sinks;

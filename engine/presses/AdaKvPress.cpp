@@ -33,7 +33,10 @@ void AdaKvPress::fill(const Capture& capture, const PressParams& p, int64_t budg
         rest.reserve(heads * (prefix - floorPerHead));
         for (int64_t h = 0; h < heads; ++h)
             for (int64_t j = 0; j < prefix; ++j)
-                if (!taken[h][j]) rest.push_back({norm[h][j], int32_t(h), int32_t(j)});
+                if (!taken[h][j]) {
+                    const float v = std::isnan(norm[h][j]) ? -1.0f : norm[h][j];
+                    rest.push_back({v, int32_t(h), int32_t(j)});
+                }
         const int64_t remaining = std::min<int64_t>(heads * (P - floorPerHead), int64_t(rest.size()));
         auto better = [](const Candidate& a, const Candidate& b) {
             if (a.score != b.score) return a.score > b.score;

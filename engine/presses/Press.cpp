@@ -39,7 +39,11 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
     s.promptLength = T;
     s.queryHeads = capture.queryHeads();
     s.kvHeads = capture.kvHeads();
-    s.gqa = params.gqa;
+    // Query-head selections exist for the voting methods (as in the original
+    // SnapKV code); the others have one selection per KV head.
+    const bool voting = params.method == "snapkv" || params.method == "pyramidkv" || params.method == "adakv";
+    s.gqa = voting ? params.gqa : GqaMode::KvHead;
+    s.params.gqa = s.gqa;
     const int64_t L = capture.layers(), heads = s.headsPerLayer();
     s.kept.assign(L, std::vector<std::vector<int32_t>>(heads));
     const int64_t budget = params.method == "full" ? T : params.resolveBudget(T);
@@ -52,7 +56,7 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
         return s;
     }
     s.layerBudgets.assign(L, budget);
-    fill(capture, params, budget, s);
+    fill(capture, s.params, budget, s);  // with the GQA mode the selection really has
     return s;
 }
 

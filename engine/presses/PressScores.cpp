@@ -1,6 +1,7 @@
 #include "engine/presses/PressScores.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -61,8 +62,14 @@ std::vector<int32_t> topPositions(const std::vector<float>& scores, int64_t k) {
     k = std::clamp<int64_t>(k, 0, n);
     std::vector<int32_t> idx(n);
     std::iota(idx.begin(), idx.end(), 0);
+    // NaN (never produced from finite inputs) ranks below everything, keeping
+    // the order strict-weak so nth_element stays defined.
+    auto key = [&](int32_t i) {
+        return std::isnan(scores[i]) ? -std::numeric_limits<float>::infinity() : scores[i];
+    };
     auto before = [&](int32_t a, int32_t b) {
-        return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+        const float ka = key(a), kb = key(b);
+        return ka > kb || (ka == kb && a < b);
     };
     if (k < n) std::nth_element(idx.begin(), idx.begin() + k, idx.end(), before);
     idx.resize(k);

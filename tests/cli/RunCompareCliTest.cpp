@@ -145,7 +145,7 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(kvlens(base + "--method snapkv --budget 64 --gqa group"), {"--gqa 'group'"});
     expectOneLineError(kvlens(base + "--method pyramidkv --budget 64 --schedule linear"), {"--schedule 'linear'"});
     expectOneLineError(kvlens("compare --model random:tiny:layers=1 --prompt hi --methods snapkv,nope"),
-                       {"--method 'nope'"});
+                       {"--methods: 'nope' is not one of"});
 }
 
 }  // namespace

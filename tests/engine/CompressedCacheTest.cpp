@@ -156,5 +156,18 @@ TEST_F(CompressedCacheTest, GreedyTokensEqualAFreeRunningDecodeOnTheCompressedCa
     EXPECT_EQ(m.tokens, tokens);
 }
 
+TEST_F(CompressedCacheTest, QueryHeadModeIsOnlyForTheVotingMethods) {
+    // Per-query-head copies of a StreamingLLM, H2O, Random or Full selection would
+    // only multiply their memory by the group size.
+    for (const char* method : {"full", "streamingllm", "h2o", "random"}) {
+        const Selection s = select(*capture_, method, 20, GqaMode::QueryHead);
+        EXPECT_EQ(s.gqa, GqaMode::KvHead) << method;
+        EXPECT_EQ(s.kept[0].size(), 4u) << method;
+    }
+    for (const char* method : {"snapkv", "pyramidkv", "adakv"}) {
+        EXPECT_EQ(select(*capture_, method, 20, GqaMode::QueryHead).kept[0].size(), 8u) << method;
+    }
+}
+
 }  // namespace
 }  // namespace kvlens

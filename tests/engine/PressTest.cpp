@@ -407,13 +407,15 @@ TEST(Press, H2oKeepsTheTopAccumulatedAttention) {
                 ASSERT_NEAR(g[h][t], want, 1e-4 * want + 1e-6) << "layer " << l << " head " << h;
             }
     }
+    // H2O keeps one selection per KV head whatever --gqa says (query-head mode is
+    // for the voting methods), so both requests give the group-mean ranking.
     for (GqaMode mode : {GqaMode::KvHead, GqaMode::QueryHead}) {
         PressParams p = params("h2o", B, W);
         p.gqa = mode;
         const Selection s = select(c, p);
+        EXPECT_EQ(s.gqa, GqaMode::KvHead);
         for (int64_t l = 0; l < c.layers(); ++l) {
-            Scores scores = m.accumulated[l];
-            if (mode == GqaMode::KvHead) scores = groupMean(scores, c.kvHeads());
+            Scores scores = groupMean(m.accumulated[l], c.kvHeads());
             ASSERT_EQ(int64_t(s.kept[l].size()), int64_t(scores.size()));
             for (size_t h = 0; h < scores.size(); ++h) {
                 scores[h].resize(T - W);  // the window is kept anyway

@@ -9,53 +9,23 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "support/TinyModelFile.h"
+#include "cli/CliHarness.h"
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    std::string out, err;
-};
+using kvlens::test::CliResult;
+using kvlens::test::expectOneLineError;
+using kvlens::test::slurp;
+using Result = CliResult;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+CliResult runCli(const std::string& args, const std::string& env = "") {
+    return kvlens::test::runKvlens(args, env);
 }
 
 std::string quote(const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
-}
-
-// Runs kvlens with `args` (already shell-quoted where needed), no model from the environment.
-Result kvlens(const std::string& args, const std::string& env = "") {
-    // CTest runs tests in parallel processes: each gets its own capture files.
-    const std::string tag = std::to_string(::getpid());
-    const std::string out = kvlens::test::testOutputPath("cli_stdout_" + tag + ".txt");
-    const std::string err = kvlens::test::testOutputPath("cli_stderr_" + tag + ".txt");
-    const std::string cmd = "env -u KVLENS_MODEL " + env + " timeout 120 " + std::string(KVLENS_CLI) +
-                            " " + args + " >" + out + " 2>" + err + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-}
-
-// A failure is exactly one line on stderr, containing every piece of `parts`.
-void expectOneLineError(const Result& r, std::initializer_list<std::string> parts) {
-    EXPECT_NE(r.exitCode, 0);
-    EXPECT_NE(r.exitCode, 124) << "timed out";
-    EXPECT_LT(r.exitCode, 128) << "crashed";
-    ASSERT_FALSE(r.err.empty());
-    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-    EXPECT_EQ(r.err.rfind("kvlens: error: ", 0), 0u) << r.err;
-    for (const std::string& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
 }
 
 std::string writeTiny(const std::string& name, const std::function<void(kvlens::test::GgufBuilder&)>& edit = {}) {
@@ -70,14 +40,14 @@ const std::string kStories = std::string(KVLENS_SHARED_DIR) + "/models/stories26
 bool haveStories() { return std::ifstream(kStories).good(); }
 
 TEST(Cli, MissingModelFile) {
-    expectOneLineError(kvlens("generate --model /nonexistent/m.gguf --prompt hi"),
+    expectOneLineError(runCli("generate --model /nonexistent/m.gguf --prompt hi"),
                        {"/nonexistent/m.gguf", "No such file"});
 }
 
 TEST(Cli, NotAGgufFile) {
     const std::string path = kvlens::test::testOutputPath("not_gguf.gguf");
     std::ofstream(path) << "this is a text file, not a model\n";
-    expectOneLineError(kvlens("info --model " + path), {path, "not a GGUF file"});
+    expectOneLineError(runCli("info --model " + path), {path, "not a GGUF file"});
 }
 
 TEST(Cli, TruncatedFile) {
@@ -85,7 +55,7 @@ TEST(Cli, TruncatedFile) {
     std::string bytes = slurp(full);
     const std::string path = kvlens::test::testOutputPath("truncated.gguf");
     std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size() - 100));
-    expectOneLineError(kvlens("generate --prompt hi --model " + path), {path, "truncated"});
+    expectOneLineError(runCli("generate --prompt hi --model " + path), {path, "truncated"});
 }
 
 TEST(Cli, UnknownArchitecture) {
@@ -93,7 +63,7 @@ TEST(Cli, UnknownArchitecture) {
     b.addString("general.architecture", "rwkv6");
     const std::string path = kvlens::test::testOutputPath("rwkv.gguf");
     b.writeFile(path);
-    expectOneLineError(kvlens("info --model " + path), {path, "unknown architecture 'rwkv6'"});
+    expectOneLineError(runCli("info --model " + path), {path, "unknown architecture 'rwkv6'"});
 }
 
 TEST(Cli, UnsupportedTensorType) {
@@ -106,7 +76,7 @@ TEST(Cli, UnsupportedTensorType) {
             }
         }
     });
-    expectOneLineError(kvlens("generate --prompt hi --model " + path),
+    expectOneLineError(runCli("generate --prompt hi --model " + path),
                        {path, "blk.0.attn_v.weight", "Q5_1"});
 }
 
@@ -120,53 +90,53 @@ TEST(Cli, TensorShapeDisagreesWithMetadata) {
             }
         }
     });
-    expectOneLineError(kvlens("generate --prompt hi --model " + path),
+    expectOneLineError(runCli("generate --prompt hi --model " + path),
                        {path, "blk.0.ffn_gate.weight", "[32, 40]", "feed_forward_length=48"});
 }
 
 TEST(Cli, EmptyPrompt) {
-    expectOneLineError(kvlens("generate --model random:tiny:layers=1 --prompt ''"), {"--prompt", "empty"});
+    expectOneLineError(runCli("generate --model random:tiny:layers=1 --prompt ''"), {"--prompt", "empty"});
     const std::string path = kvlens::test::testOutputPath("empty_prompt.txt");
     std::ofstream(path).close();
-    expectOneLineError(kvlens("generate --model random:tiny:layers=1 --prompt-file " + path),
+    expectOneLineError(runCli("generate --model random:tiny:layers=1 --prompt-file " + path),
                        {"--prompt-file", path, "empty"});
 }
 
 TEST(Cli, PromptLongerThanContext) {
-    expectOneLineError(kvlens("generate --model random:tiny:layers=1:ctx=16 --prompt " +
+    expectOneLineError(runCli("generate --model random:tiny:layers=1:ctx=16 --prompt " +
                               quote(std::string(40, 'x'))),
                        {"the prompt is 41 tokens", "context of 16 tokens"});
 }
 
 TEST(Cli, MissingPromptFile) {
-    expectOneLineError(kvlens("generate --model random:tiny:layers=1 --prompt-file /nonexistent/p.txt"),
+    expectOneLineError(runCli("generate --model random:tiny:layers=1 --prompt-file /nonexistent/p.txt"),
                        {"--prompt-file /nonexistent/p.txt", "No such file"});
 }
 
 TEST(Cli, BadFlags) {
-    expectOneLineError(kvlens("generate --model random:tiny --promt hi"), {"unknown flag '--promt'"});
-    expectOneLineError(kvlens("generate --model random:tiny --prompt hi --dtype f64"), {"--dtype 'f64'"});
-    expectOneLineError(kvlens("generate --model random:tiny --prompt hi -n lots"), {"-n 'lots'"});
-    expectOneLineError(kvlens("generate --model random:tiny --prompt hi --threads 0"), {"--threads '0'"});
-    expectOneLineError(kvlens("generate --model random:tiny --prompt hi --top-p 1.5"), {"--top-p"});
-    expectOneLineError(kvlens("info --model random:gpt5"), {"unknown preset 'gpt5'", "tinyllama-1.1b"});
-    expectOneLineError(kvlens("info --model random:tiny:heads=3"), {"unknown option 'heads=3'"});
-    expectOneLineError(kvlens("generate --model random:tiny --prompt hi --device cuda:0"), {"--device cuda:0"});
-    const Result unknown = kvlens("frobnicate");
+    expectOneLineError(runCli("generate --model random:tiny --promt hi"), {"unknown flag '--promt'"});
+    expectOneLineError(runCli("generate --model random:tiny --prompt hi --dtype f64"), {"--dtype 'f64'"});
+    expectOneLineError(runCli("generate --model random:tiny --prompt hi -n lots"), {"-n 'lots'"});
+    expectOneLineError(runCli("generate --model random:tiny --prompt hi --threads 0"), {"--threads '0'"});
+    expectOneLineError(runCli("generate --model random:tiny --prompt hi --top-p 1.5"), {"--top-p"});
+    expectOneLineError(runCli("info --model random:gpt5"), {"unknown preset 'gpt5'", "tinyllama-1.1b"});
+    expectOneLineError(runCli("info --model random:tiny:heads=3"), {"unknown option 'heads=3'"});
+    expectOneLineError(runCli("generate --model random:tiny --prompt hi --device cuda:0"), {"--device cuda:0"});
+    const Result unknown = runCli("frobnicate");
     EXPECT_EQ(unknown.exitCode, 2);
     EXPECT_NE(unknown.err.find("unknown command 'frobnicate'"), std::string::npos);
 }
 
-TEST(Cli, EmptyModelFlag) { expectOneLineError(kvlens("info --model ''"), {"--model is empty"}); }
+TEST(Cli, EmptyModelFlag) { expectOneLineError(runCli("info --model ''"), {"--model is empty"}); }
 
 TEST(Cli, NoModelAnywhereSaysHowToPassOne) {
     // From / there is no ../shared, and the shared folder is pointed elsewhere.
-    const Result r = kvlens("info", "KVLENS_SHARED_DIR=/nonexistent sh -c 'cd / && exec \"$0\" \"$@\"'");
+    const Result r = runCli("info", "KVLENS_SHARED_DIR=/nonexistent sh -c 'cd / && exec \"$0\" \"$@\"'");
     expectOneLineError(r, {"no model given", "--model", "KVLENS_MODEL"});
 }
 
 TEST(Cli, InfoOnRandomPreset) {
-    const Result r = kvlens("info --model random:tinyllama-1.1b --json");
+    const Result r = runCli("info --model random:tinyllama-1.1b --json");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["layers"], 22);
@@ -180,7 +150,7 @@ TEST(Cli, InfoOnRandomPreset) {
 
 TEST(Cli, InfoOnTinyGgufListsTensorTypes) {
     const std::string path = writeTiny("info_tiny.gguf");
-    const Result r = kvlens("info --model " + path);
+    const Result r = runCli("info --model " + path);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("architecture  llama"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("F32 x"), std::string::npos) << r.out;
@@ -191,7 +161,7 @@ TEST(Cli, GenerateJsonOnStoriesMatchesReference) {
     if (!haveStories()) GTEST_SKIP() << "needs " << kStories;
     const auto ref = nlohmann::json::parse(std::ifstream(std::string(KVLENS_SHARED_DIR) +
                                                          "/reference/stories260K_greedy_once_upon_a_time.json"));
-    const Result r = kvlens("generate --model " + kStories +
+    const Result r = runCli("generate --model " + kStories +
                             " --prompt 'Once upon a time' -n 200 --ignore-eos --dtype f32 --json");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -202,7 +172,7 @@ TEST(Cli, GenerateJsonOnStoriesMatchesReference) {
 
 TEST(Cli, GenerateStreamsTextOnTinyGguf) {
     const std::string path = writeTiny("stream_tiny.gguf");
-    const Result r = kvlens("generate --model " + path + " --prompt 'the cat' -n 5 --ignore-eos");
+    const Result r = runCli("generate --model " + path + " --prompt 'the cat' -n 5 --ignore-eos");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_FALSE(r.out.empty());
     EXPECT_NE(r.err.find("5 generated"), std::string::npos) << r.err;
@@ -210,7 +180,7 @@ TEST(Cli, GenerateStreamsTextOnTinyGguf) {
 
 TEST(Cli, TokenizeJson) {
     const std::string path = writeTiny("tokenize_tiny.gguf");
-    const Result r = kvlens("tokenize --model " + path + " --prompt 'the cat' --json");
+    const Result r = runCli("tokenize --model " + path + " --prompt 'the cat' --json");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     // Merges by score: "th" (263) first, then "at" (265); "▁th" and "cat" are not
@@ -220,7 +190,7 @@ TEST(Cli, TokenizeJson) {
 }
 
 TEST(Cli, BenchPrintsPrefillAndDecodeRates) {
-    const Result r = kvlens("bench --model random:tiny:layers=1 --prompt-len 32 -n 4 --reps 3 --warmup 1 --json");
+    const Result r = runCli("bench --model random:tiny:layers=1 --prompt-len 32 -n 4 --reps 3 --warmup 1 --json");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_GT(j["prefill_tok_s"]["median"].get<double>(), 0.0);
@@ -228,7 +198,7 @@ TEST(Cli, BenchPrintsPrefillAndDecodeRates) {
     EXPECT_LE(j["prefill_tok_s"]["min"].get<double>(), j["prefill_tok_s"]["median"].get<double>());
     EXPECT_GE(j["prefill_tok_s"]["max"].get<double>(), j["prefill_tok_s"]["median"].get<double>());
     EXPECT_EQ(j["reps"], 3);
-    expectOneLineError(kvlens("bench --model random:tiny:ctx=64 --prompt-len 60 -n 8"), {"exceeds the model's context of 64"});
+    expectOneLineError(runCli("bench --model random:tiny:ctx=64 --prompt-len 60 -n 8"), {"exceeds the model's context of 64"});
 }
 
 }  // namespace

@@ -9,40 +9,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "support/TinyModelFile.h"
+#include "cli/CliHarness.h"
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    std::string out, err;
-};
+using kvlens::test::CliResult;
+using kvlens::test::expectOneLineError;
+using Result = CliResult;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-Result kvlens(const std::string& args) {
-    const std::string tag = "runcmp_" + std::to_string(::getpid());
-    const std::string out = kvlens::test::testOutputPath(tag + ".out"), err = kvlens::test::testOutputPath(tag + ".err");
-    const std::string cmd = "env -u KVLENS_MODEL timeout 300 " + std::string(KVLENS_CLI) + " " + args + " >" + out +
-                            " 2>" + err + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-}
-
-void expectOneLineError(const Result& r, std::initializer_list<std::string> parts) {
-    EXPECT_EQ(r.exitCode, 1) << r.err;
-    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
-    for (const std::string& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
-}
+CliResult runCli(const std::string& args) { return kvlens::test::runKvlens(args); }
 
 // A prompt of about 400 stories260K tokens (or 4x as many bytes for the byte tokenizer).
 std::string promptFile() {
@@ -88,7 +63,7 @@ std::vector<std::vector<std::string>> csvRows(const std::string& text) {
 }
 
 void checkCompare(const std::string& model, const std::string& extra) {
-    const Result r = kvlens("compare --model " + model + " --prompt-file " + promptFile() +
+    const Result r = runCli("compare --model " + model + " --prompt-file " + promptFile() +
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
@@ -115,7 +90,7 @@ TEST(CompareCli, EveryMethodAtThreeBudgetsOnARandomModel) {
 }
 
 TEST(RunCli, JsonHasTheMetricsAndBothContinuations) {
-    const Result r = kvlens("run --model random:tiny:layers=2 --prompt-file " + promptFile() +
+    const Result r = runCli("run --model random:tiny:layers=2 --prompt-file " + promptFile() +
                             " --method adakv --budget 25% -n 8 --json");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -131,20 +106,20 @@ TEST(RunCli, JsonHasTheMetricsAndBothContinuations) {
 
 TEST(RunCli, BadMethodSettingsGiveOneLine) {
     const std::string base = "run --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 4 ";
-    expectOneLineError(kvlens(base + "--method snapkv2 --budget 64"), {"--method 'snapkv2'", "pyramidkv"});
-    expectOneLineError(kvlens(base + "--method snapkv --budget 32"), {"--budget 32 must exceed --window 32"});
-    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --kernel 6"), {"--kernel 6 must be odd"});
-    expectOneLineError(kvlens(base + "--method adakv --budget 64 --alpha 1.5"), {"--alpha 1.5 must be in [0, 1]"});
-    expectOneLineError(kvlens(base + "--method snapkv --budget 4000 --window 2000"), {"--window 2000"});
-    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --window 65"), {"--window 65", "64 window queries"});
-    expectOneLineError(kvlens("run --model random:tiny:layers=1 --prompt hello -n 4 --method snapkv --budget 64"),
+    expectOneLineError(runCli(base + "--method snapkv2 --budget 64"), {"--method 'snapkv2'", "pyramidkv"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 32"), {"--budget 32 must exceed --window 32"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 64 --kernel 6"), {"--kernel 6 must be odd"});
+    expectOneLineError(runCli(base + "--method adakv --budget 64 --alpha 1.5"), {"--alpha 1.5 must be in [0, 1]"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 4000 --window 2000"), {"--window 2000"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 64 --window 65"), {"--window 65", "64 window queries"});
+    expectOneLineError(runCli("run --model random:tiny:layers=1 --prompt hello -n 4 --method snapkv --budget 64"),
                        {"--window 32 must be below the prompt length 6"});
-    expectOneLineError(kvlens(base + "--method snapkv --budget 0"), {"--budget '0'"});
-    expectOneLineError(kvlens(base + "--method snapkv"), {"--budget is required"});
-    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --pool median"), {"--pool 'median'"});
-    expectOneLineError(kvlens(base + "--method snapkv --budget 64 --gqa group"), {"--gqa 'group'"});
-    expectOneLineError(kvlens(base + "--method pyramidkv --budget 64 --schedule linear"), {"--schedule 'linear'"});
-    expectOneLineError(kvlens("compare --model random:tiny:layers=1 --prompt hi --methods snapkv,nope"),
+    expectOneLineError(runCli(base + "--method snapkv --budget 0"), {"--budget '0'"});
+    expectOneLineError(runCli(base + "--method snapkv"), {"--budget is required"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 64 --pool median"), {"--pool 'median'"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 64 --gqa group"), {"--gqa 'group'"});
+    expectOneLineError(runCli(base + "--method pyramidkv --budget 64 --schedule linear"), {"--schedule 'linear'"});
+    expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt hi --methods snapkv,nope"),
                        {"--methods: 'nope' is not one of"});
 }
 

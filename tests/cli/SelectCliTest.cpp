@@ -11,52 +11,17 @@
 #include <random>
 #include <sstream>
 
-#include "support/TinyModelFile.h"
+#include "cli/CliHarness.h"
 
 namespace {
 
 using nlohmann::json;
 
-struct Result {
-    int exitCode = -1;
-    std::string out, err;
-};
+using kvlens::test::CliResult;
+using kvlens::test::expectOneLineError;
+using Result = CliResult;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// Runs kvlens with `args` (already shell-quoted where needed).
-Result kvlens(const std::string& args) {
-    // CTest runs tests in parallel processes: each gets its own capture files.
-    const std::string tag = std::to_string(::getpid());
-    const std::string out = kvlens::test::testOutputPath("select_stdout_" + tag + ".txt");
-    const std::string err = kvlens::test::testOutputPath("select_stderr_" + tag + ".txt");
-    const std::string cmd = "env -u KVLENS_MODEL timeout 120 " + std::string(KVLENS_CLI) + " " +
-                            args + " >" + out + " 2>" + err + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-}
-
-// A failure is exactly one line on stderr, containing every piece of `parts`.
-void expectOneLineError(const Result& r, std::initializer_list<std::string> parts) {
-    EXPECT_NE(r.exitCode, 0);
-    EXPECT_NE(r.exitCode, 124) << "timed out";
-    EXPECT_LT(r.exitCode, 128) << "crashed";
-    ASSERT_FALSE(r.err.empty());
-    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-    EXPECT_EQ(r.err.rfind("kvlens: error: ", 0), 0u) << r.err;
-    for (const std::string& p : parts) {
-        EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
-    }
-}
+CliResult runCli(const std::string& args) { return kvlens::test::runKvlens(args); }
 
 const std::string kOracleDir = std::string(KVLENS_SHARED_DIR) + "/testdata/kv-oracle/";
 const std::string kExpected = kOracleDir + "expected_L4_H8_KV8_D16_T300_W32.json";
@@ -122,7 +87,7 @@ TEST(SelectCli, ReproducesNonAmbiguousOracleCases) {
             if (x.at("case_id") == caseId) c = &x;
         ASSERT_NE(c, nullptr);
         ASSERT_FALSE(c->at("any_ambiguous_tie").get<bool>());
-        const Result r = kvlens("select --inputs" + inputs + " " + caseFlags + " --json");
+        const Result r = runCli("select --inputs" + inputs + " " + caseFlags + " --json");
         ASSERT_EQ(r.exitCode, 0) << r.err;
         const json out = json::parse(r.out);
         ASSERT_EQ(out.at("layers").size(), 4u);
@@ -136,7 +101,7 @@ TEST(SelectCli, ReproducesNonAmbiguousOracleCases) {
 
 TEST(SelectCli, PercentBudgetAndTheInputsWindowByDefault) {
     const Result r =
-        kvlens("select --inputs " + smallInputs("pct") + " --method snapkv --budget 50% --json");
+        runCli("select --inputs " + smallInputs("pct") + " --method snapkv --budget 50% --json");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const json out = json::parse(r.out);
     EXPECT_EQ(out["params"]["window"], 8);
@@ -149,7 +114,7 @@ TEST(SelectCli, PercentBudgetAndTheInputsWindowByDefault) {
 }
 
 TEST(SelectCli, SummaryWithoutJson) {
-    const Result r = kvlens("select --inputs " + smallInputs("summary") +
+    const Result r = runCli("select --inputs " + smallInputs("summary") +
                             " --method streamingllm --budget 10 --gqa query-head");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("layer 1: budget 10"), std::string::npos) << r.out;
@@ -159,34 +124,34 @@ TEST(SelectCli, SummaryWithoutJson) {
 }
 
 TEST(SelectCli, BadInputFilesGiveOneLine) {
-    expectOneLineError(kvlens("select --inputs /nonexistent/in.json --method snapkv --budget 16"),
+    expectOneLineError(runCli("select --inputs /nonexistent/in.json --method snapkv --budget 16"),
                        {"/nonexistent/in.json", "No such file"});
     const std::string text = write("select_not_json.json", "this is not JSON\n");
-    expectOneLineError(kvlens("select --inputs " + text + " --method snapkv --budget 16"),
+    expectOneLineError(runCli("select --inputs " + text + " --method snapkv --budget 16"),
                        {text, "not JSON"});
     json other = inputsDoc(0, 4, 2, 40, 8, 4);
     other["schema"] = "kvref-expected-v1";
     const std::string schema = write("select_schema.json", other.dump());
-    expectOneLineError(kvlens("select --inputs " + schema + " --method snapkv --budget 16"),
+    expectOneLineError(runCli("select --inputs " + schema + " --method snapkv --budget 16"),
                        {schema, "schema", "kvref-expected-v1", "kvref-inputs-v1"});
     json missing = inputsDoc(0, 4, 2, 40, 8, 4);
     missing.erase("keys");
     const std::string noKeys = write("select_no_keys.json", missing.dump());
-    expectOneLineError(kvlens("select --inputs " + noKeys + " --method snapkv --budget 16"),
+    expectOneLineError(runCli("select --inputs " + noKeys + " --method snapkv --budget 16"),
                        {noKeys, "missing field 'keys'"});
     const std::string first =
         write("select_shape_layer0.json", inputsDoc(0, 4, 2, 40, 8, 4).dump());
     const std::string second =
         write("select_shape_layer1.json", inputsDoc(1, 4, 2, 39, 8, 4).dump());
     expectOneLineError(
-        kvlens("select --inputs " + first + " " + second + " --method snapkv --budget 16"),
+        runCli("select --inputs " + first + " " + second + " --method snapkv --budget 16"),
         {second, "'keys'", "[2, 39, 4]", "[2, 40, 4]"});
 }
 
 TEST(SelectCli, BadFlagsGiveOneLine) {
     const std::string in = smallInputs("flags");
     auto run = [&](const std::string& flags) {
-        return kvlens("select --inputs " + in + " " + flags);
+        return runCli("select --inputs " + in + " " + flags);
     };
     expectOneLineError(run("--method snapkv --budget 16 --kernel 4"), {"--kernel 4"});
     expectOneLineError(run("--method snapkv --budget 8"), {"--budget 8", "--window 8"});

@@ -82,7 +82,7 @@ int runCompare(const std::vector<std::string>& argv) {
     const std::string prompt = readPrompt(args);
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"));
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
     for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
 

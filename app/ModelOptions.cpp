@@ -37,9 +37,17 @@ LoadedModel ModelOptions::load() const {
     return m;
 }
 
-std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos) {
+std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos,
+                                       int64_t newTokens) {
     const std::vector<int32_t> ids =
         loaded.tokenizer->encode(prompt, addBos && loaded.tokenizer->addBosByDefault());
+    const int64_t context = loaded.model->config().contextLength;
+    const int64_t promptTokens = static_cast<int64_t>(ids.size());
+    if (promptTokens <= context && promptTokens + newTokens > context) {
+        throw Error("-n " + std::to_string(newTokens) + " does not fit: the prompt is " +
+                    std::to_string(promptTokens) + " tokens of the model's context of " +
+                    std::to_string(context));
+    }
     ProgressBar bar("prefill of " + std::to_string(ids.size()) + " tokens");
     auto capture = Capture::fromPrefill(*loaded.model, ids, [&](double f, const std::string& what) {
         bar.update(f, what);

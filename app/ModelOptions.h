@@ -24,8 +24,10 @@ struct ModelOptions {
 };
 
 // Tokenizes `prompt` and prefills it into a capture for the compression
-// methods, with a progress bar on stderr.
-std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos);
+// methods, with a progress bar on stderr. Checks first that `newTokens` more
+// fit in the model's context, so a too-long request fails before the prefill.
+std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos,
+                                       int64_t newTokens);
 
 // --prompt TEXT or --prompt-file PATH; throws kvlens::Error for a missing,
 // unreadable or empty prompt, naming the flag.

@@ -74,7 +74,7 @@ int runRun(const std::vector<std::string>& argv) {
     const std::string prompt = readPrompt(args);
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"));
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
     params.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
     const auto t0 = std::chrono::steady_clock::now();

@@ -116,6 +116,12 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--window 32 must be below the prompt length 6"});
     expectOneLineError(runCli(base + "--method snapkv --budget 0"), {"--budget '0'"});
     expectOneLineError(runCli(base + "--method snapkv"), {"--budget is required"});
+    expectOneLineError(runCli("run --model random:tiny:layers=1:ctx=100 --prompt-file " + promptFile() +
+                              " --method snapkv --budget 64 -n 8"),
+                       {"the prompt is", "longer than the model's context of 100"});
+    expectOneLineError(runCli("run --model random:tiny:layers=1:ctx=1500 --prompt-file " + promptFile() +
+                              " --method snapkv --budget 64 -n 400"),
+                       {"-n 400 does not fit", "context of 1500"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --pool median"), {"--pool 'median'"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --gqa group"), {"--gqa 'group'"});
     expectOneLineError(runCli(base + "--method pyramidkv --budget 64 --schedule linear"), {"--schedule 'linear'"});

@@ -56,33 +56,28 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
         const int64_t S = firstPosition + b0 + nb;  // keys the block's last query sees
         at::Tensor qb = qg.narrow(2, b0, nb).reshape({KV, G * nb, D});
         at::Tensor kb = k.narrow(1, 0, S), vb = v.narrow(1, 0, S);
-        at::Tensor scores = at::bmm(qb, kb.transpose(1, 2)).to(at::kFloat).mul_(scale);
+        // Query i of the block sits at position firstPosition + b0 + i and sees keys up to it.
+        at::Tensor masked;  // [nb, S], undefined when nothing is masked (one query, all keys)
         if (nb > 1 || S > firstPosition + b0 + 1) {
-            // Query i of the block sits at position firstPosition + b0 + i.
             at::Tensor qpos = at::arange(firstPosition + b0, firstPosition + b0 + nb, posOpts);
-            at::Tensor kpos = at::arange(0, S, posOpts);
-            at::Tensor masked = kpos.unsqueeze(0) > qpos.unsqueeze(1);  // [nb, S]
-            scores = scores.view({KV, G, nb, S})
-                         .masked_fill_(masked, -std::numeric_limits<float>::infinity())
-                         .view({KV, G * nb, S});
+            masked = at::arange(0, S, posOpts).unsqueeze(0) > qpos.unsqueeze(1);
         }
+        auto causalSoftmax = [&](at::Tensor logits) {  // fp32 [KV, G * nb, S]
+            logits = logits.mul_(scale).view({KV, G, nb, S});
+            if (masked.defined()) logits.masked_fill_(masked, -std::numeric_limits<float>::infinity());
+            return at::softmax(logits, -1);  // [KV, G, nb, S]
+        };
+        at::Tensor probs = causalSoftmax(at::bmm(qb, kb.transpose(1, 2)).to(at::kFloat));
         if (columnSums) {
             // H2O's scores come from fp32 logits, like the SnapKV votes, so its
             // ranking does not inherit bf16 rounding; the attention output keeps
             // the compute dtype's path, so a capture's prefill equals a plain one.
-            at::Tensor exact = scores;
-            if (dtype_ != at::kFloat) {
-                exact = at::bmm(qb.to(at::kFloat), kb.transpose(1, 2).to(at::kFloat)).mul_(scale);
-            }
-            exact = exact.view({KV, G, nb, S});
-            if (nb > 1 || S > firstPosition + b0 + 1) {
-                at::Tensor qpos = at::arange(firstPosition + b0, firstPosition + b0 + nb, posOpts);
-                exact = exact.masked_fill(at::arange(0, S, posOpts).unsqueeze(0) > qpos.unsqueeze(1),
-                                          -std::numeric_limits<float>::infinity());
-            }
-            sums.narrow(2, 0, S).add_(at::softmax(exact, -1).sum(2));
+            at::Tensor exact = dtype_ == at::kFloat
+                                   ? probs
+                                   : causalSoftmax(at::bmm(qb.to(at::kFloat), kb.transpose(1, 2).to(at::kFloat)));
+            sums.narrow(2, 0, S).add_(exact.sum(2));
         }
-        at::Tensor probs = at::softmax(scores, -1).to(dtype_);
+        probs = probs.to(dtype_).view({KV, G * nb, S});
         out.narrow(2, b0, nb).copy_(at::bmm(probs, vb).view({KV, G, nb, D}));
     }
     if (columnSums) *columnSums = sums.view({H, firstPosition + T});

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+# Writes viz/FontData.cpp: anti-aliased bitmaps of printable ASCII (32..126) rasterised
+# from DejaVu Sans (normal text) and DejaVu Sans Bold (titles) with FreeType via PIL.
+#
+#   /usr/bin/python3 viz/tools/gen_font.py > viz/FontData.cpp
+#
+# Needs python3-pil and fonts-dejavu-core at development time only; the generated file
+# carries the fonts' licence (Bitstream Vera licence; DejaVu changes are public domain).
+import sys
+
+from PIL import Image, ImageDraw, ImageFont
+
+FONTS = [
+    ("kNormal", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 12),
+    ("kLarge", "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 16),
+]
+
+LICENCE = """\
+// The glyphs below are rasterisations of the DejaVu Sans fonts:
+//   Copyright (c) 2003 by Bitstream, Inc. All Rights Reserved. Bitstream Vera is a
+//   trademark of Bitstream, Inc. DejaVu changes are in public domain.
+// Bitstream Vera licence (as shipped in Debian's fonts-dejavu-core):
+//   Permission is hereby granted, free of charge, to any person obtaining a copy of the
+//   fonts accompanying this license ("Fonts") and associated documentation files (the
+//   "Font Software"), to reproduce and distribute the Font Software, including without
+//   limitation the rights to use, copy, merge, publish, distribute, and/or sell copies of
+//   the Font Software, and to permit persons to whom the Font Software is furnished to do
+//   so, subject to the following conditions:
+//   The above copyright and trademark notices and this permission notice shall be
+//   included in all copies of one or more of the Font Software typefaces.
+//   The Font Software may be modified, altered, or added to, and in particular the
+//   designs of glyphs or characters in the Fonts may be modified and additional glyphs
+//   or characters may be added to the Fonts, only if the fonts are renamed to names not
+//   containing either the words "Bitstream" or the word "Vera".
+//   This License becomes null and void to the extent applicable to Fonts or Font
+//   Software that has been modified and is distributed under the "Bitstream Vera" names.
+//   The Font Software may be sold as part of a larger software package but no copy of
+//   one or more of the Font Software typefaces may be sold by itself.
+//   THE FONT SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+//   IMPLIED, INCLUDING BUT NOT LIMITED TO ANY WARRANTIES OF MERCHANTABILITY, FITNESS FOR
+//   A PARTICULAR PURPOSE AND NONINFRINGEMENT OF COPYRIGHT, PATENT, TRADEMARK, OR OTHER
+//   RIGHT. IN NO EVENT SHALL BITSTREAM OR THE GNOME FOUNDATION BE LIABLE FOR ANY CLAIM,
+//   DAMAGES OR OTHER LIABILITY, INCLUDING ANY GENERAL, SPECIAL, INDIRECT, INCIDENTAL, OR
+//   CONSEQUENTIAL DAMAGES, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING
+//   FROM, OUT OF THE USE OR INABILITY TO USE THE FONT SOFTWARE OR FROM OTHER DEALINGS IN
+//   THE FONT SOFTWARE.
+//   Except as contained in this notice, the names of Gnome, the Gnome Foundation, and
+//   Bitstream Inc., shall not be used in advertising or otherwise to promote the sale,
+//   use or other dealings in this Font Software without prior written authorization from
+//   the Gnome Foundation or Bitstream Inc., respectively."""
+
+
+def emit_font(name, path, size):
+    font = ImageFont.truetype(path, size)
+    ascent, descent = font.getmetrics()
+    height = ascent + descent
+    glyphs, alpha = [], []
+    for code in range(32, 127):
+        ch = chr(code)
+        advance = int(round(font.getlength(ch)))
+        x0, _, x1, _ = font.getbbox(ch, anchor="ls")
+        x0, x1 = min(x0, 0), max(x1, advance)
+        width = max(1, x1 - x0)
+        canvas = Image.new("L", (width, height), 0)
+        ImageDraw.Draw(canvas).text((-x0, ascent), ch, font=font, fill=255, anchor="ls")
+        pixels = list(canvas.getdata())
+        # Trim empty columns on both sides so the stored box is tight.
+        cols = [c for c in range(width) if any(pixels[r * width + c] for r in range(height))]
+        left, right = (cols[0], cols[-1] + 1) if cols else (0, 0)
+        offset = len(alpha)
+        for r in range(height):
+            alpha.extend(pixels[r * width + left:r * width + right])
+        glyphs.append((advance, x0 + left, right - left, offset))
+    lines = [f"// {path.split('/')[-1]} at {size} px: ascent {ascent}, descent {descent}."]
+    lines.append(f"const unsigned char {name}Alpha[] = {{")
+    for i in range(0, len(alpha), 24):
+        lines.append("    " + ",".join(str(v) for v in alpha[i:i + 24]) + ",")
+    lines.append("};")
+    lines.append(f"const GlyphInfo {name}Glyphs[95] = {{")
+    for code, (adv, xoff, w, off) in zip(range(32, 127), glyphs):
+        shown = chr(code) if chr(code) not in "\\" else "backslash"
+        lines.append(f"    {{{adv}, {xoff}, {w}, {off}}},  // {shown!r}")
+    lines.append("};")
+    lines.append(f"const FontData {name} = {{{height}, {ascent}, {name}Glyphs, {name}Alpha}};")
+    return "\n".join(lines)
+
+
+def main():
+    print("// GENERATED by viz/tools/gen_font.py -- do not edit by hand.")
+    print(LICENCE)
+    print('#include "viz/FontData.h"\n')
+    print("namespace kvlens::viz::fonts {\n")
+    for name, path, size in FONTS:
+        print(emit_font(name, path, size))
+        print()
+    print("}  // namespace kvlens::viz::fonts")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

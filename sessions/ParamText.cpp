@@ -1,0 +1,88 @@
+// Enum <-> text for the press knobs stored in a run.
+#include "sessions/ParamText.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "engine/Error.h"
+
+namespace kvlens::sessions {
+
+std::string ParamText::of(GqaMode mode) {
+    return mode == GqaMode::KvHead ? "kv-head" : "query-head";
+}
+std::string ParamText::of(Pooling pooling) { return pooling == Pooling::Max ? "max" : "avg"; }
+std::string ParamText::of(PyramidSchedule schedule) {
+    return schedule == PyramidSchedule::Exact ? "exact" : "factory";
+}
+
+GqaMode ParamText::gqa(const std::string& text, const std::string& what) {
+    if (text == "kv-head") return GqaMode::KvHead;
+    if (text == "query-head") return GqaMode::QueryHead;
+    throw Error(what + ": '" + text + "' is not kv-head or query-head");
+}
+
+Pooling ParamText::pooling(const std::string& text, const std::string& what) {
+    if (text == "max") return Pooling::Max;
+    if (text == "avg") return Pooling::Avg;
+    throw Error(what + ": '" + text + "' is not max or avg");
+}
+
+PyramidSchedule ParamText::schedule(const std::string& text, const std::string& what) {
+    if (text == "exact") return PyramidSchedule::Exact;
+    if (text == "factory") return PyramidSchedule::Factory;
+    throw Error(what + ": '" + text + "' is not exact or factory");
+}
+
+namespace {
+
+// JSON has no NaN: write null, read it back as NaN.
+nlohmann::json real(double v) {
+    return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
+double real(const nlohmann::json& j) {
+    return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
+}
+
+}  // namespace
+
+std::string ParamText::toJson(const PressParams& p) {
+    const nlohmann::json j = {{"method", p.method},
+                              {"budget", p.budget},
+                              {"budget_ratio", real(p.budgetRatio)},
+                              {"window", p.window},
+                              {"kernel", p.kernel},
+                              {"pool", of(p.pooling)},
+                              {"beta", real(p.beta)},
+                              {"alpha", real(p.alpha)},
+                              {"gqa", of(p.gqa)},
+                              {"schedule", of(p.schedule)},
+                              {"sinks", p.sinks},
+                              {"seed", p.seed}};
+    return j.dump();
+}
+
+PressParams ParamText::fromJson(const std::string& json, const std::string& what) {
+    try {
+        const nlohmann::json j = nlohmann::json::parse(json);
+        PressParams p;
+        p.method = j.at("method").get<std::string>();
+        p.budget = j.at("budget").get<int64_t>();
+        p.budgetRatio = real(j.at("budget_ratio"));
+        p.window = j.at("window").get<int64_t>();
+        p.kernel = j.at("kernel").get<int64_t>();
+        p.pooling = pooling(j.at("pool").get<std::string>(), what + ".pool");
+        p.beta = real(j.at("beta"));
+        p.alpha = real(j.at("alpha"));
+        p.gqa = gqa(j.at("gqa").get<std::string>(), what + ".gqa");
+        p.schedule = schedule(j.at("schedule").get<std::string>(), what + ".schedule");
+        p.sinks = j.at("sinks").get<int64_t>();
+        p.seed = j.at("seed").get<uint64_t>();
+        return p;
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");
+    }
+}
+
+}  // namespace kvlens::sessions

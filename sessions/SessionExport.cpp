@@ -1,0 +1,95 @@
+// Session copy between stores, used by export (into a fresh file) and import.
+#include "sessions/SessionExport.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "engine/Error.h"
+#include "sessions/StoreFile.h"
+
+namespace kvlens::sessions {
+
+SessionInfo SessionExport::copySession(SessionStore& from, const std::string& name,
+                                       SessionStore& to, const std::string& newName) {
+    const SessionInfo source = from.session(name);
+    SessionInfo created;
+    to.writeAll([&] {
+        SessionInfo info = source;
+        info.name = newName;
+        created = to.createSession(info);
+        std::map<int64_t, int64_t> promptIds, modelIds;
+        for (const PromptRecord& p : from.prompts(source.id)) {
+            auto model = modelIds.find(p.modelId);
+            if (model == modelIds.end()) {
+                model = modelIds.emplace(p.modelId, to.saveModel(from.model(p.modelId))).first;
+            }
+            PromptRecord copy = p;
+            copy.sessionId = created.id;
+            copy.modelId = model->second;
+            promptIds[p.id] = to.savePrompt(copy);
+        }
+        for (const RunSummary& summary : from.runs(source.id)) {
+            RunRecord run = from.run(summary.id);
+            run.sessionId = created.id;
+            run.promptId = promptIds.at(run.promptId);
+            to.saveRun(run);
+        }
+        to.setSessionTimes(newName, source.createdMs, source.updatedMs);
+    });
+    return to.session(newName);
+}
+
+int64_t SessionExport::exportSession(SessionStore& from, const std::string& name,
+                                     const std::string& file) {
+    const SessionInfo info = from.session(name);
+    if (StoreFile::exists(file)) throw Error(file + ": already exists; export writes a new file");
+    const std::string partial = file + ".partial-" + std::to_string(::getpid());
+    auto removePartial = [&] {
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+            ::unlink((partial + suffix).c_str());
+    };
+    removePartial();
+    try {
+        {
+            SessionStore out(partial, SessionStore::Access::ReadWrite);
+            copySession(from, name, out, name);
+            out.makeSelfContained();
+        }
+        if (StoreFile::exists(file))
+            throw Error(file + ": already exists; export writes a new file");
+        if (std::rename(partial.c_str(), file.c_str()) != 0) {
+            throw Error(file + ": cannot write the export: " + std::strerror(errno));
+        }
+    } catch (...) {
+        removePartial();
+        throw;
+    }
+    return info.runCount;
+}
+
+SessionInfo SessionExport::importSession(SessionStore& to, const std::string& file,
+                                         const std::string& session, const std::string& newName) {
+    SessionStore in(file, SessionStore::Access::ReadOnly);
+    std::string name = session;
+    if (name.empty()) {
+        const auto all = in.sessions();
+        if (all.size() != 1) {
+            throw Error(file + ": holds " + std::to_string(all.size()) +
+                        " sessions; name the one to import with --session");
+        }
+        name = all[0].name;
+    }
+    in.session(name);  // a clear line when it is not there
+    const std::string target = newName.empty() ? name : newName;
+    if (to.findSession(target)) {
+        throw Error(to.path() + ": a session named '" + target +
+                    "' already exists; import it under another name with --as NAME");
+    }
+    return copySession(in, name, to, target);
+}
+
+}  // namespace kvlens::sessions

@@ -1,0 +1,802 @@
+// The session store over SQLite: opening and validation, then one method per
+// record kind. Every write is one transaction (BEGIN IMMEDIATE ... COMMIT).
+#include "sessions/SessionStore.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "engine/Error.h"
+#include "sessions/ArrayCodec.h"
+#include "sessions/Database.h"
+#include "sessions/Migrations.h"
+#include "sessions/ParamText.h"
+#include "sessions/SelectionCodec.h"
+#include "sessions/Statement.h"
+#include "sessions/StoreFile.h"
+#include "sessions/StoreSchema.h"
+#include "sessions/Transaction.h"
+
+namespace kvlens::sessions {
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+
+int64_t nowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// A file: URI for `path` (percent-escaping what URIs reserve).
+std::string fileUri(const std::string& path, const std::string& query) {
+    std::string uri = "file:";
+    for (unsigned char c : path) {
+        if (c == '%' || c == '?' || c == '#' || c < 0x20) {
+            static const char* hex = "0123456789ABCDEF";
+            uri += '%';
+            uri += hex[c >> 4];
+            uri += hex[c & 15];
+        } else {
+            uri += char(c);
+        }
+    }
+    return uri + "?" + query;
+}
+
+void checkSessionName(const std::string& name) {
+    if (name.empty()) throw Error("session name is empty");
+    for (unsigned char c : name) {
+        if (c < 0x20 || c == 0x7f)
+            throw Error("session name '" + name + "' has a control character");
+    }
+}
+
+// The press parameters in the runs table, in column order from `first`.
+const char* kParamColumns =
+    "method, budget, budget_ratio, window_size, kernel, pooling, beta, alpha, gqa, schedule, "
+    "sinks, seed";
+
+void bindParams(Statement& s, int first, const PressParams& p) {
+    s.bind(first, p.method)
+        .bind(first + 1, p.budget)
+        .bind(first + 2, p.budgetRatio)
+        .bind(first + 3, p.window)
+        .bind(first + 4, p.kernel)
+        .bind(first + 5, ParamText::of(p.pooling))
+        .bind(first + 6, p.beta)
+        .bind(first + 7, p.alpha)
+        .bind(first + 8, ParamText::of(p.gqa))
+        .bind(first + 9, ParamText::of(p.schedule))
+        .bind(first + 10, p.sinks)
+        .bind(first + 11, int64_t(p.seed));
+}
+
+PressParams readParams(const Statement& s, int first, const std::string& what) {
+    PressParams p;
+    p.method = s.getText(first);
+    p.budget = s.getInt(first + 1);
+    p.budgetRatio = s.getDouble(first + 2);
+    p.window = s.getInt(first + 3);
+    p.kernel = s.getInt(first + 4);
+    p.pooling = ParamText::pooling(s.getText(first + 5), what + ".pooling");
+    p.beta = s.getDouble(first + 6);
+    p.alpha = s.getDouble(first + 7);
+    p.gqa = ParamText::gqa(s.getText(first + 8), what + ".gqa");
+    p.schedule = ParamText::schedule(s.getText(first + 9), what + ".schedule");
+    p.sinks = s.getInt(first + 10);
+    p.seed = uint64_t(s.getInt(first + 11));
+    return p;
+}
+
+const char* kModelColumns =
+    "spec, kind, path, size_bytes, mtime_ns, sha256, architecture, name, layers, heads, kv_heads, "
+    "head_dim, embed_dim, ffn_dim, vocab_size, context_length, rope_theta";
+
+void bindModel(Statement& s, const ModelRecord& m) {
+    s.bind(1, m.spec)
+        .bind(2, std::string(m.isFile ? "file" : "random"))
+        .bind(3, m.path)
+        .bind(4, m.sizeBytes)
+        .bind(5, m.mtimeNs)
+        .bind(6, m.sha256)
+        .bind(7, m.architecture)
+        .bind(8, m.name)
+        .bind(9, m.layers)
+        .bind(10, m.heads)
+        .bind(11, m.kvHeads)
+        .bind(12, m.headDim)
+        .bind(13, m.embedDim)
+        .bind(14, m.ffnDim)
+        .bind(15, m.vocabSize)
+        .bind(16, m.contextLength)
+        .bind(17, m.ropeTheta);
+}
+
+ModelRecord readModel(const Statement& s) {
+    ModelRecord m;
+    m.id = s.getInt(0);
+    m.spec = s.getText(1);
+    m.isFile = s.getText(2) == "file";
+    m.path = s.getText(3);
+    m.sizeBytes = s.getInt(4);
+    m.mtimeNs = s.getInt(5);
+    m.sha256 = s.getText(6);
+    m.architecture = s.getText(7);
+    m.name = s.getText(8);
+    m.layers = s.getInt(9);
+    m.heads = s.getInt(10);
+    m.kvHeads = s.getInt(11);
+    m.headDim = s.getInt(12);
+    m.embedDim = s.getInt(13);
+    m.ffnDim = s.getInt(14);
+    m.vocabSize = s.getInt(15);
+    m.contextLength = s.getInt(16);
+    m.ropeTheta = s.getDouble(17);
+    return m;
+}
+
+const char* kSessionSelect =
+    "SELECT s.id, s.name, s.notes, s.created_ms, s.updated_ms, s.ui_state, "
+    "(SELECT count(*) FROM runs r WHERE r.session_id = s.id), "
+    "(SELECT count(*) FROM prompts p WHERE p.session_id = s.id) FROM sessions s ";
+
+SessionInfo readSession(const Statement& s) {
+    SessionInfo info;
+    info.id = s.getInt(0);
+    info.name = s.getText(1);
+    info.notes = s.getText(2);
+    info.createdMs = s.getInt(3);
+    info.updatedMs = s.getInt(4);
+    info.uiState = s.getText(5);
+    info.runCount = s.getInt(6);
+    info.promptCount = s.getInt(7);
+    return info;
+}
+
+}  // namespace
+
+std::string SessionStore::defaultPath() {
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    if (xdg && xdg[0] == '/') return std::string(xdg) + "/kvlens/sessions.db";
+    const char* home = std::getenv("HOME");
+    if (!home || !home[0])
+        throw Error("no home folder ($HOME is not set): choose a store with --store PATH");
+    return std::string(home) + "/.local/share/kvlens/sessions.db";
+}
+
+uint32_t SessionStore::schemaVersion() { return StoreSchema::version(); }
+
+SessionStore::SessionStore(const std::string& path, Access access) : path_(path) {
+    if (path_.empty()) throw Error("--store: the path is empty");
+    open(access);
+}
+
+SessionStore::~SessionStore() = default;
+
+void SessionStore::open(Access access) {
+    const uint32_t version = StoreSchema::version();
+    const StoreFile::Header header =
+        StoreFile::inspect(path_, StoreSchema::kApplicationId, version);
+    const bool readOnly = access == Access::ReadOnly;
+    if (readOnly) {
+        if (!header.exists) {
+            throw Error(path_ + ": no session store here yet (runs saved with --save create it)");
+        }
+        const std::string dir = StoreFile::directoryOf(path_);
+        if (::access(dir.c_str(), W_OK) == 0) {
+            db_ = std::make_unique<Database>(path_, path_, SQLITE_OPEN_READONLY);
+        } else {
+            // A WAL store in a folder we cannot write has no -shm to share; nobody
+            // else can write there either, so read the file as immutable.
+            db_ = std::make_unique<Database>(path_, fileUri(path_, "immutable=1"),
+                                             SQLITE_OPEN_READONLY, true);
+        }
+    } else {
+        StoreFile::requireWritable(path_, header.exists);
+        db_ = std::make_unique<Database>(
+            path_, path_, SQLITE_OPEN_READWRITE | (header.exists ? 0 : SQLITE_OPEN_CREATE));
+    }
+    sqlite3_busy_timeout(db_->handle(), kBusyTimeoutMs);
+    try {
+        if (header.exists) {
+            // The header was checked; the WAL may hold later pages, so ask SQLite too.
+            if (uint32_t(db_->pragmaInt("application_id")) != StoreSchema::kApplicationId) {
+                throw Error(
+                    path_ +
+                    ": not a KV Lens session store (it is a SQLite database of another program)");
+            }
+            const int64_t stored = db_->pragmaInt("user_version");
+            if (stored > int64_t(version)) {
+                throw Error(path_ + ": written by a newer KV Lens (store schema " +
+                            std::to_string(stored) + ", this build reads up to " +
+                            std::to_string(version) +
+                            "); left unchanged: update kvlens to open it");
+            }
+            if (readOnly && stored < int64_t(version)) {
+                throw Error(path_ + ": store schema " + std::to_string(stored) +
+                            " needs an upgrade to " + std::to_string(version) +
+                            ", which read-only access cannot do");
+            }
+        }
+        if (!readOnly) {
+            Migrations::apply(*db_, StoreSchema::steps());
+            bool wal = false;
+            {
+                Statement mode(*db_, "PRAGMA journal_mode", "read the journal mode");
+                wal = mode.step() && mode.getText(0) == "wal";
+            }
+            if (!wal) {
+                Statement toWal(*db_, "PRAGMA journal_mode = WAL", "switch to WAL mode");
+                toWal.run();
+            }
+            db_->exec("PRAGMA synchronous = FULL", "set synchronous writes");
+        }
+        StoreSchema::checkTables(*db_);
+        db_->exec("PRAGMA foreign_keys = ON", "enable foreign keys");
+    } catch (...) {
+        db_->leaveFileAsIs();
+        throw;
+    }
+}
+
+// ---- sessions ----
+
+std::vector<SessionInfo> SessionStore::sessions() {
+    Statement s(*db_, std::string(kSessionSelect) + "ORDER BY s.name", "list sessions");
+    std::vector<SessionInfo> out;
+    while (s.step()) out.push_back(readSession(s));
+    return out;
+}
+
+std::optional<SessionInfo> SessionStore::findSession(const std::string& name) {
+    Statement s(*db_, std::string(kSessionSelect) + "WHERE s.name = ?",
+                "find session '" + name + "'");
+    s.bind(1, name);
+    if (!s.step()) return std::nullopt;
+    return readSession(s);
+}
+
+SessionInfo SessionStore::session(const std::string& name) {
+    if (auto found = findSession(name)) return *found;
+    std::string names;
+    const auto all = sessions();
+    for (size_t i = 0; i < all.size() && i < 8; ++i) names += (i ? ", " : "") + all[i].name;
+    if (all.size() > 8) names += ", ...";
+    throw Error(
+        path_ + ": no session '" + name + "'" +
+        (all.empty() ? std::string(" (the store has no sessions)") : " (sessions: " + names + ")"));
+}
+
+SessionInfo SessionStore::session(int64_t id) {
+    Statement s(*db_, std::string(kSessionSelect) + "WHERE s.id = ?", "read session");
+    s.bind(1, id);
+    if (!s.step()) throw Error(path_ + ": no session with id " + std::to_string(id));
+    return readSession(s);
+}
+
+SessionInfo SessionStore::createSession(const std::string& name, const std::string& notes) {
+    checkSessionName(name);
+    {
+        Transaction tx(*db_, Transaction::Kind::Write);
+        if (findSession(name))
+            throw Error(path_ + ": a session named '" + name + "' already exists");
+        const int64_t now = nowMs();
+        Statement s(
+            *db_, "INSERT INTO sessions (name, notes, created_ms, updated_ms) VALUES (?, ?, ?, ?)",
+            "create session '" + name + "'");
+        s.bind(1, name).bind(2, notes).bind(3, now).bind(4, now).run();
+        tx.commit();
+    }
+    return session(name);
+}
+
+SessionInfo SessionStore::openSession(const std::string& name) {
+    checkSessionName(name);
+    {
+        Transaction tx(*db_, Transaction::Kind::Write);
+        if (!findSession(name)) {
+            const int64_t now = nowMs();
+            Statement s(
+                *db_,
+                "INSERT INTO sessions (name, notes, created_ms, updated_ms) VALUES (?, '', ?, ?)",
+                "create session '" + name + "'");
+            s.bind(1, name).bind(2, now).bind(3, now).run();
+        }
+        tx.commit();
+    }
+    return session(name);
+}
+
+SessionInfo SessionStore::createSession(const SessionInfo& info) {
+    checkSessionName(info.name);
+    if (!nlohmann::json::accept(info.uiState)) {
+        throw Error("UI state of session '" + info.name + "' is not valid JSON");
+    }
+    {
+        Transaction tx(*db_, Transaction::Kind::Write);
+        if (findSession(info.name))
+            throw Error(path_ + ": a session named '" + info.name + "' already exists");
+        Statement s(*db_,
+                    "INSERT INTO sessions (name, notes, created_ms, updated_ms, ui_state) VALUES "
+                    "(?, ?, ?, ?, ?)",
+                    "create session '" + info.name + "'");
+        s.bind(1, info.name).bind(2, info.notes).bind(3, info.createdMs).bind(4, info.updatedMs);
+        s.bind(5, info.uiState).run();
+        tx.commit();
+    }
+    return session(info.name);
+}
+
+void SessionStore::setSessionTimes(const std::string& name, int64_t createdMs, int64_t updatedMs) {
+    Transaction tx(*db_, Transaction::Kind::Write);
+    const SessionInfo info = session(name);
+    Statement s(*db_, "UPDATE sessions SET created_ms = ?, updated_ms = ? WHERE id = ?",
+                "set the times of '" + name + "'");
+    s.bind(1, createdMs).bind(2, updatedMs).bind(3, info.id).run();
+    tx.commit();
+}
+
+void SessionStore::renameSession(const std::string& from, const std::string& to) {
+    checkSessionName(to);
+    Transaction tx(*db_, Transaction::Kind::Write);
+    const SessionInfo info = session(from);
+    if (from == to) return;
+    if (findSession(to)) throw Error(path_ + ": a session named '" + to + "' already exists");
+    Statement s(*db_, "UPDATE sessions SET name = ?, updated_ms = ? WHERE id = ?",
+                "rename session '" + from + "'");
+    s.bind(1, to).bind(2, nowMs()).bind(3, info.id).run();
+    tx.commit();
+}
+
+void SessionStore::setNotes(const std::string& name, const std::string& notes) {
+    Transaction tx(*db_, Transaction::Kind::Write);
+    const SessionInfo info = session(name);
+    Statement s(*db_, "UPDATE sessions SET notes = ?, updated_ms = ? WHERE id = ?",
+                "set the notes of '" + name + "'");
+    s.bind(1, notes).bind(2, nowMs()).bind(3, info.id).run();
+    tx.commit();
+}
+
+void SessionStore::setUiState(const std::string& name, const std::string& json) {
+    if (!nlohmann::json::accept(json))
+        throw Error("UI state of session '" + name + "' is not valid JSON");
+    Transaction tx(*db_, Transaction::Kind::Write);
+    const SessionInfo info = session(name);
+    Statement s(*db_, "UPDATE sessions SET ui_state = ?, updated_ms = ? WHERE id = ?",
+                "save the UI state of '" + name + "'");
+    s.bind(1, json).bind(2, nowMs()).bind(3, info.id).run();
+    tx.commit();
+}
+
+void SessionStore::deleteSession(const std::string& name) {
+    Transaction tx(*db_, Transaction::Kind::Write);
+    const SessionInfo info = session(name);
+    Statement del(*db_, "DELETE FROM sessions WHERE id = ?", "delete session '" + name + "'");
+    del.bind(1, info.id).run();
+    db_->exec("DELETE FROM models WHERE id NOT IN (SELECT model_id FROM prompts)",
+              "delete unused models");
+    tx.commit();
+}
+
+void SessionStore::touchSession(int64_t sessionId, int64_t now) {
+    Statement s(*db_, "UPDATE sessions SET updated_ms = max(updated_ms, ?) WHERE id = ?",
+                "update the session");
+    s.bind(1, now).bind(2, sessionId).run();
+}
+
+// ---- models ----
+
+int64_t SessionStore::saveModel(const ModelRecord& model) {
+    Transaction tx(*db_, Transaction::Kind::Write);
+    Statement find(
+        *db_,
+        "SELECT id FROM models WHERE spec = ?1 AND kind = ?2 AND path = ?3 AND size_bytes = ?4 "
+        "AND mtime_ns = ?5 AND sha256 = ?6 AND architecture = ?7 AND name = ?8 AND layers = ?9 "
+        "AND heads = ?10 AND kv_heads = ?11 AND head_dim = ?12 AND embed_dim = ?13 AND "
+        "ffn_dim = ?14 AND vocab_size = ?15 AND context_length = ?16 AND rope_theta IS ?17",
+        "find the model");
+    bindModel(find, model);
+    if (find.step()) return find.getInt(0);  // nothing written: the rollback is a no-op
+    Statement insert(
+        *db_,
+        std::string("INSERT INTO models (") + kModelColumns +
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        "save the model");
+    bindModel(insert, model);
+    insert.run();
+    const int64_t id = db_->lastInsertId();
+    tx.commit();
+    return id;
+}
+
+ModelRecord SessionStore::model(int64_t id) {
+    Statement s(*db_, std::string("SELECT id, ") + kModelColumns + " FROM models WHERE id = ?",
+                "read a model");
+    s.bind(1, id);
+    if (!s.step()) throw Error(path_ + ": no model with id " + std::to_string(id));
+    return readModel(s);
+}
+
+std::vector<ModelRecord> SessionStore::models(int64_t sessionId) {
+    Statement s(*db_,
+                std::string("SELECT id, ") + kModelColumns +
+                    " FROM models WHERE id IN (SELECT model_id FROM prompts WHERE session_id = ?) "
+                    "ORDER BY id",
+                "list the models of a session");
+    s.bind(1, sessionId);
+    std::vector<ModelRecord> out;
+    while (s.step()) out.push_back(readModel(s));
+    return out;
+}
+
+std::optional<std::string> SessionStore::knownSha256(const std::string& path, int64_t sizeBytes,
+                                                     int64_t mtimeNs) {
+    Statement s(*db_,
+                "SELECT sha256 FROM models WHERE kind = 'file' AND path = ? AND size_bytes = ? AND "
+                "mtime_ns = ? AND sha256 != '' LIMIT 1",
+                "look up a model hash");
+    s.bind(1, path).bind(2, sizeBytes).bind(3, mtimeNs);
+    if (!s.step()) return std::nullopt;
+    return s.getText(0);
+}
+
+// ---- prompts ----
+
+int64_t SessionStore::savePrompt(const PromptRecord& prompt) {
+    Transaction tx(*db_, Transaction::Kind::Write);
+    session(prompt.sessionId);
+    model(prompt.modelId);
+    const std::string tokens = ArrayCodec::encode(prompt.tokenIds);
+    Statement find(
+        *db_,
+        "SELECT id FROM prompts WHERE session_id = ? AND model_id = ? AND add_bos = ? AND "
+        "text = ? AND token_ids = ?",
+        "find the prompt");
+    find.bind(1, prompt.sessionId)
+        .bind(2, prompt.modelId)
+        .bind(3, int64_t(prompt.addBos))
+        .bind(4, prompt.text);
+    find.bindBlob(5, tokens);
+    if (find.step()) return find.getInt(0);
+    Statement insert(
+        *db_,
+        "INSERT INTO prompts (session_id, model_id, text, add_bos, token_count, token_ids) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        "save the prompt");
+    insert.bind(1, prompt.sessionId).bind(2, prompt.modelId).bind(3, prompt.text);
+    insert.bind(4, int64_t(prompt.addBos))
+        .bind(5, int64_t(prompt.tokenIds.size()))
+        .bindBlob(6, tokens);
+    insert.run();
+    const int64_t id = db_->lastInsertId();
+    touchSession(prompt.sessionId, nowMs());
+    tx.commit();
+    return id;
+}
+
+namespace {
+
+PromptRecord readPrompt(const Statement& s, const std::string& path) {
+    PromptRecord p;
+    p.id = s.getInt(0);
+    p.sessionId = s.getInt(1);
+    p.modelId = s.getInt(2);
+    p.text = s.getText(3);
+    p.addBos = s.getInt(4) != 0;
+    const std::string what = path + ": prompt " + std::to_string(p.id) + " token_ids";
+    p.tokenIds = ArrayCodec::decodeInt32s(s.getBlob(6), what);
+    if (int64_t(p.tokenIds.size()) != s.getInt(5)) throw Error(what + ": corrupt (count differs)");
+    return p;
+}
+
+const char* kPromptSelect =
+    "SELECT id, session_id, model_id, text, add_bos, token_count, token_ids FROM prompts ";
+
+}  // namespace
+
+PromptRecord SessionStore::prompt(int64_t id) {
+    Statement s(*db_, std::string(kPromptSelect) + "WHERE id = ?", "read a prompt");
+    s.bind(1, id);
+    if (!s.step()) throw Error(path_ + ": no prompt with id " + std::to_string(id));
+    return readPrompt(s, path_);
+}
+
+std::vector<PromptRecord> SessionStore::prompts(int64_t sessionId) {
+    Statement s(*db_, std::string(kPromptSelect) + "WHERE session_id = ? ORDER BY id",
+                "list prompts");
+    s.bind(1, sessionId);
+    std::vector<PromptRecord> out;
+    while (s.step()) out.push_back(readPrompt(s, path_));
+    return out;
+}
+
+// ---- runs ----
+
+int64_t SessionStore::saveRun(const RunRecord& run) {
+    if (run.status != "complete" && run.status != "failed") {
+        throw Error("run status '" + run.status + "' is not complete or failed");
+    }
+    const int64_t now = nowMs();
+    Transaction tx(*db_, Transaction::Kind::Write);
+    {
+        Statement owner(*db_, "SELECT session_id FROM prompts WHERE id = ?", "save the run");
+        owner.bind(1, run.promptId);
+        if (!owner.step())
+            throw Error(path_ + ": no prompt with id " + std::to_string(run.promptId));
+        if (owner.getInt(0) != run.sessionId) {
+            throw Error(path_ + ": prompt " + std::to_string(run.promptId) + " is not in session " +
+                        std::to_string(run.sessionId));
+        }
+    }
+    Statement insert(
+        *db_,
+        std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + kParamColumns +
+            ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
+            "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?, ?)",
+        "save the run");
+    insert.bind(1, run.sessionId)
+        .bind(2, run.promptId)
+        .bind(3, run.createdMs ? run.createdMs : now);
+    bindParams(insert, 4, run.params);
+    insert.bind(16, run.newTokens)
+        .bind(17, run.engineVersion)
+        .bind(18, run.device)
+        .bind(19, run.dtype);
+    insert.bind(20, run.threads)
+        .bind(21, run.prefillSeconds)
+        .bind(22, run.status)
+        .bind(23, run.error);
+    insert.bind(24, run.fullText).bind(25, run.text);
+    insert.run();
+    const int64_t id = db_->lastInsertId();
+
+    const Selection& sel = run.selection;
+    std::vector<int64_t> headCounts;
+    for (const auto& layer : sel.kept) headCounts.push_back(int64_t(layer.size()));
+    Statement selection(
+        *db_,
+        "INSERT INTO selections (run_id, params, prompt_length, query_heads, kv_heads, gqa, "
+        "head_counts, layer_budgets, entries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "save the selection");
+    selection.bind(1, id).bind(2, ParamText::toJson(sel.params)).bind(3, sel.promptLength);
+    selection.bind(4, sel.queryHeads).bind(5, sel.kvHeads).bind(6, ParamText::of(sel.gqa));
+    selection.bindBlob(7, ArrayCodec::encode(headCounts))
+        .bindBlob(8, ArrayCodec::encode(sel.layerBudgets));
+    selection.bind(9, sel.entries()).run();
+    Statement head(*db_,
+                   "INSERT INTO selection_heads (run_id, layer, head, count, positions) VALUES (?, "
+                   "?, ?, ?, ?)",
+                   "save the selection");
+    for (size_t l = 0; l < sel.kept.size(); ++l) {
+        for (size_t h = 0; h < sel.kept[l].size(); ++h) {
+            head.reset();
+            head.bind(1, id)
+                .bind(2, int64_t(l))
+                .bind(3, int64_t(h))
+                .bind(4, int64_t(sel.kept[l][h].size()));
+            head.bindBlob(5, SelectionCodec::encode(sel.kept[l][h])).run();
+        }
+    }
+
+    const RunMetrics& m = run.metrics;
+    Statement metrics(
+        *db_,
+        "INSERT INTO metrics (run_id, agreed_prefix, token_agreement, mean_kl, top1_agreement, "
+        "full_bytes, bytes, ratio, select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, "
+        "bytes_per_head, full_token_ids, token_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?)",
+        "save the metrics");
+    metrics.bind(1, id).bind(2, m.agreedPrefix).bind(3, m.tokenAgreement).bind(4, m.meanKl);
+    metrics.bind(5, m.top1Agreement).bind(6, m.fullBytes).bind(7, m.bytes).bind(8, m.ratio);
+    metrics.bind(9, m.selectSeconds).bind(10, m.gatherSeconds).bind(11, m.decodeSeconds);
+    metrics.bindBlob(12, ArrayCodec::encode(m.klPerStep))
+        .bindBlob(13, ArrayCodec::encode(m.bytesPerLayer));
+    metrics.bindBlob(14, ArrayCodec::encodeRows(m.bytesPerHead))
+        .bindBlob(15, ArrayCodec::encode(m.fullTokens));
+    metrics.bindBlob(16, ArrayCodec::encode(m.tokens)).run();
+
+    Statement stat(
+        *db_, "INSERT INTO layer_stats (run_id, name, layer, head, value) VALUES (?, ?, ?, ?, ?)",
+        "save the layer statistics");
+    for (const LayerStatistic& st : run.layerStats) {
+        stat.reset();
+        stat.bind(1, id)
+            .bind(2, st.name)
+            .bind(3, int64_t(st.layer))
+            .bind(4, int64_t(st.head))
+            .bind(5, st.value);
+        stat.run();
+    }
+    touchSession(run.sessionId, now);
+    tx.commit();
+    return id;
+}
+
+RunRecord SessionStore::run(int64_t id) {
+    Transaction snapshot(*db_, Transaction::Kind::Read);
+    const std::string what = path_ + ": run " + std::to_string(id);
+    RunRecord r;
+    {
+        Statement s(
+            *db_,
+            std::string("SELECT id, session_id, prompt_id, created_ms, ") + kParamColumns +
+                ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
+                "full_text, text FROM runs WHERE id = ?",
+            "read run " + std::to_string(id));
+        s.bind(1, id);
+        if (!s.step()) throw Error(path_ + ": no run with id " + std::to_string(id));
+        r.id = s.getInt(0);
+        r.sessionId = s.getInt(1);
+        r.promptId = s.getInt(2);
+        r.createdMs = s.getInt(3);
+        r.params = readParams(s, 4, what);
+        r.newTokens = s.getInt(16);
+        r.engineVersion = s.getText(17);
+        r.device = s.getText(18);
+        r.dtype = s.getText(19);
+        r.threads = s.getInt(20);
+        r.prefillSeconds = s.getDouble(21);
+        r.status = s.getText(22);
+        r.error = s.getText(23);
+        r.fullText = s.getText(24);
+        r.text = s.getText(25);
+    }
+    {
+        Statement s(
+            *db_,
+            "SELECT params, prompt_length, query_heads, kv_heads, gqa, head_counts, layer_budgets, "
+            "entries FROM selections WHERE run_id = ?",
+            "read the selection of run " + std::to_string(id));
+        s.bind(1, id);
+        if (!s.step()) throw Error(what + ": the store is damaged (the run has no selection)");
+        Selection& sel = r.selection;
+        sel.params = ParamText::fromJson(s.getText(0), what + " selection.params");
+        sel.promptLength = s.getInt(1);
+        sel.queryHeads = s.getInt(2);
+        sel.kvHeads = s.getInt(3);
+        sel.gqa = ParamText::gqa(s.getText(4), what + " selection.gqa");
+        const auto headCounts =
+            ArrayCodec::decodeInt64s(s.getBlob(5), what + " selections.head_counts");
+        sel.layerBudgets =
+            ArrayCodec::decodeInt64s(s.getBlob(6), what + " selections.layer_budgets");
+        const int64_t entries = s.getInt(7);
+        sel.kept.resize(headCounts.size());
+        int64_t expectedRows = 0;
+        for (size_t l = 0; l < headCounts.size(); ++l) {
+            if (headCounts[l] < 0 || headCounts[l] > (1 << 20))
+                throw Error(what + ": corrupt head count");
+            sel.kept[l].resize(size_t(headCounts[l]));
+            expectedRows += headCounts[l];
+        }
+        Statement h(*db_,
+                    "SELECT layer, head, count, positions FROM selection_heads WHERE run_id = ?",
+                    "read the selection of run " + std::to_string(id));
+        h.bind(1, id);
+        int64_t rows = 0;
+        while (h.step()) {
+            const int64_t layer = h.getInt(0), head = h.getInt(1);
+            const std::string where =
+                what + " layer " + std::to_string(layer) + " head " + std::to_string(head);
+            if (layer < 0 || layer >= int64_t(sel.kept.size()) || head < 0 ||
+                head >= int64_t(sel.kept[size_t(layer)].size())) {
+                throw Error(where + ": the store is damaged (no such head)");
+            }
+            auto& positions = sel.kept[size_t(layer)][size_t(head)];
+            positions = SelectionCodec::decode(h.getBlob(3), where);
+            if (int64_t(positions.size()) != h.getInt(2))
+                throw Error(where + ": corrupt selection (count differs)");
+            ++rows;
+        }
+        if (rows != expectedRows || sel.entries() != entries) {
+            throw Error(what + ": the store is damaged (selection rows missing)");
+        }
+    }
+    {
+        Statement s(*db_,
+                    "SELECT agreed_prefix, token_agreement, mean_kl, top1_agreement, full_bytes, "
+                    "bytes, ratio, "
+                    "select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, bytes_per_head, "
+                    "full_token_ids, token_ids FROM metrics WHERE run_id = ?",
+                    "read the metrics of run " + std::to_string(id));
+        s.bind(1, id);
+        if (!s.step()) throw Error(what + ": the store is damaged (the run has no metrics)");
+        RunMetrics& m = r.metrics;
+        m.agreedPrefix = s.getInt(0);
+        m.tokenAgreement = s.getDouble(1);
+        m.meanKl = s.getDouble(2);
+        m.top1Agreement = s.getDouble(3);
+        m.fullBytes = s.getInt(4);
+        m.bytes = s.getInt(5);
+        m.ratio = s.getDouble(6);
+        m.selectSeconds = s.getDouble(7);
+        m.gatherSeconds = s.getDouble(8);
+        m.decodeSeconds = s.getDouble(9);
+        m.klPerStep = ArrayCodec::decodeDoubles(s.getBlob(10), what + " metrics.kl_per_step");
+        m.bytesPerLayer =
+            ArrayCodec::decodeInt64s(s.getBlob(11), what + " metrics.bytes_per_layer");
+        m.bytesPerHead = ArrayCodec::decodeRows(s.getBlob(12), what + " metrics.bytes_per_head");
+        m.fullTokens = ArrayCodec::decodeInt32s(s.getBlob(13), what + " metrics.full_token_ids");
+        m.tokens = ArrayCodec::decodeInt32s(s.getBlob(14), what + " metrics.token_ids");
+    }
+    {
+        Statement s(
+            *db_,
+            "SELECT name, layer, head, value FROM layer_stats WHERE run_id = ? ORDER BY rowid",
+            "read the layer statistics of run " + std::to_string(id));
+        s.bind(1, id);
+        while (s.step()) {
+            r.layerStats.push_back(
+                {s.getText(0), int32_t(s.getInt(1)), int32_t(s.getInt(2)), s.getDouble(3)});
+        }
+    }
+    snapshot.commit();
+    return r;
+}
+
+std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
+    Statement s(
+        *db_,
+        std::string(
+            "SELECT r.id, r.prompt_id, r.created_ms, r.new_tokens, r.status, p.token_count, "
+            "m.bytes, m.full_bytes, m.ratio, m.token_agreement, m.mean_kl, m.top1_agreement, "
+            "m.agreed_prefix, ") +
+            "r.method, r.budget, r.budget_ratio, r.window_size, r.kernel, r.pooling, r.beta, "
+            "r.alpha, "
+            "r.gqa, r.schedule, r.sinks, r.seed FROM runs r JOIN prompts p ON p.id = r.prompt_id "
+            "LEFT JOIN metrics m ON m.run_id = r.id WHERE r.session_id = ? ORDER BY r.id",
+        "list runs");
+    s.bind(1, sessionId);
+    std::vector<RunSummary> out;
+    while (s.step()) {
+        RunSummary r;
+        r.id = s.getInt(0);
+        r.promptId = s.getInt(1);
+        r.createdMs = s.getInt(2);
+        r.newTokens = s.getInt(3);
+        r.status = s.getText(4);
+        r.promptTokens = s.getInt(5);
+        r.bytes = s.getInt(6);
+        r.fullBytes = s.getInt(7);
+        r.ratio = s.getDouble(8);
+        r.tokenAgreement = s.getDouble(9);
+        r.meanKl = s.getDouble(10);
+        r.top1Agreement = s.getDouble(11);
+        r.agreedPrefix = s.getInt(12);
+        r.params = readParams(s, 13, path_ + ": run " + std::to_string(r.id));
+        out.push_back(r);
+    }
+    return out;
+}
+
+void SessionStore::deleteRun(int64_t id) {
+    Transaction tx(*db_, Transaction::Kind::Write);
+    Statement s(*db_, "DELETE FROM runs WHERE id = ?", "delete run " + std::to_string(id));
+    s.bind(1, id).run();
+    if (sqlite3_changes(db_->handle()) == 0)
+        throw Error(path_ + ": no run with id " + std::to_string(id));
+    tx.commit();
+}
+
+void SessionStore::writeAll(const std::function<void()>& work) {
+    Transaction tx(*db_, Transaction::Kind::Write);
+    work();
+    tx.commit();
+}
+
+void SessionStore::makeSelfContained() {
+    Statement mode(*db_, "PRAGMA journal_mode = DELETE", "switch to a rollback journal");
+    mode.run();
+}
+
+std::string SessionStore::integrityCheck() {
+    Statement s(*db_, "PRAGMA integrity_check", "check integrity");
+    return s.step() ? s.getText(0) : "no answer";
+}
+
+}  // namespace kvlens::sessions

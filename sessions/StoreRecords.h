@@ -1,0 +1,90 @@
+// What the session store holds, as plain structs: a session, a model, a prompt
+// and a run (press parameters, selection, metrics, per-layer statistics, text).
+// The engine's Selection, PressParams and RunMetrics are header-only data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/RunMetrics.h"
+#include "engine/Selection.h"
+
+namespace kvlens::sessions {
+
+struct SessionInfo {
+    int64_t id = 0;
+    std::string name;
+    std::string notes;
+    int64_t createdMs = 0;  // Unix milliseconds, UTC
+    int64_t updatedMs = 0;
+    std::string uiState = "{}";  // JSON, the GUI's own layout
+    // Filled by listings.
+    int64_t runCount = 0;
+    int64_t promptCount = 0;
+};
+
+struct ModelRecord {
+    int64_t id = 0;
+    std::string spec;    // as given to --model
+    bool isFile = true;  // false: a random:<preset> spec, no file to hash
+    std::string path;    // absolute
+    int64_t sizeBytes = 0;
+    int64_t mtimeNs = 0;
+    std::string sha256;  // lower-case hex
+    std::string architecture, name;
+    int64_t layers = 0, heads = 0, kvHeads = 0, headDim = 0, embedDim = 0, ffnDim = 0;
+    int64_t vocabSize = 0, contextLength = 0;
+    double ropeTheta = 0.0;
+};
+
+struct PromptRecord {
+    int64_t id = 0;
+    int64_t sessionId = 0;
+    int64_t modelId = 0;
+    std::string text;
+    bool addBos = true;
+    std::vector<int32_t> tokenIds;
+};
+
+// One statistic of one layer (head -1) or one head of a layer.
+struct LayerStatistic {
+    std::string name;  // e.g. "entropy", "sink_mass"
+    int32_t layer = 0;
+    int32_t head = -1;
+    double value = 0.0;
+};
+
+struct RunRecord {
+    int64_t id = 0;
+    int64_t sessionId = 0;
+    int64_t promptId = 0;
+    int64_t createdMs = 0;
+    PressParams params;
+    int64_t newTokens = 0;
+    std::string engineVersion, device, dtype;
+    int64_t threads = 0;
+    double prefillSeconds = 0.0;
+    std::string status = "complete";  // or "failed", with `error`
+    std::string error;
+    Selection selection;
+    RunMetrics metrics;
+    std::vector<LayerStatistic> layerStats;
+    std::string fullText, text;  // the two greedy continuations
+};
+
+// A row of a session's run listing: no selection, statistics or token ids.
+struct RunSummary {
+    int64_t id = 0;
+    int64_t promptId = 0;
+    int64_t createdMs = 0;
+    PressParams params;
+    int64_t newTokens = 0;
+    std::string status;
+    int64_t promptTokens = 0;
+    int64_t bytes = 0, fullBytes = 0;
+    double ratio = 0.0, tokenAgreement = 0.0, meanKl = 0.0, top1Agreement = 0.0;
+    int64_t agreedPrefix = 0;
+};
+
+}  // namespace kvlens::sessions

@@ -1,0 +1,155 @@
+// Schema version 1. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
+#include "sessions/StoreSchema.h"
+
+#include "engine/Error.h"
+#include "sessions/Database.h"
+
+namespace kvlens::sessions {
+
+namespace {
+
+const char* kVersion1 = R"SQL(
+CREATE TABLE sessions (
+  id          INTEGER PRIMARY KEY,
+  name        TEXT NOT NULL UNIQUE CHECK (length(name) > 0),
+  notes       TEXT NOT NULL DEFAULT '',
+  created_ms  INTEGER NOT NULL,
+  updated_ms  INTEGER NOT NULL,
+  ui_state    TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(ui_state))
+);
+CREATE TABLE models (
+  id             INTEGER PRIMARY KEY,
+  spec           TEXT NOT NULL,          -- as given to --model: a path or random:<preset>...
+  kind           TEXT NOT NULL CHECK (kind IN ('file', 'random')),
+  path           TEXT NOT NULL,          -- absolute path of a file model, '' for random
+  size_bytes     INTEGER NOT NULL,
+  mtime_ns       INTEGER NOT NULL,
+  sha256         TEXT NOT NULL,          -- hex, '' for random
+  architecture   TEXT NOT NULL,
+  name           TEXT NOT NULL,
+  layers         INTEGER NOT NULL,
+  heads          INTEGER NOT NULL,
+  kv_heads       INTEGER NOT NULL,
+  head_dim       INTEGER NOT NULL,
+  embed_dim      INTEGER NOT NULL,
+  ffn_dim        INTEGER NOT NULL,
+  vocab_size     INTEGER NOT NULL,
+  context_length INTEGER NOT NULL,
+  rope_theta     REAL
+);
+CREATE INDEX models_by_path ON models (path, size_bytes, mtime_ns);
+CREATE TABLE prompts (
+  id          INTEGER PRIMARY KEY,
+  session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  model_id    INTEGER NOT NULL REFERENCES models (id),
+  text        TEXT NOT NULL,
+  add_bos     INTEGER NOT NULL,
+  token_count INTEGER NOT NULL,
+  token_ids   BLOB NOT NULL              -- int32 little-endian
+);
+CREATE INDEX prompts_by_session ON prompts (session_id);
+CREATE INDEX prompts_by_model ON prompts (model_id);
+CREATE TABLE runs (
+  id             INTEGER PRIMARY KEY,
+  session_id     INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  prompt_id      INTEGER NOT NULL REFERENCES prompts (id) ON DELETE CASCADE,
+  created_ms     INTEGER NOT NULL,
+  method         TEXT NOT NULL,
+  budget         INTEGER NOT NULL,       -- entries per head, 0: budget_ratio of the prompt
+  budget_ratio   REAL,
+  window_size    INTEGER NOT NULL,
+  kernel         INTEGER NOT NULL,
+  pooling        TEXT NOT NULL,
+  beta           REAL,
+  alpha          REAL,
+  gqa            TEXT NOT NULL,
+  schedule       TEXT NOT NULL,
+  sinks          INTEGER NOT NULL,
+  seed           INTEGER NOT NULL,       -- uint64 bit pattern
+  new_tokens     INTEGER NOT NULL,
+  engine_version TEXT NOT NULL,
+  device         TEXT NOT NULL,
+  dtype          TEXT NOT NULL,
+  threads        INTEGER NOT NULL,
+  prefill_s      REAL,
+  status         TEXT NOT NULL CHECK (status IN ('complete', 'failed')),
+  error          TEXT NOT NULL,
+  full_text      TEXT NOT NULL,
+  text           TEXT NOT NULL
+);
+CREATE INDEX runs_by_session ON runs (session_id);
+CREATE INDEX runs_by_prompt ON runs (prompt_id);
+CREATE TABLE selections (
+  run_id        INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  params        TEXT NOT NULL,           -- JSON: the press parameters as the press saw them
+  prompt_length INTEGER NOT NULL,
+  query_heads   INTEGER NOT NULL,
+  kv_heads      INTEGER NOT NULL,
+  gqa           TEXT NOT NULL,
+  head_counts   BLOB NOT NULL,           -- int64 per layer: rows in selection_heads
+  layer_budgets BLOB NOT NULL,           -- int64 per layer
+  entries       INTEGER NOT NULL         -- kept positions over all layers and heads
+);
+CREATE TABLE selection_heads (
+  run_id    INTEGER NOT NULL REFERENCES selections (run_id) ON DELETE CASCADE,
+  layer     INTEGER NOT NULL,
+  head      INTEGER NOT NULL,
+  count     INTEGER NOT NULL,
+  positions BLOB NOT NULL,               -- SelectionCodec
+  PRIMARY KEY (run_id, layer, head)
+) WITHOUT ROWID;
+CREATE TABLE metrics (
+  run_id          INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  agreed_prefix   INTEGER NOT NULL,
+  token_agreement REAL,
+  mean_kl         REAL,
+  top1_agreement  REAL,
+  full_bytes      INTEGER NOT NULL,
+  bytes           INTEGER NOT NULL,
+  ratio           REAL,
+  select_s        REAL,
+  gather_s        REAL,
+  decode_s        REAL,
+  kl_per_step     BLOB NOT NULL,         -- float64
+  bytes_per_layer BLOB NOT NULL,         -- int64
+  bytes_per_head  BLOB NOT NULL,         -- ArrayCodec rows of int64
+  full_token_ids  BLOB NOT NULL,         -- int32
+  token_ids       BLOB NOT NULL          -- int32
+);
+CREATE TABLE layer_stats (               -- rowid keeps the order they were given in
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  name   TEXT NOT NULL,
+  layer  INTEGER NOT NULL,
+  head   INTEGER NOT NULL,               -- -1: the layer as a whole
+  value  REAL
+);
+CREATE INDEX layer_stats_by_run ON layer_stats (run_id);
+)SQL";
+
+const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
+                         "selections", "selection_heads", "metrics", "layer_stats"};
+
+}  // namespace
+
+const std::vector<Migrations::Step>& StoreSchema::steps() {
+    static const std::vector<Migrations::Step> all = {
+        [](Database& db) {
+            db.exec("PRAGMA application_id = " + std::to_string(int32_t(kApplicationId)),
+                    "mark the file as a KV Lens store");
+            db.exec(kVersion1, "create the schema");
+        },
+    };
+    return all;
+}
+
+void StoreSchema::checkTables(Database& db) {
+    for (const char* table : kTables) {
+        if (!db.hasTable(table)) {
+            db.leaveFileAsIs();
+            throw Error(db.path() + ": the store is damaged (table '" + table + "' is missing)");
+        }
+    }
+}
+
+}  // namespace kvlens::sessions

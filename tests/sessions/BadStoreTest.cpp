@@ -1,0 +1,220 @@
+// Files that are not usable stores get one line naming the file and stay
+// byte-for-byte unchanged: not SQLite, another program's SQLite database, a
+// truncated copy, a newer schema, an empty file, a read-only location.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+
+#include "SampleRecords.h"
+#include "TestPaths.h"
+#include "engine/Error.h"
+#include "sessions/SessionStore.h"
+
+namespace kvlens::sessions {
+namespace {
+
+using Access = SessionStore::Access;
+
+// Opens `path` with `access` and returns the error's message ("no error" if none).
+std::string openError(const std::string& path, Access access) {
+    try {
+        SessionStore store(path, access);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+// Both kinds of access are refused with `message`, and the file is unchanged.
+void expectRefusedUnchanged(const std::string& path, const std::string& message) {
+    const std::string before = test::fileBytes(path);
+    for (Access access : {Access::ReadWrite, Access::ReadOnly}) {
+        const std::string error = openError(path, access);
+        EXPECT_EQ(error, message);
+        EXPECT_EQ(error.find('\n'), std::string::npos);
+        EXPECT_TRUE(test::fileBytes(path) == before) << "the file changed";
+    }
+}
+
+void sqlite(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+        << (error ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+}
+
+// A store with one session and one run, closed (its WAL checkpointed away).
+std::string sampleStore(const std::string& name) {
+    const std::string path = test::storePath(name);
+    SessionStore store(path);
+    const int64_t s = store.createSession("s").id;
+    const int64_t model = store.saveModel(test::sampleModel());
+    store.saveRun(test::sampleRun(1, s, store.savePrompt(test::samplePrompt(s, model))));
+    return path;
+}
+
+TEST(BadStore, NotASqliteFile) {
+    const std::string path = test::storePath("text.db");
+    test::writeFile(path, "name,value\nthis is a CSV file, not a database\n");
+    expectRefusedUnchanged(path, path + ": not a KV Lens session store (not a SQLite file)");
+    test::writeFile(path, "short");
+    expectRefusedUnchanged(path, path + ": not a KV Lens session store (not a SQLite file)");
+}
+
+TEST(BadStore, AnotherProgramsSqliteDatabase) {
+    const std::string path = test::storePath("other.db");
+    sqlite(
+        path,
+        "CREATE TABLE contacts (name TEXT, phone TEXT); INSERT INTO contacts VALUES ('a', '1');");
+    expectRefusedUnchanged(
+        path, path + ": not a KV Lens session store (it is a SQLite database of another program)");
+    // One that has a session table of its own and another application_id, in WAL mode.
+    const std::string other = test::storePath("other2.db");
+    sqlite(other,
+           "PRAGMA application_id = 1234; PRAGMA journal_mode = WAL; CREATE TABLE sessions (x);");
+    expectRefusedUnchanged(
+        other,
+        other + ": not a KV Lens session store (it is a SQLite database of another program)");
+}
+
+TEST(BadStore, TruncatedStore) {
+    const std::string path = sampleStore("truncated.db");
+    const std::string whole = test::fileBytes(path);
+    ASSERT_GT(whole.size(), 8192u);
+    test::writeFile(path, whole.substr(0, whole.size() / 2));
+    expectRefusedUnchanged(path, path + ": is truncated (" + std::to_string(whole.size() / 2) +
+                                     " bytes; its header says " + std::to_string(whole.size()) +
+                                     ")");
+    test::writeFile(path, whole.substr(0, 60));
+    expectRefusedUnchanged(path, path + ": is truncated (60 bytes, less than a SQLite header)");
+    test::writeFile(path, whole.substr(0, 10));
+    expectRefusedUnchanged(path, path + ": is truncated (10 bytes, less than a SQLite header)");
+}
+
+TEST(BadStore, NewerSchemaIsRefusedUnchanged) {
+    const std::string path = sampleStore("newer.db");
+    sqlite(path, "PRAGMA user_version = 99; PRAGMA journal_mode = DELETE;");
+    expectRefusedUnchanged(
+        path, path + ": written by a newer KV Lens (store schema 99, this build reads up to " +
+                  std::to_string(SessionStore::schemaVersion()) +
+                  "); left unchanged: update kvlens to open it");
+}
+
+TEST(BadStore, NewerSchemaStillInTheWalIsRefusedUnchanged) {
+    // A newer kvlens migrated the store and was killed before its WAL was checkpointed:
+    // the main file's header still says version 1; SQLite sees 99.
+    const std::string path = sampleStore("newer-wal.db");
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    const std::string before = test::fileBytes(path), walBefore = test::fileBytes(path + "-wal");
+    ASSERT_FALSE(walBefore.empty());
+    EXPECT_EQ(openError(path, Access::ReadWrite),
+              path + ": written by a newer KV Lens (store schema 99, this build reads up to " +
+                  std::to_string(SessionStore::schemaVersion()) +
+                  "); left unchanged: update kvlens to open it");
+    EXPECT_TRUE(test::fileBytes(path) == before);
+    EXPECT_TRUE(test::fileBytes(path + "-wal") == walBefore);
+}
+
+TEST(BadStore, EmptyFileAndDirectory) {
+    const std::string path = test::storePath("empty.db");
+    test::writeFile(path, "");
+    expectRefusedUnchanged(
+        path, path + ": is an empty file, not a KV Lens session store (choose another --store)");
+    const std::string dir = test::storePath("dir.db");
+    ::mkdir(dir.c_str(), 0755);
+    EXPECT_EQ(openError(dir, Access::ReadWrite),
+              dir + ": is a directory, not a session store file");
+}
+
+TEST(BadStore, MissingStoreForReading) {
+    const std::string path = test::storePath("missing.db");
+    EXPECT_EQ(openError(path, Access::ReadOnly),
+              path + ": no session store here yet (runs saved with --save create it)");
+    EXPECT_FALSE(std::ifstream(path).good());  // and nothing was created
+}
+
+// Runs `check` as an unprivileged user when the tests run as root (root
+// ignores file permissions); returns what it returned.
+bool asUnprivileged(const std::function<bool()>& check) {
+    if (::getuid() != 0) return check();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+        ::_exit(check() ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST(BadStore, ReadOnlyLocation) {
+    const std::string source = sampleStore("readonly.db");
+    const std::string bytes = test::fileBytes(source);
+    // A read-only store file in a folder anyone may write, and a store in a read-only folder.
+    const std::string openDir = test::storePath("rwdir"), closedDir = test::storePath("rodir");
+    ::mkdir(openDir.c_str(), 0777);
+    ::chmod(openDir.c_str(), 0777);
+    ::mkdir(closedDir.c_str(), 0755);
+    const std::string readOnlyFile = openDir + "/sessions.db",
+                      inClosedDir = closedDir + "/sessions.db";
+    test::writeFile(readOnlyFile, bytes);
+    test::writeFile(inClosedDir, bytes);
+    ::chmod(readOnlyFile.c_str(), 0444);
+    ::chmod(inClosedDir.c_str(), 0644);
+    ::chmod(closedDir.c_str(), 0555);
+    // The test folders must be reachable for the unprivileged user.
+    for (std::string d = closedDir; d.find('/') != std::string::npos && d.size() > 1;) {
+        d = d.substr(0, d.find_last_of('/'));
+        struct stat st;
+        if (!d.empty() && ::stat(d.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            GTEST_SKIP() << d << " is not searchable by other users";
+        }
+    }
+    const bool ok = asUnprivileged([&] {
+        const std::string fileError = openError(readOnlyFile, Access::ReadWrite);
+        const std::string dirError = openError(inClosedDir, Access::ReadWrite);
+        const std::string newError = openError(closedDir + "/new.db", Access::ReadWrite);
+        bool good = fileError == readOnlyFile +
+                                     ": the store file is read-only (Permission denied); make it "
+                                     "writable or choose another --store";
+        good &=
+            dirError ==
+            inClosedDir + ": cannot write to the folder " + closedDir +
+                " (permission denied); the store needs it for its journal: choose another --store";
+        good &=
+            newError ==
+            closedDir + "/new.db: cannot write to the folder " + closedDir +
+                " (permission denied); the store needs it for its journal: choose another --store";
+        if (!good)
+            std::fprintf(stderr, "%s\n%s\n%s\n", fileError.c_str(), dirError.c_str(),
+                         newError.c_str());
+        // Reading still works where writing cannot.
+        try {
+            good &= SessionStore(inClosedDir, Access::ReadOnly).sessions().size() == 1;
+            good &= SessionStore(readOnlyFile, Access::ReadOnly).sessions().size() == 1;
+        } catch (const Error& e) {
+            std::fprintf(stderr, "read-only open failed: %s\n", e.what());
+            good = false;
+        }
+        return good;
+    });
+    EXPECT_TRUE(ok);
+    EXPECT_TRUE(test::fileBytes(readOnlyFile) == bytes);
+    EXPECT_TRUE(test::fileBytes(inClosedDir) == bytes);
+    EXPECT_FALSE(std::ifstream(closedDir + "/new.db").good());
+    ::chmod(closedDir.c_str(), 0755);
+}
+
+}  // namespace
+}  // namespace kvlens::sessions

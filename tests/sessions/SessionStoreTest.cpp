@@ -1,0 +1,323 @@
+// Round trips of every table (sessions, models, prompts, runs with their
+// selections, metrics and statistics), listings, rename/delete, migrations.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <limits>
+
+#include "RecordEquality.h"
+#include "SampleRecords.h"
+#include "TestPaths.h"
+#include "engine/Error.h"
+#include "sessions/Database.h"
+#include "sessions/Migrations.h"
+#include "sessions/SessionStore.h"
+#include "sessions/Statement.h"
+#include "sessions/StoreSchema.h"
+
+namespace kvlens::sessions {
+namespace {
+
+std::string errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+TEST(SessionStore, NewStoreHasTheSchemaVersionApplicationIdAndWal) {
+    const std::string path = test::storePath("new.db");
+    { SessionStore store(path); }
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    EXPECT_EQ(db.pragmaInt("user_version"), int64_t(SessionStore::schemaVersion()));
+    EXPECT_EQ(uint32_t(db.pragmaInt("application_id")), StoreSchema::kApplicationId);
+    Statement mode(db, "PRAGMA journal_mode", "read");
+    ASSERT_TRUE(mode.step());
+    EXPECT_EQ(mode.getText(0), "wal");
+}
+
+TEST(SessionStore, CreatesMissingFolders) {
+    const std::string dir = test::storePath("nested");
+    const std::string path = dir + "/a/b/sessions.db";
+    { SessionStore store(path); }
+    EXPECT_TRUE(SessionStore(path, SessionStore::Access::ReadOnly).sessions().empty());
+}
+
+TEST(SessionStore, SessionsRoundTrip) {
+    const std::string path = test::storePath("sessions.db");
+    SessionStore store(path);
+    SessionInfo info;
+    info.name = "long prompt \xc3\xa9tude";
+    info.notes = "notes\nwith two lines and 'quotes'";
+    info.createdMs = 1234567890123;
+    info.updatedMs = 1234567899999;
+    info.uiState = R"({"layer":3,"head":[1,2],"zoom":0.25})";
+    const SessionInfo created = store.createSession(info);
+    const SessionInfo back = store.session(info.name);
+    EXPECT_EQ(back.id, created.id);
+    EXPECT_EQ(back.name, info.name);
+    EXPECT_EQ(back.notes, info.notes);
+    EXPECT_EQ(back.createdMs, info.createdMs);
+    EXPECT_EQ(back.updatedMs, info.updatedMs);
+    EXPECT_EQ(back.uiState, info.uiState);
+    EXPECT_EQ(back.runCount, 0);
+
+    const SessionInfo plain = store.createSession("plain", "n");
+    EXPECT_EQ(plain.uiState, "{}");
+    EXPECT_GT(plain.createdMs, 1600000000000);
+    store.setNotes("plain", "new notes");
+    store.setUiState("plain", R"({"a":1})");
+    EXPECT_EQ(store.session("plain").notes, "new notes");
+    EXPECT_EQ(store.session("plain").uiState, R"({"a":1})");
+    EXPECT_EQ(errorOf([&] { store.setUiState("plain", "{oops"); }),
+              "UI state of session 'plain' is not valid JSON");
+
+    const auto all = store.sessions();
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[0].name, info.name);  // sorted by name: 'l' < 'p'
+    EXPECT_EQ(store.openSession("plain").id, plain.id);
+    EXPECT_EQ(errorOf([&] { store.createSession("plain"); }),
+              path + ": a session named 'plain' already exists");
+    EXPECT_EQ(errorOf([&] { store.session("nope"); }),
+              path + ": no session 'nope' (sessions: " + info.name + ", plain)");
+    EXPECT_EQ(errorOf([&] { store.createSession(""); }), "session name is empty");
+    EXPECT_EQ(errorOf([&] { store.createSession("a\nb"); }),
+              "session name 'a\nb' has a control character");
+}
+
+TEST(SessionStore, ModelsRoundTripAndDeduplicate) {
+    SessionStore store(test::storePath("models.db"));
+    ModelRecord m = test::sampleModel();
+    m.spec = "/models/x.gguf";
+    m.isFile = true;
+    m.path = "/models/x.gguf";
+    m.sizeBytes = 4'000'000'123;
+    m.mtimeNs = 1700000000123456789;
+    m.sha256 = "ab12";
+    m.ropeTheta = 500000.0 + 1.0 / 3.0;
+    const int64_t id = store.saveModel(m);
+    const ModelRecord back = store.model(id);
+    EXPECT_EQ(back.id, id);
+    EXPECT_EQ(back.spec, m.spec);
+    EXPECT_EQ(back.isFile, m.isFile);
+    EXPECT_EQ(back.path, m.path);
+    EXPECT_EQ(back.sizeBytes, m.sizeBytes);
+    EXPECT_EQ(back.mtimeNs, m.mtimeNs);
+    EXPECT_EQ(back.sha256, m.sha256);
+    EXPECT_EQ(back.architecture, m.architecture);
+    EXPECT_EQ(back.name, m.name);
+    EXPECT_EQ(back.layers, m.layers);
+    EXPECT_EQ(back.heads, m.heads);
+    EXPECT_EQ(back.kvHeads, m.kvHeads);
+    EXPECT_EQ(back.headDim, m.headDim);
+    EXPECT_EQ(back.embedDim, m.embedDim);
+    EXPECT_EQ(back.ffnDim, m.ffnDim);
+    EXPECT_EQ(back.vocabSize, m.vocabSize);
+    EXPECT_EQ(back.contextLength, m.contextLength);
+    EXPECT_TRUE(test::sameBits(back.ropeTheta, m.ropeTheta));
+
+    EXPECT_EQ(store.saveModel(m), id);  // the same model again: the same row
+    EXPECT_EQ(store.knownSha256(m.path, m.sizeBytes, m.mtimeNs),
+              std::optional<std::string>("ab12"));
+    EXPECT_FALSE(store.knownSha256(m.path, m.sizeBytes, m.mtimeNs + 1));
+    m.mtimeNs += 1;
+    EXPECT_NE(store.saveModel(m), id);  // touched file: a new record
+    const int64_t randomId = store.saveModel(test::sampleModel());
+    EXPECT_FALSE(store.model(randomId).isFile);
+    EXPECT_EQ(errorOf([&] { store.model(999); }), store.path() + ": no model with id 999");
+}
+
+TEST(SessionStore, PromptsRoundTripAndDeduplicate) {
+    SessionStore store(test::storePath("prompts.db"));
+    const int64_t session = store.createSession("s").id;
+    const int64_t model = store.saveModel(test::sampleModel());
+    PromptRecord p = test::samplePrompt(session, model, 8192);
+    p.tokenIds.push_back(std::numeric_limits<int32_t>::max());
+    p.addBos = false;
+    const int64_t id = store.savePrompt(p);
+    const PromptRecord back = store.prompt(id);
+    EXPECT_EQ(back.id, id);
+    EXPECT_EQ(back.sessionId, session);
+    EXPECT_EQ(back.modelId, model);
+    EXPECT_EQ(back.text, p.text);
+    EXPECT_EQ(back.addBos, false);
+    EXPECT_EQ(back.tokenIds, p.tokenIds);
+    EXPECT_EQ(store.savePrompt(p), id);
+    p.tokenIds.pop_back();
+    EXPECT_NE(store.savePrompt(p), id);
+    EXPECT_EQ(store.prompts(session).size(), 2u);
+    EXPECT_EQ(store.models(session).size(), 1u);
+    p.sessionId = 77;
+    EXPECT_EQ(errorOf([&] { store.savePrompt(p); }), store.path() + ": no session with id 77");
+}
+
+TEST(SessionStore, RunsRoundTripEveryField) {
+    const std::string path = test::storePath("runs.db");
+    int64_t session, prompt;
+    std::vector<RunRecord> saved;
+    {
+        SessionStore store(path);
+        session = store.createSession("s").id;
+        const int64_t model = store.saveModel(test::sampleModel());
+        prompt = store.savePrompt(test::samplePrompt(session, model));
+        for (uint64_t seed = 1; seed <= 3; ++seed) {
+            RunRecord r = test::sampleRun(seed, session, prompt, {22, 4, 8192, 700});
+            if (seed == 2) {  // NaN metrics (SQL NULL) and a failed run with its error
+                r.metrics.meanKl = std::numeric_limits<double>::quiet_NaN();
+                r.status = "failed";
+                r.error = "out of memory";
+                r.layerStats.clear();
+            }
+            if (seed == 3) {
+                r.selection.kept.clear();  // a run without a selection
+                r.selection.layerBudgets.clear();
+            }
+            r.id = store.saveRun(r);
+            saved.push_back(r);
+        }
+    }
+    SessionStore store(path, SessionStore::Access::ReadOnly);  // after a reopen
+    for (const RunRecord& r : saved) {
+        SCOPED_TRACE(r.id);
+        test::expectSameRun(store.run(r.id), r);
+    }
+    const auto list = store.runs(session);
+    ASSERT_EQ(list.size(), 3u);
+    EXPECT_EQ(list[0].id, saved[0].id);
+    EXPECT_EQ(list[0].params.method, saved[0].params.method);
+    EXPECT_EQ(list[0].params.seed, saved[0].params.seed);
+    EXPECT_EQ(list[0].bytes, saved[0].metrics.bytes);
+    EXPECT_EQ(list[0].promptTokens, 512);
+    EXPECT_EQ(list[1].status, "failed");
+    EXPECT_TRUE(std::isnan(list[1].meanKl));
+    EXPECT_EQ(store.session("s").runCount, 3);
+    EXPECT_EQ(errorOf([&] { store.run(12345); }), path + ": no run with id 12345");
+}
+
+TEST(SessionStore, RunOfAnotherSessionsPromptIsRefused) {
+    SessionStore store(test::storePath("owner.db"));
+    const int64_t a = store.createSession("a").id, b = store.createSession("b").id;
+    const int64_t model = store.saveModel(test::sampleModel());
+    const int64_t prompt = store.savePrompt(test::samplePrompt(a, model));
+    EXPECT_EQ(errorOf([&] { store.saveRun(test::sampleRun(1, b, prompt)); }),
+              store.path() + ": prompt " + std::to_string(prompt) + " is not in session " +
+                  std::to_string(b));
+    RunRecord bad = test::sampleRun(1, a, prompt);
+    bad.status = "half";
+    EXPECT_EQ(errorOf([&] { store.saveRun(bad); }), "run status 'half' is not complete or failed");
+    EXPECT_TRUE(store.runs(a).empty());
+}
+
+TEST(SessionStore, RenameAndDeleteCascade) {
+    const std::string path = test::storePath("delete.db");
+    SessionStore store(path);
+    const int64_t a = store.createSession("a").id;
+    const int64_t keep = store.createSession("keep").id;
+    ModelRecord own = test::sampleModel();
+    own.spec = "random:tiny";
+    const int64_t model = store.saveModel(own), shared = store.saveModel(test::sampleModel());
+    const int64_t pa = store.savePrompt(test::samplePrompt(a, model));
+    const int64_t pa2 = store.savePrompt(test::samplePrompt(a, shared, 10));
+    const int64_t pk = store.savePrompt(test::samplePrompt(keep, shared));
+    const int64_t r1 = store.saveRun(test::sampleRun(1, a, pa));
+    store.saveRun(test::sampleRun(2, a, pa2));
+    const int64_t rk = store.saveRun(test::sampleRun(3, keep, pk));
+
+    store.renameSession("a", "b");
+    EXPECT_FALSE(store.findSession("a"));
+    EXPECT_EQ(store.session("b").id, a);
+    EXPECT_EQ(store.run(r1).sessionId, a);
+    EXPECT_EQ(errorOf([&] { store.renameSession("b", "keep"); }),
+              path + ": a session named 'keep' already exists");
+    EXPECT_EQ(errorOf([&] { store.renameSession("zz", "y"); }),
+              path + ": no session 'zz' (sessions: b, keep)");
+
+    store.deleteSession("b");
+    EXPECT_EQ(store.sessions().size(), 1u);
+    EXPECT_EQ(errorOf([&] { store.run(r1); }), path + ": no run with id " + std::to_string(r1));
+    EXPECT_EQ(errorOf([&] { store.model(model); }),
+              path + ": no model with id " + std::to_string(model));
+    EXPECT_EQ(store.model(shared).id, shared);  // still used by "keep"
+    test::expectSameRun(store.run(rk), [&] {
+        RunRecord r = test::sampleRun(3, keep, pk);
+        r.id = rk;
+        return r;
+    }());
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    for (const char* table :
+         {"prompts", "runs", "selections", "selection_heads", "metrics", "layer_stats"}) {
+        Statement count(db, std::string("SELECT count(*) FROM ") + table, "count");
+        ASSERT_TRUE(count.step());
+        Statement kept(db,
+                       std::string("SELECT count(*) FROM ") + table +
+                           (std::string(table) == "prompts" ? " WHERE session_id = ?"
+                            : std::string(table) == "runs"  ? " WHERE session_id = ?"
+                                                            : " WHERE run_id = ?"),
+                       "count");
+        kept.bind(1, std::string(table) == "prompts" || std::string(table) == "runs" ? keep : rk);
+        ASSERT_TRUE(kept.step());
+        EXPECT_EQ(count.getInt(0), kept.getInt(0)) << table << " kept rows of the deleted session";
+    }
+    store.deleteRun(rk);
+    EXPECT_TRUE(store.runs(keep).empty());
+    EXPECT_EQ(store.integrityCheck(), "ok");
+}
+
+TEST(SessionStore, WriteAllIsOneTransaction) {
+    SessionStore store(test::storePath("batch.db"));
+    const int64_t s = store.createSession("s").id;
+    const int64_t model = store.saveModel(test::sampleModel());
+    const int64_t prompt = store.savePrompt(test::samplePrompt(s, model));
+    EXPECT_THROW(store.writeAll([&] {
+        store.saveRun(test::sampleRun(1, s, prompt));
+        store.saveRun(test::sampleRun(2, s, prompt));
+        throw Error("stop");
+    }),
+                 Error);
+    EXPECT_TRUE(store.runs(s).empty());
+    store.writeAll([&] { store.saveRun(test::sampleRun(1, s, prompt)); });
+    EXPECT_EQ(store.runs(s).size(), 1u);
+}
+
+TEST(SessionStore, DefaultPathHonoursXdgDataHome) {
+    const char* oldXdg = std::getenv("XDG_DATA_HOME");
+    const std::string saved = oldXdg ? oldXdg : "";
+    ::setenv("XDG_DATA_HOME", "/tmp/xdg-test", 1);
+    EXPECT_EQ(SessionStore::defaultPath(), "/tmp/xdg-test/kvlens/sessions.db");
+    ::unsetenv("XDG_DATA_HOME");
+    EXPECT_EQ(SessionStore::defaultPath(),
+              std::string(std::getenv("HOME")) + "/.local/share/kvlens/sessions.db");
+    if (oldXdg) ::setenv("XDG_DATA_HOME", saved.c_str(), 1);
+}
+
+TEST(Migrations, PendingStepsRunInOneTransaction) {
+    const std::string path = test::storePath("migrate.db");
+    Database db(path, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    const std::vector<Migrations::Step> good = {
+        [](Database& d) { d.exec("CREATE TABLE a (x)", "step 1"); },
+        [](Database& d) { d.exec("CREATE TABLE b (y)", "step 2"); },
+    };
+    EXPECT_EQ(Migrations::apply(db, {good[0]}), 0);
+    EXPECT_EQ(db.pragmaInt("user_version"), 1);
+    // Step 2 then a failing step 3: neither stays.
+    std::vector<Migrations::Step> failing = good;
+    failing.push_back([](Database& d) { d.exec("CREATE TABLE broken (", "step 3"); });
+    EXPECT_THROW(Migrations::apply(db, failing), Error);
+    EXPECT_EQ(db.pragmaInt("user_version"), 1);
+    EXPECT_FALSE(db.hasTable("b"));
+    EXPECT_EQ(Migrations::apply(db, good), 1);
+    EXPECT_EQ(db.pragmaInt("user_version"), 2);
+    EXPECT_TRUE(db.hasTable("b"));
+    EXPECT_EQ(Migrations::apply(db, good), 2);  // nothing left to do
+    EXPECT_EQ(errorOf([&] { Migrations::apply(db, {good[0]}); }),
+              path +
+                  ": written by a newer KV Lens (store schema 2, this build reads up to 1); left "
+                  "unchanged: "
+                  "update kvlens to open it");
+}
+
+}  // namespace
+}  // namespace kvlens::sessions

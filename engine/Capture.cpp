@@ -14,10 +14,18 @@ namespace {
 
 class CaptureObserver : public ForwardObserver {
 public:
-    CaptureObserver(int64_t layers, int64_t promptLength)
-        : queries(layers), sums(layers), promptLength_(promptLength) {}
+    CaptureObserver(int64_t layers, int64_t promptLength,
+                    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads)
+        : queries(layers), sums(layers), promptLength_(promptLength) {
+        for (const auto& lh : fullQueryHeads) fullQueries[lh] = at::Tensor();
+    }
 
     void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override {
+        for (auto& [lh, t] : fullQueries) {
+            if (lh.first == layer && firstPosition == 0 && q.size(0) == promptLength_) {
+                t = q.select(1, lh.second).to(at::kFloat).contiguous();
+            }
+        }
         // Keep the queries of the last kMaxWindow prompt positions, [H, w, D] fp32.
         const int64_t T = q.size(0), w = std::min<int64_t>(Capture::kMaxWindow, promptLength_);
         const int64_t start = promptLength_ - w - firstPosition;
@@ -28,6 +36,7 @@ public:
     void onAttentionColumnSums(int64_t layer, const at::Tensor& s) override { sums[layer] = s; }
 
     std::vector<at::Tensor> queries, sums;
+    std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries;
 
 private:
     int64_t promptLength_;
@@ -35,9 +44,17 @@ private:
 
 }  // namespace
 
-std::shared_ptr<Capture> Capture::fromPrefill(LlamaModel& model, const std::vector<int32_t>& prompt,
-                                              const ProgressFn& progress) {
+std::shared_ptr<Capture> Capture::fromPrefill(
+    LlamaModel& model, const std::vector<int32_t>& prompt, const ProgressFn& progress,
+    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads) {
     const ModelConfig& c = model.config();
+    for (const auto& [layer, head] : fullQueryHeads) {
+        if (layer < 0 || layer >= c.nLayers || head < 0 || head >= c.nHeads) {
+            throw Error("head " + std::to_string(layer) + ":" + std::to_string(head) +
+                        " does not exist: the model has layers 0-" + std::to_string(c.nLayers - 1) +
+                        " and query heads 0-" + std::to_string(c.nHeads - 1));
+        }
+    }
     if (prompt.size() < 2) throw Error("the prompt needs at least 2 tokens to compress");
     if (static_cast<int64_t>(prompt.size()) > c.contextLength) {
         throw Error("the prompt is " + std::to_string(prompt.size()) +
@@ -51,10 +68,11 @@ std::shared_ptr<Capture> Capture::fromPrefill(LlamaModel& model, const std::vect
     capture->headDim_ = c.headDim;
     capture->prompt_ = prompt;
     capture->cache_ = std::make_unique<KvCache>(model.makeCache(capture->promptLength_));
-    CaptureObserver observer(c.nLayers, capture->promptLength_);
+    CaptureObserver observer(c.nLayers, capture->promptLength_, fullQueryHeads);
     capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
     capture->windowQueries_ = std::move(observer.queries);
     capture->h2oScores_ = std::move(observer.sums);
+    capture->fullQueries_ = std::move(observer.fullQueries);
     // The default window's votes are part of the capture: the first SnapKV,
     // PyramidKV or AdaKV selection after a prefill is as quick as any other.
     const int64_t window = std::min<int64_t>(PressParams().window, capture->promptLength_ - 1);
@@ -115,8 +133,19 @@ at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
     return probs.sum(2).reshape({H, T}).narrow(1, 0, T - window).contiguous();
 }
 
+const at::Tensor& Capture::queries(int64_t layer, int64_t head) const {
+    auto it = fullQueries_.find({layer, head});
+    if (it == fullQueries_.end() || !it->second.defined()) {
+        throw Error("the queries of layer " + std::to_string(layer) + " head " + std::to_string(head) +
+                    " were not kept by the prefill");
+    }
+    return it->second;
+}
+
 int64_t Capture::bytes() const {
     int64_t total = cache_ ? cache_->bytes() : 0;
+    for (const auto& [lh, t] : fullQueries_)
+        if (t.defined()) total += t.numel() * t.element_size();
     for (const at::Tensor& t : windowQueries_) total += t.numel() * t.element_size();
     for (const at::Tensor& t : h2oScores_) total += t.numel() * t.element_size();
     std::lock_guard<std::mutex> lock(votesMutex_);

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "engine/KvCache.h"
@@ -34,9 +35,12 @@ class Capture {
 public:
     static constexpr int64_t kMaxWindow = 64;
 
-    // Prefills `prompt` on `model`, keeping what the methods need.
-    static std::shared_ptr<Capture> fromPrefill(LlamaModel& model, const std::vector<int32_t>& prompt,
-                                                const ProgressFn& progress = {});
+    // Prefills `prompt` on `model`, keeping what the methods need, plus the
+    // queries of every prompt position for the (layer, query head) pairs in
+    // `fullQueryHeads` (T * D * 4 bytes each), for full attention maps.
+    static std::shared_ptr<Capture> fromPrefill(
+        LlamaModel& model, const std::vector<int32_t>& prompt, const ProgressFn& progress = {},
+        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
 
     // From tensors dumped elsewhere (`kvlens select`): per layer, window queries
     // [H, W, D] and keys/values [KV, T, D]. Has no H2O scores.
@@ -55,6 +59,10 @@ public:
     at::Tensor keys(int64_t layer) const { return cache_->keys(layer); }
     at::Tensor values(int64_t layer) const { return cache_->values(layer); }
     const at::Tensor& windowQueries(int64_t layer) const { return windowQueries_[layer]; }
+    // Queries of all prompt positions for one (layer, query head), [T, D] fp32,
+    // when the prefill was asked to keep them; throws kvlens::Error otherwise.
+    bool hasQueries(int64_t layer, int64_t head) const { return fullQueries_.count({layer, head}) > 0; }
+    const at::Tensor& queries(int64_t layer, int64_t head) const;
 
     bool hasH2oScores() const { return !h2oScores_.empty(); }
     const at::Tensor& h2oScores(int64_t layer) const { return h2oScores_[layer]; }  // [H, T]
@@ -77,6 +85,7 @@ private:
     std::unique_ptr<KvCache> cache_;
     std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
     std::vector<at::Tensor> h2oScores_;      // [H, T] fp32
+    std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries_;  // (layer, head) -> [T, D] fp32
     std::vector<int32_t> prompt_;
     at::Tensor lastLogits_;
     mutable std::mutex votesMutex_;

@@ -104,9 +104,11 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
                });
 }
 
-at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache) {
-    return run({token}, cache.nextPosition(), false, {},
+at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
+    const int64_t position = cache.nextPosition();
+    return run({token}, position, false, {},
                [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+                   if (observer) observer->onQueries(l, q, position);
                    cache.append(l, k, v);
                    return kernels::raggedAttention(q, cache.keys(l), cache.values(l), cache.headMap());
                });

@@ -40,7 +40,8 @@ public:
 
     // One decode step on a compressed cache: appends the token's keys and values
     // to every head and attends over each head's own entries. Returns fp32 [vocab].
-    at::Tensor decode(int32_t token, CompressedCache& cache);
+    // `observer` hears each layer's query (onQueries, [1, heads, headDim]).
+    at::Tensor decode(int32_t token, CompressedCache& cache, ForwardObserver* observer = nullptr);
 
     KvCache makeCache(int64_t capacity) const;
 

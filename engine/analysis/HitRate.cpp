@@ -1,0 +1,117 @@
+#include "engine/analysis/HitRate.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/Capture.h"
+#include "engine/CompressedCache.h"
+#include "engine/Error.h"
+#include "engine/LlamaModel.h"
+#include "engine/Sampler.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+// Records, for one decode step, the top-k prompt positions of every layer and query head.
+class TopPositionsObserver : public ForwardObserver {
+public:
+    TopPositionsObserver(const Capture& capture, int64_t k, std::vector<int32_t>& top)
+        : capture_(capture), k_(k), top_(top) {}
+
+    void beginStep(int64_t step) { step_ = step; }
+
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t) override {
+        const int64_t H = capture_.queryHeads(), KV = capture_.kvHeads(), D = capture_.headDim(), G = H / KV;
+        at::Tensor keys = capture_.keys(layer).to(at::kFloat);                // [KV, T, D]
+        at::Tensor query = q.reshape({KV, G, D}).to(at::kFloat);              // [KV, G, D]
+        at::Tensor logits = at::bmm(query, keys.transpose(1, 2)).view({H, -1});  // [H, T]
+        at::Tensor idx = std::get<1>(logits.topk(k_, -1, true, true)).to(at::kInt).to(at::kCPU).contiguous();
+        int32_t* dst = top_.data() + ((step_ * capture_.layers() + layer) * H) * k_;
+        std::copy(idx.data_ptr<int32_t>(), idx.data_ptr<int32_t>() + H * k_, dst);
+    }
+
+private:
+    const Capture& capture_;
+    int64_t k_;
+    std::vector<int32_t>& top_;
+    int64_t step_ = 0;
+};
+
+}  // namespace
+
+HitRate::HitRate(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t steps, int64_t k,
+                 const ProgressFn& progress)
+    : capture_(std::move(capture)), steps_(steps), k_(k) {
+    c10::InferenceMode guard;
+    const Capture& c = *capture_;
+    layers_ = c.layers();
+    heads_ = c.queryHeads();
+    if (c.prompt().empty()) throw Error("the hit rate needs a capture made by a model prefill");
+    if (steps_ < 1) throw Error("the hit rate needs at least 1 decode step");
+    if (k_ < 1 || k_ > c.promptLength()) {
+        throw Error("--hit-k " + std::to_string(k_) + " must be between 1 and the prompt's " +
+                    std::to_string(c.promptLength()) + " tokens");
+    }
+    const int64_t room = model.config().contextLength - c.promptLength();
+    if (steps_ > room) {
+        throw Error("-n " + std::to_string(steps_) + " does not fit: the prompt leaves " + std::to_string(room) +
+                    " tokens of the model's context");
+    }
+    top_.assign(steps_ * layers_ * heads_ * k_, 0);
+    PressParams full;
+    full.method = "full";
+    CompressedCache cache(c, Press::create("full")->select(c, full), steps_);
+    TopPositionsObserver observer(c, k_, top_);
+    int32_t token = Sampler::argmax(c.lastLogits().data_ptr<float>(), c.lastLogits().numel());
+    for (int64_t s = 0; s < steps_; ++s) {
+        if (progress) progress(double(s) / double(steps_), "hit rate: decode step " + std::to_string(s + 1));
+        observer.beginStep(s);
+        at::Tensor logits = model.decode(token, cache, &observer);
+        token = Sampler::argmax(logits.data_ptr<float>(), logits.numel());
+    }
+    if (progress) progress(1.0, "hit rate");
+}
+
+const int32_t* HitRate::topPositions(int64_t step, int64_t layer, int64_t head) const {
+    return top_.data() + ((step * layers_ + layer) * heads_ + head) * k_;
+}
+
+HitRate::Result HitRate::of(const Selection& selection, int64_t window) const {
+    const int64_t T = capture_->promptLength();
+    if (selection.layers() != layers_ || selection.queryHeads != heads_ || selection.promptLength != T) {
+        throw Error("the selection was made on another prompt or model than the hit rate's");
+    }
+    const int64_t windowStart = T - std::clamp<int64_t>(window, 0, T);
+    Result r;
+    std::vector<uint8_t> kept(T);
+    for (int64_t l = 0; l < layers_; ++l) {
+        int64_t hits = 0, total = 0, outsideHits = 0, outsideTotal = 0;
+        for (int64_t h = 0; h < heads_; ++h) {
+            std::fill(kept.begin(), kept.end(), 0);
+            for (int32_t p : selection.kept[l][selection.headOf(h)]) kept[p] = 1;
+            for (int64_t s = 0; s < steps_; ++s) {
+                const int32_t* top = topPositions(s, l, h);
+                for (int64_t i = 0; i < k_; ++i) {
+                    const bool hit = kept[top[i]] != 0;
+                    hits += hit;
+                    ++total;
+                    if (top[i] < windowStart) {
+                        outsideHits += hit;
+                        ++outsideTotal;
+                    }
+                }
+            }
+        }
+        r.perLayer.push_back(double(hits) / double(total));
+        // No top-k position outside the window: nothing to miss there.
+        r.perLayerOutsideWindow.push_back(outsideTotal ? double(outsideHits) / double(outsideTotal) : 1.0);
+        r.mean += r.perLayer.back() / double(layers_);
+        r.meanOutsideWindow += r.perLayerOutsideWindow.back() / double(layers_);
+    }
+    return r;
+}
+
+}  // namespace kvlens

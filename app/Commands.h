@@ -14,5 +14,6 @@ int runBench(const std::vector<std::string>& args);
 int runSelect(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
+int runInspect(const std::vector<std::string>& args);
 
 }  // namespace kvlens

@@ -38,7 +38,8 @@ LoadedModel ModelOptions::load() const {
 }
 
 std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos,
-                                       int64_t newTokens) {
+                                       int64_t newTokens,
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads) {
     const std::vector<int32_t> ids =
         loaded.tokenizer->encode(prompt, addBos && loaded.tokenizer->addBosByDefault());
     const int64_t context = loaded.model->config().contextLength;
@@ -51,7 +52,7 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
     ProgressBar bar("prefill of " + std::to_string(ids.size()) + " tokens");
     auto capture = Capture::fromPrefill(*loaded.model, ids, [&](double f, const std::string& what) {
         bar.update(f, what);
-    });
+    }, fullQueryHeads);
     bar.finish();
     return capture;
 }

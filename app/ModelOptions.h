@@ -26,8 +26,11 @@ struct ModelOptions {
 // Tokenizes `prompt` and prefills it into a capture for the compression
 // methods, with a progress bar on stderr. Checks first that `newTokens` more
 // fit in the model's context, so a too-long request fails before the prefill.
+// `fullQueryHeads`: (layer, query head) pairs whose queries the capture keeps
+// for every prompt position (full attention maps).
 std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos,
-                                       int64_t newTokens);
+                                       int64_t newTokens,
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
 
 // --prompt TEXT or --prompt-file PATH; throws kvlens::Error for a missing,
 // unreadable or empty prompt, naming the flag.

@@ -20,6 +20,8 @@ const char* kUsage =
     "  select     positions a compression method keeps, from dumped per-layer tensors\n"
     "  run        compress the KV cache with one method and measure what it costs\n"
     "  compare    one prefill, then every method and budget: memory and quality table\n"
+    "  inspect    pictures of what a method keeps: attention funnel, kept positions,\n"
+    "             attention maps, hit rates, overlaps and memory (SVG/PNG + CSV)\n"
     "\n"
     "models: --model PATH.gguf, or random:<preset>[:layers=N][:seed=S][:ctx=N] with presets\n"
     "        tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b; default $KVLENS_MODEL,\n"
@@ -46,7 +48,8 @@ int main(int argc, char** argv) {
         if (command == "select") return kvlens::runSelect(args);
         if (command == "run") return kvlens::runRun(args);
         if (command == "compare") return kvlens::runCompare(args);
-        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, select)\n",
+        if (command == "inspect") return kvlens::runInspect(args);
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, select)\n",
                      command.c_str());
         return 2;
     } catch (const kvlens::Error& e) {

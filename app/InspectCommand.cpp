@@ -1,0 +1,193 @@
+// kvlens inspect: one prefill, then the pictures of what a method keeps and
+// why: the attention funnel, the kept positions, full attention maps of chosen
+// heads, hit rates and overlaps of every method at the same budget, and the KV
+// memory per layer, written as SVG/PNG with a CSV beside each chart.
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+#include <system_error>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "app/InspectData.h"
+#include "app/InspectFigures.h"
+#include "app/ModelOptions.h"
+#include "app/PressOptions.h"
+#include "app/ProgressBar.h"
+#include "engine/Error.h"
+#include "engine/analysis/AttentionMap.h"
+#include "engine/analysis/AttentionStats.h"
+#include "engine/analysis/HitRate.h"
+#include "engine/analysis/SelectionOverlap.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+// "0:0,11:3" -> {(0, 0), (11, 3)}.
+std::vector<std::pair<int64_t, int64_t>> parseHeads(const std::string& text) {
+    std::vector<std::pair<int64_t, int64_t>> heads;
+    std::stringstream in(text);
+    std::string item;
+    if (!text.empty() && text.back() == ',') throw Error("--heads '" + text + "' has an empty item");
+    while (std::getline(in, item, ',')) {
+        if (item.empty()) throw Error("--heads '" + text + "' has an empty item");
+        const size_t colon = item.find(':');
+        size_t usedLayer = 0, usedHead = 0;
+        long long layer = -1, head = -1;
+        try {
+            if (colon == std::string::npos) throw std::invalid_argument("no colon");
+            const std::string l = item.substr(0, colon), h = item.substr(colon + 1);
+            layer = std::stoll(l, &usedLayer);
+            head = std::stoll(h, &usedHead);
+            if (usedLayer != l.size() || usedHead != h.size() || layer < 0 || head < 0) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+            throw Error("--heads: '" + item + "' is not LAYER:HEAD (e.g. --heads 0:0,11:3)");
+        }
+        heads.push_back({layer, head});
+    }
+    if (heads.empty()) throw Error("--heads is empty (give LAYER:HEAD pairs, e.g. 0:0,11:3)");
+    return heads;
+}
+
+void makeOutputDir(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir)) {
+        throw Error("--out " + dir + ": cannot create the folder" + (ec ? ": " + ec.message() : ""));
+    }
+    // Fail now, not after a prefill of minutes, when the folder is not writable.
+    const std::string probe = (std::filesystem::path(dir) / ".kvlens-write-test").string();
+    std::FILE* f = std::fopen(probe.c_str(), "wb");
+    if (!f) throw Error("--out " + dir + ": the folder is not writable");
+    std::fclose(f);
+    std::filesystem::remove(probe, ec);
+}
+
+}  // namespace
+
+int runInspect(const std::vector<std::string>& argv) {
+    std::set<std::string> valueFlags = ModelOptions::flags();
+    valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--out", "--heads", "--hit-k"});
+    CommandLine args("inspect", argv, valueFlags, {"--no-bos", "--help"});
+    if (args.has("--help")) {
+        std::fputs(
+            "usage: kvlens inspect [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
+            "       --out DIR [--heads L:H,...] [-n N] [--hit-k K] [method flags as for run]\n"
+            "  writes into DIR: funnel.svg, selection_L<l>.png for each layer and selection_overview.png,\n"
+            "  attention_L<l>_H<h>.png for each --heads pair (default: head 0 of the first, middle and\n"
+            "  last layers), hitrate.svg (every method at the budget, over N decode steps (default 16)\n"
+            "  and each query head's top K prompt positions (default 16)), overlap.svg, memory.svg,\n"
+            "  and a CSV beside each chart\n",
+            stdout);
+        return 0;
+    }
+    if (!args.has("--out")) throw Error("--out DIR is required (the folder for the pictures)");
+    if (!args.has("--budget") && args.get("--method", "snapkv") != "full") {
+        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%)");
+    }
+    PressParams params = PressOptions::fromCommandLine(args);
+    params.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
+    const int64_t n = args.getInt("-n", 16, 1, 1 << 20);
+    const int64_t hitK = args.getInt("--hit-k", 16, 1, std::numeric_limits<int32_t>::max());
+    std::vector<std::pair<int64_t, int64_t>> heads;
+    if (args.has("--heads")) heads = parseHeads(args.get("--heads"));
+    const std::string dir = args.get("--out");
+    makeOutputDir(dir);
+    const std::string prompt = readPrompt(args);
+    const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    LoadedModel loaded = modelOptions.load();
+    const ModelConfig& config = loaded.model->config();
+    if (heads.empty()) {
+        for (int64_t l : {int64_t(0), config.nLayers / 2, config.nLayers - 1}) {
+            if (heads.empty() || heads.back().first != l) heads.push_back({l, 0});
+        }
+    }
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, heads);
+    params.validate(capture->promptLength(), capture->windowCapacity());
+    if (hitK > capture->promptLength()) {
+        throw Error("--hit-k " + std::to_string(hitK) + " must be between 1 and the prompt's " +
+                    std::to_string(capture->promptLength()) + " tokens");
+    }
+
+    InspectData data;
+    data.model = modelOptions.model;
+    data.methodLabel = params.describe();
+    data.promptLength = capture->promptLength();
+    data.layers = capture->layers();
+    data.queryHeads = capture->queryHeads();
+    data.kvHeads = capture->kvHeads();
+    data.headDim = capture->headDim();
+    data.elementBytes = capture->keys(0).element_size();
+    data.hitSteps = n;
+    data.hitK = hitK;
+    {
+        ProgressBar bar("attention statistics");
+        data.stats = AttentionStats::fromCapture(*capture, [&](double f, const std::string& w) { bar.update(f, w); });
+        bar.finish();
+    }
+
+    // The chosen method, then every other one at the same budget where its
+    // settings allow (a budget at or below the window skips the window methods).
+    std::vector<PressParams> runs = {params};
+    for (const std::string& method : PressParams::methodNames()) {
+        if (method == params.method || method == "full") continue;
+        PressParams p = params;
+        p.method = method;
+        try {
+            p.validate(capture->promptLength(), capture->windowCapacity());
+        } catch (const Error& e) {
+            std::fprintf(stderr, "kvlens: note: %s left out of the comparisons: %s\n", method.c_str(), e.what());
+            continue;
+        }
+        runs.push_back(p);
+    }
+    std::unique_ptr<HitRate> hitRate;
+    {
+        ProgressBar bar("hit rate: " + std::to_string(n) + " decode steps");
+        hitRate = std::make_unique<HitRate>(*loaded.model, capture, n, hitK,
+                                            [&](double f, const std::string& w) { bar.update(f, w); });
+        bar.finish();
+    }
+    for (const PressParams& p : runs) {
+        InspectData::MethodResult r;
+        r.params = p;
+        r.selection = Press::create(p.method)->select(*capture, p);
+        r.hitRate = hitRate->of(r.selection, params.window);  // one window for every method
+        r.overlap = SelectionOverlap::jaccardPerLayer(data.methods.empty() ? r.selection : data.chosen().selection,
+                                                      r.selection);
+        data.methods.push_back(std::move(r));
+    }
+
+    for (const auto& [layer, head] : heads) {
+        const int64_t T = capture->promptLength();
+        InspectData::Map map{layer, head, viz::TilePyramid(T, T, viz::TilePyramid::baseTileFor(T, T, 2048))};
+        ProgressBar bar("attention map L" + std::to_string(layer) + " H" + std::to_string(head));
+        AttentionMap::streamRows(
+            *capture, layer, head, 256,
+            [&](int64_t r0, int64_t rows, const float* p) { map.pyramid.addRows(r0, rows, p); },
+            [&](double f, const std::string& w) { bar.update(f, w); });
+        map.pyramid.finish();
+        bar.finish();
+        data.maps.push_back(std::move(map));
+    }
+
+    const InspectFigures figures(data, dir);
+    std::vector<std::string> written;
+    for (auto write : {&InspectFigures::writeFunnel, &InspectFigures::writeSelection, &InspectFigures::writeAttention,
+                       &InspectFigures::writeHitRate, &InspectFigures::writeOverlap, &InspectFigures::writeMemory}) {
+        for (std::string& f : (figures.*write)()) written.push_back(std::move(f));
+    }
+    std::printf("%s, %s\n", data.methodLabel.c_str(), data.context().c_str());
+    std::printf("hit rate (top %lld of %lld steps), mean over layers:\n", (long long)hitK, (long long)n);
+    for (const InspectData::MethodResult& r : data.methods) {
+        std::printf("  %-13s %6.1f%%  outside the window %6.1f%%\n", r.params.method.c_str(), 100.0 * r.hitRate.mean,
+                    100.0 * r.hitRate.meanOutsideWindow);
+    }
+    std::printf("wrote %zu files to %s\n", written.size(), dir.c_str());
+    return 0;
+}
+
+}  // namespace kvlens

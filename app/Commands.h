@@ -15,5 +15,6 @@ int runSelect(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runInspect(const std::vector<std::string>& args);
+int runSessions(const std::vector<std::string>& args);
 
 }  // namespace kvlens

@@ -1,6 +1,7 @@
 // kvlens compare: one prefill, then every (method, budget) against the full
 // cache: KV memory, ratio, token agreement, KL and top-1 agreement.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
+#include "app/RunSaver.h"
 #include "engine/Error.h"
 #include "engine/MethodEvaluator.h"
 #include "engine/presses/Press.h"
@@ -37,14 +39,17 @@ int runCompare(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
     valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets"});
-    CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--help"});
+    valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
+    CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--save", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n"
             "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random]\n"
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
+            "       [--save [--session NAME] [--store PATH]]\n"
             "  one prefill, then every (method, budget); a table (or CSV) of KV MB, ratio,\n"
-            "  tokens agreed before the first divergence, overall agreement, mean KL, top-1\n",
+            "  tokens agreed before the first divergence, overall agreement, mean KL, top-1\n"
+            "  --save: keep every run, as it finishes, in session NAME (default 'default')\n",
             stdout);
         return 0;
     }
@@ -80,11 +85,16 @@ int runCompare(const std::vector<std::string>& argv) {
     for (const PressParams& p : runs) p.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::string prompt = readPrompt(args);
+    const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
+    const auto prefillStart = std::chrono::steady_clock::now();
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
+    const double prefillSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
     for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
+    if (saver) saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, prefillSeconds, *capture);
 
     const bool csv = args.has("--csv");
     if (csv) {
@@ -99,8 +109,14 @@ int runCompare(const std::vector<std::string>& argv) {
         const PressParams& p = runs[i];
         ProgressBar bar("run " + std::to_string(i + 1) + "/" + std::to_string(runs.size()));
         bar.update(0.0, p.describe());
-        const RunMetrics m = evaluator.evaluate(p);
+        const auto selectStart = std::chrono::steady_clock::now();
+        const Selection selection = Press::create(p.method)->select(*capture, p);
+        const RunMetrics m = evaluator.evaluate(
+            selection, std::chrono::duration<double>(std::chrono::steady_clock::now() - selectStart).count());
         bar.finish();
+        if (saver) {
+            saver->save(p, selection, m, loaded.tokenizer->decode(m.fullTokens), loaded.tokenizer->decode(m.tokens));
+        }
         const std::string budget = p.method == "full" ? std::string("-")
                                    : p.budget > 0   ? std::to_string(p.budget)
                                                     : std::to_string(p.budgetRatio * 100) + "%";
@@ -117,6 +133,7 @@ int runCompare(const std::vector<std::string>& argv) {
         }
         std::fflush(stdout);
     }
+    if (saver) saver->report();
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
+#include "app/RunSaver.h"
 #include "engine/Error.h"
 #include "engine/MethodEvaluator.h"
 #include "engine/presses/Press.h"
@@ -51,16 +52,20 @@ int runRun(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
     valueFlags.insert({"--prompt", "--prompt-file", "-n"});
-    CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--help"});
+    valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
+    CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--save", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens run [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
             "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--json]\n"
+            "       [--save [--session NAME] [--store PATH]]\n"
             "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
-            "  prints both greedy continuations of N tokens (default 64) and the metrics\n",
+            "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
+            "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
+            "  (default 'default') of the store (see kvlens sessions --help)\n",
             stdout);
         return 0;
     }
@@ -72,9 +77,13 @@ int runRun(const std::vector<std::string>& argv) {
     params.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::string prompt = readPrompt(args);
+    const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
+    const auto prefillStart = std::chrono::steady_clock::now();
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
+    const double prefillSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
     params.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
     const auto t0 = std::chrono::steady_clock::now();
@@ -82,6 +91,11 @@ int runRun(const std::vector<std::string>& argv) {
     const RunMetrics m = evaluator.evaluate(
         selection, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     const Tokenizer& tok = *loaded.tokenizer;
+    if (saver) {
+        saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, prefillSeconds, *capture);
+        saver->save(params, selection, m, tok.decode(m.fullTokens), tok.decode(m.tokens));
+        saver->report();
+    }
 
     if (args.has("--json")) {
         nlohmann::json j = {{"model", modelOptions.model},

@@ -1,0 +1,171 @@
+#include "app/RunSaver.h"
+
+#include <cstdio>
+
+#include "app/CommandLine.h"
+#include "app/ModelOptions.h"
+#include "app/ProgressBar.h"
+#include "engine/Capture.h"
+#include "engine/DType.h"
+#include "engine/Error.h"
+#include "engine/RunMetrics.h"
+#include "engine/Selection.h"
+#include "engine/analysis/AttentionStats.h"
+#include "sessions/ModelFile.h"
+#include "sessions/SessionStore.h"
+
+#ifndef KVLENS_VERSION
+#define KVLENS_VERSION "unknown"
+#endif
+
+namespace kvlens {
+
+using sessions::SessionStore;
+
+
+struct RunSaver::State {
+    std::unique_ptr<SessionStore> store;
+    sessions::SessionInfo session;
+    int64_t promptId = 0;
+    int64_t newTokens = 0;
+    std::string device, dtype;
+    int64_t threads = 0;
+    double prefillSeconds = 0;
+    std::vector<sessions::LayerStatistic> layerStats;
+    std::vector<int64_t> saved;
+};
+
+RunSaver::RunSaver(std::unique_ptr<State> state) : state_(std::move(state)) {}
+RunSaver::~RunSaver() = default;
+
+const std::set<std::string>& RunSaver::valueFlags() {
+    static const std::set<std::string> f = {"--session", "--store"};
+    return f;
+}
+
+std::string RunSaver::storePath(const CommandLine& args) {
+    if (args.has("--store")) {
+        const std::string path = args.get("--store");
+        if (path.empty()) throw Error("--store: the path is empty");
+        return path;
+    }
+    return SessionStore::defaultPath();
+}
+
+std::unique_ptr<RunSaver> RunSaver::fromCommandLine(const CommandLine& args) {
+    if (!args.has("--save")) {
+        for (const char* flag : {"--session", "--store"}) {
+            if (args.has(flag))
+                throw Error(std::string(flag) + " goes with --save (kvlens " + args.command() +
+                            " ... --save)");
+        }
+        return nullptr;
+    }
+    auto state = std::make_unique<State>();
+    state->store = std::make_unique<SessionStore>(RunSaver::storePath(args), SessionStore::Access::ReadWrite);
+    const std::string name = args.get("--session", "default");
+    if (args.has("--session") && name.empty()) throw Error("--session: the name is empty");
+    state->session = state->store->openSession(name);
+    return std::unique_ptr<RunSaver>(new RunSaver(std::move(state)));
+}
+
+void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
+                     const std::string& prompt, bool addBos, int64_t newTokens,
+                     double prefillSeconds, const Capture& capture) {
+    State& s = *state_;
+    const ModelConfig& c = loaded.model->config();
+    sessions::ModelRecord m;
+    m.spec = options.model;
+    m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
+    m.architecture = c.architecture;
+    m.name = c.name;
+    m.layers = c.nLayers;
+    m.heads = c.nHeads;
+    m.kvHeads = c.nKvHeads;
+    m.headDim = c.headDim;
+    m.embedDim = c.embedDim;
+    m.ffnDim = c.ffnDim;
+    m.vocabSize = c.vocabSize;
+    m.contextLength = c.contextLength;
+    m.ropeTheta = c.ropeTheta;
+    if (m.isFile) {
+        m.path = sessions::ModelFile::absolutePath(loaded.spec.path);
+        const auto st = sessions::ModelFile::stat(m.path);
+        m.sizeBytes = st.sizeBytes;
+        m.mtimeNs = st.mtimeNs;
+        if (auto known = s.store->knownSha256(m.path, m.sizeBytes, m.mtimeNs)) {
+            m.sha256 = *known;
+        } else {
+            ProgressBar bar("hashing " + m.path);
+            m.sha256 =
+                sessions::ModelFile::sha256(m.path, [&](double f) { bar.update(f, "SHA-256"); });
+            bar.finish();
+        }
+    }
+    sessions::PromptRecord p;
+    p.sessionId = s.session.id;
+    p.modelId = s.store->saveModel(m);
+    p.text = prompt;
+    p.addBos = addBos && loaded.tokenizer->addBosByDefault();
+    p.tokenIds = loaded.tokenizer->encode(prompt, p.addBos);
+    s.promptId = s.store->savePrompt(p);
+    s.newTokens = newTokens;
+    s.device = options.device.str();
+    s.dtype = dtypeName(options.dtype);
+    s.threads = options.threads;
+    s.prefillSeconds = prefillSeconds;
+    // The prompt's attention statistics: each layer's mean (head -1) and every query head.
+    ProgressBar bar("attention statistics");
+    const std::vector<LayerAttentionSummary> stats =
+        AttentionStats::fromCapture(capture, [&](double f, const std::string& w) { bar.update(f, w); });
+    bar.finish();
+    s.layerStats.clear();
+    for (size_t l = 0; l < stats.size(); ++l) {
+        auto add = [&](int32_t head, const HeadAttentionSummary& h) {
+            const int32_t layer = int32_t(l);
+            s.layerStats.push_back({"entropy", layer, head, h.entropy});
+            s.layerStats.push_back({"effective_positions", layer, head, h.effectivePositions});
+            s.layerStats.push_back({"positions_90pct", layer, head, h.positions90});
+            s.layerStats.push_back({"sink_mass", layer, head, h.sinkMass});
+            s.layerStats.push_back({"local_mass", layer, head, h.localMass});
+        };
+        add(-1, stats[l].mean);
+        for (size_t h = 0; h < stats[l].heads.size(); ++h) add(int32_t(h), stats[l].heads[h]);
+    }
+}
+
+int64_t RunSaver::save(const PressParams& params, const Selection& selection,
+                       const RunMetrics& metrics, const std::string& fullText,
+                       const std::string& text) {
+    State& s = *state_;
+    if (s.promptId == 0) throw std::logic_error("RunSaver::save before begin");
+    sessions::RunRecord r;
+    r.sessionId = s.session.id;
+    r.promptId = s.promptId;
+    r.params = params;
+    r.newTokens = s.newTokens;
+    r.engineVersion = KVLENS_VERSION;
+    r.device = s.device;
+    r.dtype = s.dtype;
+    r.threads = s.threads;
+    r.prefillSeconds = s.prefillSeconds;
+    r.selection = selection;
+    r.metrics = metrics;
+    r.layerStats = s.layerStats;
+    r.fullText = fullText;
+    r.text = text;
+    const int64_t id = s.store->saveRun(r);
+    s.saved.push_back(id);
+    return id;
+}
+
+void RunSaver::report() const {
+    const State& s = *state_;
+    std::string ids;
+    for (size_t i = 0; i < s.saved.size(); ++i) ids += (i ? "," : "") + std::to_string(s.saved[i]);
+    std::fprintf(stderr, "kvlens: saved %zu run%s (id %s) to session '%s' in %s\n", s.saved.size(),
+                 s.saved.size() == 1 ? "" : "s", ids.c_str(), s.session.name.c_str(),
+                 s.store->path().c_str());
+}
+
+}  // namespace kvlens

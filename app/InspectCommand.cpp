@@ -2,6 +2,7 @@
 // why: the attention funnel, the kept positions, full attention maps of chosen
 // heads, hit rates and overlaps of every method at the same budget, and the KV
 // memory per layer, written as SVG/PNG with a CSV beside each chart.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -48,6 +49,8 @@ std::vector<std::pair<int64_t, int64_t>> parseHeads(const std::string& text) {
         heads.push_back({layer, head});
     }
     if (heads.empty()) throw Error("--heads is empty (give LAYER:HEAD pairs, e.g. 0:0,11:3)");
+    std::sort(heads.begin(), heads.end());
+    heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
     return heads;
 }
 
@@ -85,8 +88,10 @@ int runInspect(const std::vector<std::string>& argv) {
         return 0;
     }
     if (!args.has("--out")) throw Error("--out DIR is required (the folder for the pictures)");
-    if (!args.has("--budget") && args.get("--method", "snapkv") != "full") {
-        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%)");
+    // Even for full: the other methods are compared at this budget.
+    if (!args.has("--budget")) {
+        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%; every method is "
+                    "compared at it)");
     }
     PressParams params = PressOptions::fromCommandLine(args);
     params.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);

@@ -20,7 +20,9 @@ namespace kvlens {
 namespace {
 
 constexpr int kSelectionWidth = 1400;
-constexpr int kSelectionPlotWidth = 1150;  // about what the figure leaves after axes and colour bar
+// Less than the plot area the figure leaves after row labels, layer names and
+// legend (~1120 px), so that "exact" really is one pixel or more per position.
+constexpr int kSelectionPlotWidth = 1000;
 
 std::vector<double> layerAxis(int64_t layers) {
     std::vector<double> x;
@@ -60,6 +62,19 @@ std::vector<float> keptMatrix(const Selection& s, int64_t l) {
     for (int64_t h = 0; h < heads; ++h)
         for (int32_t p : s.kept[l][h]) m[h * T + p] = 1.0f;
     return m;
+}
+
+// The kept positions of layers [first, last] as a compact table: one row per head.
+viz::CsvTable keptTable(const Selection& s, int64_t first, int64_t last) {
+    viz::CsvTable table({"layer", s.gqa == GqaMode::KvHead ? "kv_head" : "query_head", "kept", "positions"});
+    for (int64_t l = first; l <= last; ++l) {
+        for (int64_t h = 0; h < s.headsPerLayer(); ++h) {
+            std::string list;
+            for (int32_t pos : s.kept[l][h]) list += (list.empty() ? "" : " ") + std::to_string(pos);
+            table.addRow({std::to_string(l), std::to_string(h), std::to_string(s.kept[l][h].size()), list});
+        }
+    }
+    return table;
 }
 
 // The same as codes: 0 not kept, 1 kept, 2 kept in the observation window.
@@ -169,7 +184,8 @@ std::vector<std::string> InspectFigures::writeSelection() const {
                        "%)");
         addLayer(fig, l, "L" + std::to_string(l));
         const std::string png = path("selection_L" + std::to_string(l) + ".png");
-        fig.write(png);
+        fig.writePng(png);
+        keptTable(sel, l, l).write(viz::csvPathBeside(png));
         written.push_back(png);
         written.push_back(viz::csvPathBeside(png));
     }
@@ -182,15 +198,7 @@ std::vector<std::string> InspectFigures::writeSelection() const {
     for (int64_t l = 0; l < d.layers; ++l) addLayer(overview, l, "L" + std::to_string(l));
     const std::string png = path("selection_overview.png");
     overview.writePng(png);
-    viz::CsvTable table({"layer", sel.gqa == GqaMode::KvHead ? "kv_head" : "query_head", "kept", "positions"});
-    for (int64_t l = 0; l < d.layers; ++l) {
-        for (int64_t h = 0; h < heads; ++h) {
-            std::string list;
-            for (int32_t pos : sel.kept[l][h]) list += (list.empty() ? "" : " ") + std::to_string(pos);
-            table.addRow({std::to_string(l), std::to_string(h), std::to_string(sel.kept[l][h].size()), list});
-        }
-    }
-    table.write(viz::csvPathBeside(png));
+    keptTable(sel, 0, d.layers - 1).write(viz::csvPathBeside(png));
     written.push_back(png);
     written.push_back(viz::csvPathBeside(png));
     return written;

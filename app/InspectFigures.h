@@ -4,9 +4,11 @@
 //                     90% of the attention, the method's budget; sink and local mass
 //                     (layer means; funnel_heads.csv has every head's figures)
 //   selection_L<l>.png heads x prompt positions of layer l, kept positions marked;
-//   selection_overview.png all layers stacked; selection.csv the kept positions
+//                     selection_overview.png all layers stacked; their CSVs list each
+//                     head's kept positions
 //   attention_L<l>_H<h>.png the full attention map of one head (log colour scale,
-//                     tile max when zoomed out); its CSV holds the tiles drawn
+//                     tile max when zoomed out); its CSV holds the tiles of the
+//                     level drawn, or a coarser one of at most 65536 tiles
 //   hitrate.svg       per layer, the hit rate of every method at the budget
 //   overlap.svg       per layer, Jaccard overlap of each method with the chosen one
 //   memory.svg        per layer, full vs kept KV bytes

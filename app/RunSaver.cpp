@@ -25,6 +25,7 @@ using sessions::SessionStore;
 
 struct RunSaver::State {
     std::unique_ptr<SessionStore> store;
+    std::string sessionName;
     sessions::SessionInfo session;
     int64_t promptId = 0;
     int64_t newTokens = 0;
@@ -65,7 +66,9 @@ std::unique_ptr<RunSaver> RunSaver::fromCommandLine(const CommandLine& args) {
     state->store = std::make_unique<SessionStore>(RunSaver::storePath(args), SessionStore::Access::ReadWrite);
     const std::string name = args.get("--session", "default");
     if (args.has("--session") && name.empty()) throw Error("--session: the name is empty");
-    state->session = state->store->openSession(name);
+    // The session is made when the first run is saved, so a run that fails
+    // before (a bad prompt, a model that does not load) leaves no empty one.
+    state->sessionName = name;
     return std::unique_ptr<RunSaver>(new RunSaver(std::move(state)));
 }
 
@@ -73,6 +76,7 @@ void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
                      const std::string& prompt, bool addBos, int64_t newTokens,
                      double prefillSeconds, const Capture& capture) {
     State& s = *state_;
+    s.session = s.store->openSession(s.sessionName);
     const ModelConfig& c = loaded.model->config();
     sessions::ModelRecord m;
     m.spec = options.model;
@@ -107,7 +111,7 @@ void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
     p.modelId = s.store->saveModel(m);
     p.text = prompt;
     p.addBos = addBos && loaded.tokenizer->addBosByDefault();
-    p.tokenIds = loaded.tokenizer->encode(prompt, p.addBos);
+    p.tokenIds = capture.prompt();  // what was prefilled
     s.promptId = s.store->savePrompt(p);
     s.newTokens = newTokens;
     s.device = options.device.str();

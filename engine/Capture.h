@@ -61,7 +61,10 @@ public:
     const at::Tensor& windowQueries(int64_t layer) const { return windowQueries_[layer]; }
     // Queries of all prompt positions for one (layer, query head), [T, D] fp32,
     // when the prefill was asked to keep them; throws kvlens::Error otherwise.
-    bool hasQueries(int64_t layer, int64_t head) const { return fullQueries_.count({layer, head}) > 0; }
+    bool hasQueries(int64_t layer, int64_t head) const {
+        auto it = fullQueries_.find({layer, head});
+        return it != fullQueries_.end() && it->second.defined();
+    }
     const at::Tensor& queries(int64_t layer, int64_t head) const;
 
     bool hasH2oScores() const { return !h2oScores_.empty(); }

@@ -27,7 +27,9 @@ Span spanOf(double a, double b, int64_t tile, int64_t count, int64_t cells) {
     for (int64_t i = s.first; i <= s.last; ++i) {
         double lo = std::max(a, static_cast<double>(i * tile));
         double hi = std::min(b, static_cast<double>(std::min((i + 1) * tile, cells)));
-        s.weight.push_back(std::max(0.0, hi - lo));
+        // Pixel edges come from floating point: an overlap of ~1e-16 is a rounding
+        // error, not a neighbouring cell (with Max it would bleed a peak over).
+        s.weight.push_back(hi - lo > 1e-9 ? hi - lo : 0.0);
     }
     return s;
 }

@@ -52,6 +52,7 @@ HeadAttentionSummary AttentionStats::ofRows(const float* probs, int64_t rows, in
     HeadAttentionSummary s;
     if (rows <= 0) return s;
     std::vector<float> row;
+    int64_t used = 0;
     for (int64_t r = 0; r < rows; ++r) {
         const float* p = probs + r * cols;
         const int64_t seen = std::min(cols, firstQueryPosition + r + 1);
@@ -66,15 +67,17 @@ HeadAttentionSummary AttentionStats::ofRows(const float* probs, int64_t rows, in
             if (j >= seen - kLocalPositions) local += x;
         }
         row.assign(p, p + seen);
+        ++used;
         s.entropy += entropy;
         s.sinkMass += sink;
         s.localMass += local;
         s.positions90 += double(fewestReaching(row, kMassShare * total));
     }
-    s.entropy /= double(rows);
-    s.sinkMass /= double(rows);
-    s.localMass /= double(rows);
-    s.positions90 /= double(rows);
+    if (used == 0) return s;  // no row with any attention: nothing to average
+    s.entropy /= double(used);
+    s.sinkMass /= double(used);
+    s.localMass /= double(used);
+    s.positions90 /= double(used);
     s.effectivePositions = std::exp(s.entropy);
     return s;
 }

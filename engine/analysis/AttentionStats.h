@@ -21,7 +21,8 @@ public:
 
     // Statistics of `rows` attention rows over `cols` keys (row-major), the
     // first row being the query at position `firstQueryPosition`; row r sees
-    // keys 0 .. firstQueryPosition + r. Rows are normalised to sum to 1.
+    // keys 0 .. firstQueryPosition + r. Rows are normalised to sum to 1; rows
+    // with no positive mass are left out of the means.
     static HeadAttentionSummary ofRows(const float* probs, int64_t rows, int64_t cols,
                                        int64_t firstQueryPosition);
 

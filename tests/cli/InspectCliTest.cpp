@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "cli/CliHarness.h"
 
@@ -43,14 +44,31 @@ bool xmllintAccepts(const std::string& path) {
 }
 
 // Runs inspect into a fresh folder and checks every file it must write.
-void checkInspect(const std::string& model, int words, int layers, const std::string& heads,
-                  const std::vector<std::string>& maps) {
+void checkInspect(const std::string& model, int words, int layers, int kvHeads, int headDim,
+                  const std::string& heads, const std::vector<std::string>& maps) {
     const std::string dir = testOutputPath("inspect_" + std::to_string(::getpid()) + "_" + std::to_string(layers));
     fs::remove_all(dir);
     const CliResult r = runKvlens("inspect --model " + model + " --prompt-file " + promptFile(words) +
-                                  " --method pyramidkv --budget 64 -n 8 --out " + dir + heads);
+                                  " --method pyramidkv --budget 64 -n 8 --dtype f32 --out " + dir + heads);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("wrote"), std::string::npos) << r.out;
+    // The figures hold the data: the full cache's bytes per layer in memory.csv
+    // are K+V of the prompt in f32 (KB for these small models).
+    const size_t at = r.out.find("-token prompt");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const long T = std::stol(r.out.substr(r.out.rfind(' ', at) + 1));
+    std::istringstream memory(kvlens::test::slurp(dir + "/memory.csv"));
+    std::string line;
+    std::getline(memory, line);
+    EXPECT_EQ(line, "panel,series,layer,value,unit");
+    int fullRows = 0;
+    while (std::getline(memory, line)) {
+        if (line.find(",full cache,") == std::string::npos) continue;
+        ++fullRows;
+        const double kb = std::stod(line.substr(line.rfind(',', line.size() - 4) + 1));
+        EXPECT_NEAR(kb, 2.0 * kvHeads * T * headDim * 4 / 1e3, 1e-6) << line;
+    }
+    EXPECT_EQ(fullRows, layers);
     ASSERT_EQ(std::system("command -v xmllint >/dev/null"), 0) << "xmllint is missing: run scripts/setup";
     for (const std::string svg : {"funnel.svg", "hitrate.svg", "overlap.svg", "memory.svg"}) {
         const std::string path = dir + "/" + svg;
@@ -88,12 +106,12 @@ void checkInspect(const std::string& model, int words, int layers, const std::st
 }
 
 TEST(InspectCli, WritesEveryPictureOnARandomModel) {
-    checkInspect("random:tiny", 60, 4, " --heads 1:3,3:7", {"L1_H3", "L3_H7"});
+    checkInspect("random:tiny", 60, 4, 4, 32, " --heads 1:3,3:7,1:3", {"L1_H3", "L3_H7"});  // 1:3 once
 }
 
 TEST(InspectCli, WritesEveryPictureOnStories260K) {
     if (!fs::exists(kStories)) GTEST_SKIP() << "needs " << kStories;
-    checkInspect(kStories, 262, 5, "", {"L0_H0", "L2_H0", "L4_H0"});  // default heads: first, middle, last layer
+    checkInspect(kStories, 262, 5, 4, 8, "", {"L0_H0", "L2_H0", "L4_H0"});  // default heads: first, middle, last layer
 }
 
 TEST(InspectCli, BadFlagsGiveOneLine) {
@@ -111,6 +129,8 @@ TEST(InspectCli, BadFlagsGiveOneLine) {
                        {"head 4:0 does not exist: the model has layers 0-3 and query heads 0-7"});
     expectOneLineError(runKvlens(base + " --out " + dir + " --hit-k 100000"), {"--hit-k 100000", "prompt's"});
     expectOneLineError(runKvlens("inspect --model random:tiny" + prompt + " --out " + dir), {"--budget is required"});
+    expectOneLineError(runKvlens("inspect --model random:tiny" + prompt + " --method full --out " + dir),
+                       {"--budget is required", "every method is compared at it"});
 }
 
 TEST(InspectCli, UnwritableFolderIsOneLine) {
@@ -127,7 +147,7 @@ TEST(InspectCli, UnwritableFolderIsOneLine) {
     fs::create_directories(dir);
     fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                              fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
-    const CliResult r = runKvlens("inspect --model random:tiny --prompt abcdef --method full --out " + dir, asUser);
+    const CliResult r = runKvlens("inspect --model random:tiny --prompt abcdef --method full --budget 4 --out " + dir, asUser);
     fs::permissions(dir, fs::perms::owner_all);
     expectOneLineError(r, {"--out " + dir, "not writable"});
 }

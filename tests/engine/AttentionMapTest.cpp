@@ -95,6 +95,23 @@ TEST_F(AttentionMapTest, PyramidMatchesBruteForceReductionAtEveryLevel) {
     EXPECT_EQ(pyr.levels().back().tileCols, 1);
 }
 
+TEST_F(AttentionMapTest, ColumnSumsEqualThePrefillsOwnAttention) {
+    // An independent path: the model's blocked prefill attention summed each
+    // key's attention over all queries (H2O's scores). The map's columns must
+    // add up to the same, which checks its GQA mapping, scale and mask.
+    for (const auto& [layer, head] : {std::pair<int64_t, int64_t>{1, 5}, {0, 0}}) {
+        std::vector<double> sums(kT, 0.0);
+        AttentionMap::streamRows(*capture_, layer, head, 50, [&](int64_t, int64_t n, const float* p) {
+            for (int64_t r = 0; r < n; ++r)
+                for (int64_t c = 0; c < kT; ++c) sums[c] += p[r * kT + c];
+        });
+        const at::Tensor h2o = capture_->h2oScores(layer)[head];
+        for (int64_t c = 0; c < kT; ++c) {
+            ASSERT_NEAR(sums[c], h2o[c].item<double>(), 1e-4 * std::max(1.0, sums[c])) << "layer " << layer << " key " << c;
+        }
+    }
+}
+
 TEST_F(AttentionMapTest, RegionIsExactAndRowsSumToOne) {
     const auto exact = bruteForce(0, 0);
     const std::vector<float> region = AttentionMap::region(*capture_, 0, 0, 50, 80, 10, 120);

@@ -20,9 +20,6 @@ namespace kvlens {
 namespace {
 
 constexpr int kSelectionWidth = 1400;
-// Less than the plot area the figure leaves after row labels, layer names and
-// legend (~1120 px), so that "exact" really is one pixel or more per position.
-constexpr int kSelectionPlotWidth = 1000;
 
 std::vector<double> layerAxis(int64_t layers) {
     std::vector<double> x;
@@ -150,10 +147,25 @@ std::vector<std::string> InspectFigures::writeSelection() const {
     const int64_t windowStart = p.usesWindow() ? T - p.window : T;
     // One pixel or more per position: exact categories. Fewer: each pixel shows
     // the share of its positions kept (a "highest wins" colour would overstate it).
-    const bool exact = T <= kSelectionPlotWidth;
-    const double perPixel = double(T) / kSelectionPlotWidth;
+    // Probe figures with the real labels tell how wide the plot area is.
+    auto plotWidth = [&](bool categories) {
+        viz::HeatmapFigure probe(kSelectionWidth, 400);
+        if (categories) {
+            probe.setLegend(viz::CategoricalPalette::selection());
+            probe.addCategoryPanel(std::vector<uint8_t>(heads * T, 0), heads, T, "L" + std::to_string(d.layers - 1),
+                                   headLabels(sel));
+        } else {
+            probe.setColorBar(viz::Colormap::viridis(), viz::Scale::linear(0, 1), "share of positions kept", "");
+            probe.addMatrixPanel(std::vector<float>(heads * T, 0.0f), heads, T, viz::Reduction::Mean,
+                                 "L" + std::to_string(d.layers - 1), headLabels(sel));
+        }
+        probe.setYAxis(sel.gqa == GqaMode::KvHead ? "KV head" : "query head", "");
+        return probe.plotWidth();
+    };
+    const bool exact = T <= plotWidth(true);
     const std::string how = exact ? "each column one prompt position"
-                                  : "each pixel column ~" + fmt("%.1f", perPixel) + " positions, coloured by the share kept";
+                                  : "each pixel column ~" + fmt("%.1f", double(T) / plotWidth(false)) +
+                                        " positions, coloured by the share kept";
     const std::string window = p.usesWindow() ? "; positions " + std::to_string(windowStart) + "-" +
                                                     std::to_string(T - 1) + " are the observation window"
                                               : "";
@@ -220,8 +232,8 @@ std::vector<std::string> InspectFigures::writeAttention() const {
         viz::HeatmapFigure fig(1000, 940);
         fig.setTitle("Attention of layer " + std::to_string(m.layer) + ", query head " + std::to_string(m.head) +
                          " (KV head " + std::to_string(m.head / group) + ") over the whole prompt",
-                     d.context() + " | each pixel: the largest weight among its cells | log colour scale, shared "
-                                   "by this run's maps | upper triangle: future keys, masked");
+                     d.context() + " | pixel = max of its cells | log scale shared by this run's maps | "
+                                   "above the diagonal: future keys");
         fig.setXAxis("key position", "token");
         fig.setYAxis("query position", "token");
         fig.setColorBar(viz::Colormap::magma(), scale, "attention weight", "");

@@ -61,6 +61,10 @@ public:
     int width() const { return width_; }
     int height() const { return height_; }
     size_t panelCount() const { return panels_.size(); }
+    // Pixels across the panels' plot area with the current panels, labels, colour bar
+    // and legend (so callers can tell how many cells a pixel column will cover).
+    // Throws kvlens::Error as render() does.
+    int plotWidth() const { return layout().plotW; }
 
     // Throws kvlens::Error when there are no panels, when panels differ in column count, or
     // when the size leaves no room for the panels.

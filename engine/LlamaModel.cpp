@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/Error.h"
+#include "engine/HeapTuning.h"
 #include "kernels/CausalAttention.h"
 #include "kernels/Linear.h"
 #include "kernels/RmsNorm.h"
@@ -87,6 +88,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
 at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits,
                                const ProgressFn& progress, ForwardObserver* observer) {
     const int64_t p0 = cache.length();
+    if (static_cast<int64_t>(tokens.size()) >= kLongPrefill) limitHeapFragmentation();
     return run(tokens, p0, allLogits, progress,
                [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
                    if (observer) observer->onQueries(l, q, p0);

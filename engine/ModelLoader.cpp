@@ -7,7 +7,6 @@
 #include "engine/ByteTokenizer.h"
 #include "engine/Error.h"
 #include "engine/GgufFile.h"
-#include "engine/HeapTuning.h"
 #include "engine/LlamaTokenizer.h"
 
 namespace kvlens {
@@ -56,7 +55,6 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& specText) {
 
 LoadedModel loadModel(const std::string& specText, c10::Device device, c10::ScalarType dtype,
                       const ProgressFn& progress) {
-    limitHeapFragmentation();
     LoadedModel loaded;
     loaded.spec = ModelSpec::parse(specText);
     if (loaded.spec.kind == ModelSpec::Kind::Random) {

@@ -48,7 +48,8 @@ int runCompare(const std::vector<std::string>& argv) {
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
             "  one prefill, then every (method, budget); a table (or CSV) of KV MB, ratio,\n"
-            "  tokens agreed before the first divergence, overall agreement, mean KL, top-1\n"
+            "  tokens agreed before the first divergence, overall agreement, mean KL, top-1,\n"
+            "  hit rate (share of each query head's top-16 attended prompt positions kept)\n"
             "  --save: keep every run, as it finishes, in session NAME (default 'default')\n",
             stdout);
         return 0;
@@ -98,12 +99,12 @@ int runCompare(const std::vector<std::string>& argv) {
 
     const bool csv = args.has("--csv");
     if (csv) {
-        std::printf("method,budget,params,kv_bytes,kv_mb,ratio,agreed_prefix,token_agreement,mean_kl,top1_agreement,select_ms\n");
+        std::printf("method,budget,params,kv_bytes,kv_mb,ratio,agreed_prefix,token_agreement,mean_kl,top1_agreement,select_ms,hit_rate\n");
     } else {
         std::printf("prompt %lld tokens, %lld new tokens per run, %s\n\n", (long long)capture->promptLength(),
                     (long long)n, modelOptions.model.c_str());
-        std::printf("%-13s %7s %4s %10s %7s %10s %9s %10s %7s\n", "method", "budget", "W", "KV MB",
-                    "ratio", "agreed@div", "agreement", "mean KL", "top-1");
+        std::printf("%-13s %7s %4s %10s %7s %10s %9s %10s %7s %6s\n", "method", "budget", "W", "KV MB",
+                    "ratio", "agreed@div", "agreement", "mean KL", "top-1", "hit");
     }
     for (size_t i = 0; i < runs.size(); ++i) {
         const PressParams& p = runs[i];
@@ -121,15 +122,16 @@ int runCompare(const std::vector<std::string>& argv) {
                                    : p.budget > 0   ? std::to_string(p.budget)
                                                     : std::to_string(p.budgetRatio * 100) + "%";
         if (csv) {
-            std::printf("%s,%s,\"%s\",%lld,%.6f,%.6f,%lld,%.6f,%.8g,%.6f,%.3f\n", p.method.c_str(),
+            std::printf("%s,%s,\"%s\",%lld,%.6f,%.6f,%lld,%.6f,%.8g,%.6f,%.3f,%.6f\n", p.method.c_str(),
                         budget.c_str(), p.describe().c_str(), (long long)m.bytes, double(m.bytes) / 1e6,
                         m.ratio, (long long)m.agreedPrefix, m.tokenAgreement, m.meanKl,
-                        m.top1Agreement, m.selectSeconds * 1e3);
+                        m.top1Agreement, m.selectSeconds * 1e3, m.hitRate);
         } else {
             const std::string window = p.usesWindow() ? std::to_string(p.window) : "-";
-            std::printf("%-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%%\n", p.method.c_str(),
-                        budget.c_str(), window.c_str(), double(m.bytes) / 1e6, 100.0 * m.ratio, (long long)m.agreedPrefix,
-                        (long long)n, 100.0 * m.tokenAgreement, m.meanKl, 100.0 * m.top1Agreement);
+            std::printf("%-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%% %5.1f%%\n",
+                        p.method.c_str(), budget.c_str(), window.c_str(), double(m.bytes) / 1e6, 100.0 * m.ratio,
+                        (long long)m.agreedPrefix, (long long)n, 100.0 * m.tokenAgreement, m.meanKl,
+                        100.0 * m.top1Agreement, 100.0 * m.hitRate);
         }
         std::fflush(stdout);
     }

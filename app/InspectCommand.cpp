@@ -110,12 +110,15 @@ int runInspect(const std::vector<std::string>& argv) {
             if (heads.empty() || heads.back().first != l) heads.push_back({l, 0});
         }
     }
+    // Settings that depend on the prompt's length fail before its prefill.
+    const int64_t promptTokens = static_cast<int64_t>(
+        loaded.tokenizer->encode(prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault()).size());
+    if (hitK > promptTokens) {
+        throw Error("--hit-k " + std::to_string(hitK) + " must be between 1 and the prompt's " +
+                    std::to_string(promptTokens) + " tokens");
+    }
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, heads);
     params.validate(capture->promptLength(), capture->windowCapacity());
-    if (hitK > capture->promptLength()) {
-        throw Error("--hit-k " + std::to_string(hitK) + " must be between 1 and the prompt's " +
-                    std::to_string(capture->promptLength()) + " tokens");
-    }
 
     InspectData data;
     data.model = modelOptions.model;

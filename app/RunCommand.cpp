@@ -43,6 +43,9 @@ static nlohmann::json runMetricsJson(const RunMetrics& m) {
             {"kv_ratio", m.ratio},
             {"kv_bytes_per_layer", m.bytesPerLayer},
             {"kv_bytes_per_head", m.bytesPerHead},
+            {"hit_rate", m.hitRate},
+            {"hit_rate_per_layer", m.hitRatePerLayer},
+            {"hit_k", m.hitK},
             {"select_ms", m.selectSeconds * 1e3},
             {"gather_ms", m.gatherSeconds * 1e3},
             {"decode_s", m.decodeSeconds}};
@@ -120,6 +123,8 @@ int runRun(const std::vector<std::string>& argv) {
                 (long long)m.agreedPrefix, (long long)n, 100.0 * m.tokenAgreement);
     std::printf("next token mean KL %.4g nats, top-1 agreement %.1f%% (teacher-forced, %lld steps)\n",
                 m.meanKl, 100.0 * m.top1Agreement, (long long)n);
+    std::printf("hit rate   %.1f%% of each query head's top-%lld attended prompt positions kept (%lld steps)\n",
+                100.0 * m.hitRate, (long long)m.hitK, (long long)m.hitSteps);
     std::printf("timing     select %.1f ms, gather %.1f ms, decode %.2f s\n", m.selectSeconds * 1e3,
                 m.gatherSeconds * 1e3, m.decodeSeconds);
     std::printf("\n--- full cache\n%s\n\n--- %s\n%s\n", tok.decode(m.fullTokens).c_str(),

@@ -190,6 +190,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                                  {"token_agreement", real(r.tokenAgreement)},
                                  {"mean_kl", real(r.meanKl)},
                                  {"top1_agreement", real(r.top1Agreement)},
+                                 {"hit_rate", real(r.hitRate)},
                                  {"created_ms", r.createdMs}});
         }
         std::printf("%s\n",
@@ -215,17 +216,17 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
         std::printf("\nno runs\n");
         return 0;
     }
-    std::printf("\n%5s %6s %-13s %7s %4s %10s %7s %10s %9s %10s %7s  %s\n", "run", "prompt",
+    std::printf("\n%5s %6s %-13s %7s %4s %10s %7s %10s %9s %10s %7s %6s  %s\n", "run", "prompt",
                 "method", "budget", "W", "KV MB", "ratio", "agreed@div", "agreement", "mean KL",
-                "top-1", "saved");
+                "top-1", "hit", "saved");
     for (const auto& r : runs) {
         const std::string window = r.params.usesWindow() ? std::to_string(r.params.window) : "-";
         std::printf(
-            "%5lld %6lld %-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%%  %s%s\n",
+            "%5lld %6lld %-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%% %5.1f%%  %s%s\n",
             (long long)r.id, (long long)r.promptId, r.params.method.c_str(),
             budgetText(r.params).c_str(), window.c_str(), double(r.bytes) / 1e6, 100.0 * r.ratio,
             (long long)r.agreedPrefix, (long long)r.newTokens, 100.0 * r.tokenAgreement, r.meanKl,
-            100.0 * r.top1Agreement, formatTime(r.createdMs).c_str(),
+            100.0 * r.top1Agreement, 100.0 * r.hitRate, formatTime(r.createdMs).c_str(),
             r.status == "complete" ? "" : ("  " + r.status).c_str());
     }
     return 0;

@@ -46,10 +46,11 @@ MethodEvaluator::MethodEvaluator(LlamaModel& model, std::shared_ptr<const Captur
     // everything (bit-identical to the plain cache).
     CompressedCache cache(*capture_, fullSelection(*capture_), n_);
     fullBytes_ = cache.bytes();
+    hitRate_ = std::make_unique<HitRate>(capture_, n_, std::min(kHitK, capture_->promptLength()));
     int32_t token = greedyToken(capture_->lastLogits());
     for (int64_t i = 0; i < n_; ++i) {
         fullTokens_.push_back(token);
-        at::Tensor logits = model_.decode(token, cache);
+        at::Tensor logits = model_.decode(token, cache, hitRate_->stepObserver(i));
         fullLogits_.push_back(logits);
         token = greedyToken(logits);
     }
@@ -72,6 +73,11 @@ RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSe
     m.gatherSeconds = now() - t0;
     m.bytes = forced.bytes();
     m.ratio = double(m.bytes) / double(m.fullBytes);
+    const HitRate::Result hit = hitRate_->of(selection, selection.params.window);
+    m.hitRate = hit.mean;
+    m.hitRatePerLayer = hit.perLayer;
+    m.hitK = hitRate_->k();
+    m.hitSteps = hitRate_->steps();
     for (int64_t l = 0; l < forced.layers(); ++l) {
         m.bytesPerLayer.push_back(forced.bytes(l));
         std::vector<int64_t> perHead;

@@ -1,6 +1,7 @@
 // Scores compression runs against FullKV on one captured prompt: the full-cache
-// greedy continuation and its per-step logits are computed once, then each
-// selection is gathered, decoded greedily and teacher-forced, and measured.
+// greedy continuation and its per-step logits are computed once (recording each
+// step's most-attended prompt positions for the hit rate), then each selection
+// is gathered, decoded greedily and teacher-forced, and measured.
 #pragma once
 
 #include <memory>
@@ -9,11 +10,15 @@
 #include "engine/LlamaModel.h"
 #include "engine/RunMetrics.h"
 #include "engine/Selection.h"
+#include "engine/analysis/HitRate.h"
 
 namespace kvlens {
 
 class MethodEvaluator {
 public:
+    // The hit rate counts each query head's top `hitK` prompt positions (at most
+    // the prompt length) at every step.
+    static constexpr int64_t kHitK = 16;
     MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t newTokens);
 
     // Selects with `params`, gathers, decodes and measures.
@@ -30,6 +35,7 @@ private:
     std::vector<int32_t> fullTokens_;    // y_1 .. y_n
     std::vector<at::Tensor> fullLogits_;  // after feeding y_i: fp32 [vocab], i = 1..n
     int64_t fullBytes_ = 0;
+    std::unique_ptr<HitRate> hitRate_;
 };
 
 }  // namespace kvlens

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace kvlens {
@@ -24,6 +25,12 @@ struct RunMetrics {
     std::vector<int64_t> bytesPerLayer;
     std::vector<std::vector<int64_t>> bytesPerHead;  // [layer][selection head]
     double ratio = 0.0;  // bytes / fullBytes
+    // The SnapKV paper's hit rate (engine/analysis/HitRate.h): the share of each
+    // query head's top-hitK attended prompt positions, over the hitSteps steps of
+    // the full-cache decode, that the selection kept. NaN: not measured.
+    double hitRate = std::numeric_limits<double>::quiet_NaN();  // mean over layers
+    std::vector<double> hitRatePerLayer;
+    int64_t hitK = 0, hitSteps = 0;
     double selectSeconds = 0.0, gatherSeconds = 0.0, decodeSeconds = 0.0;
 };
 

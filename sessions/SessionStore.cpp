@@ -589,8 +589,8 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         *db_,
         "INSERT INTO metrics (run_id, agreed_prefix, token_agreement, mean_kl, top1_agreement, "
         "full_bytes, bytes, ratio, select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, "
-        "bytes_per_head, full_token_ids, token_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, ?, ?, ?)",
+        "bytes_per_head, full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the metrics");
     metrics.bind(1, id).bind(2, m.agreedPrefix).bind(3, m.tokenAgreement).bind(4, m.meanKl);
     metrics.bind(5, m.top1Agreement).bind(6, m.fullBytes).bind(7, m.bytes).bind(8, m.ratio);
@@ -599,7 +599,8 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         .bindBlob(13, ArrayCodec::encode(m.bytesPerLayer));
     metrics.bindBlob(14, ArrayCodec::encodeRows(m.bytesPerHead))
         .bindBlob(15, ArrayCodec::encode(m.fullTokens));
-    metrics.bindBlob(16, ArrayCodec::encode(m.tokens)).run();
+    metrics.bindBlob(16, ArrayCodec::encode(m.tokens)).bind(17, m.hitRate);
+    metrics.bindBlob(18, ArrayCodec::encode(m.hitRatePerLayer)).bind(19, m.hitK).bind(20, m.hitSteps).run();
 
     Statement stat(
         *db_, "INSERT INTO layer_stats (run_id, name, layer, head, value) VALUES (?, ?, ?, ?, ?)",
@@ -702,7 +703,8 @@ RunRecord SessionStore::run(int64_t id) {
                     "SELECT agreed_prefix, token_agreement, mean_kl, top1_agreement, full_bytes, "
                     "bytes, ratio, "
                     "select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, bytes_per_head, "
-                    "full_token_ids, token_ids FROM metrics WHERE run_id = ?",
+                    "full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps "
+                    "FROM metrics WHERE run_id = ?",
                     "read the metrics of run " + std::to_string(id));
         s.bind(1, id);
         if (!s.step()) throw Error(what + ": the store is damaged (the run has no metrics)");
@@ -723,6 +725,10 @@ RunRecord SessionStore::run(int64_t id) {
         m.bytesPerHead = ArrayCodec::decodeRows(s.getBlob(12), what + " metrics.bytes_per_head");
         m.fullTokens = ArrayCodec::decodeInt32s(s.getBlob(13), what + " metrics.full_token_ids");
         m.tokens = ArrayCodec::decodeInt32s(s.getBlob(14), what + " metrics.token_ids");
+        m.hitRate = s.getDouble(15);
+        m.hitRatePerLayer = ArrayCodec::decodeDoubles(s.getBlob(16), what + " metrics.hit_rate_per_layer");
+        m.hitK = s.getInt(17);
+        m.hitSteps = s.getInt(18);
     }
     {
         Statement s(
@@ -745,7 +751,7 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
         std::string(
             "SELECT r.id, r.prompt_id, r.created_ms, r.new_tokens, r.status, p.token_count, "
             "m.bytes, m.full_bytes, m.ratio, m.token_agreement, m.mean_kl, m.top1_agreement, "
-            "m.agreed_prefix, ") +
+            "m.agreed_prefix, m.hit_rate, ") +
             "r.method, r.budget, r.budget_ratio, r.window_size, r.kernel, r.pooling, r.beta, "
             "r.alpha, "
             "r.gqa, r.schedule, r.sinks, r.seed FROM runs r JOIN prompts p ON p.id = r.prompt_id "
@@ -768,7 +774,8 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
         r.meanKl = s.getDouble(10);
         r.top1Agreement = s.getDouble(11);
         r.agreedPrefix = s.getInt(12);
-        r.params = readParams(s, 13, path_ + ": run " + std::to_string(r.id));
+        r.hitRate = s.getDouble(13);
+        r.params = readParams(s, 14, path_ + ": run " + std::to_string(r.id));
         out.push_back(r);
     }
     return out;

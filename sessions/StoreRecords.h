@@ -85,6 +85,7 @@ struct RunSummary {
     int64_t bytes = 0, fullBytes = 0;
     double ratio = 0.0, tokenAgreement = 0.0, meanKl = 0.0, top1Agreement = 0.0;
     int64_t agreedPrefix = 0;
+    double hitRate = 0.0;  // NaN: not measured
 };
 
 }  // namespace kvlens::sessions

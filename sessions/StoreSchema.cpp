@@ -115,7 +115,11 @@ CREATE TABLE metrics (
   bytes_per_layer BLOB NOT NULL,         -- int64
   bytes_per_head  BLOB NOT NULL,         -- ArrayCodec rows of int64
   full_token_ids  BLOB NOT NULL,         -- int32
-  token_ids       BLOB NOT NULL          -- int32
+  token_ids       BLOB NOT NULL,         -- int32
+  hit_rate        REAL,                  -- NULL: not measured
+  hit_rate_per_layer BLOB NOT NULL,      -- float64
+  hit_k           INTEGER NOT NULL,
+  hit_steps       INTEGER NOT NULL
 );
 CREATE TABLE layer_stats (               -- rowid keeps the order they were given in
   run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

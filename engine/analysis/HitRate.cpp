@@ -42,10 +42,8 @@ private:
 
 }  // namespace
 
-HitRate::HitRate(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t steps, int64_t k,
-                 const ProgressFn& progress)
+HitRate::HitRate(std::shared_ptr<const Capture> capture, int64_t steps, int64_t k)
     : capture_(std::move(capture)), steps_(steps), k_(k) {
-    c10::InferenceMode guard;
     const Capture& c = *capture_;
     layers_ = c.layers();
     heads_ = c.queryHeads();
@@ -55,21 +53,35 @@ HitRate::HitRate(LlamaModel& model, std::shared_ptr<const Capture> capture, int6
         throw Error("--hit-k " + std::to_string(k_) + " must be between 1 and the prompt's " +
                     std::to_string(c.promptLength()) + " tokens");
     }
+    top_.assign(steps_ * layers_ * heads_ * k_, 0);
+    observer_ = std::make_unique<TopPositionsObserver>(c, k_, top_);
+}
+
+HitRate::~HitRate() = default;
+
+ForwardObserver* HitRate::stepObserver(int64_t step) {
+    if (step < 0 || step >= steps_) throw Error("hit rate: step " + std::to_string(step) + " is out of range");
+    static_cast<TopPositionsObserver*>(observer_.get())->beginStep(step);
+    return observer_.get();
+}
+
+HitRate::HitRate(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t steps, int64_t k,
+                 const ProgressFn& progress)
+    : HitRate(std::move(capture), steps, k) {
+    c10::InferenceMode guard;
+    const Capture& c = *capture_;
     const int64_t room = model.config().contextLength - c.promptLength();
     if (steps_ > room) {
         throw Error("-n " + std::to_string(steps_) + " does not fit: the prompt leaves " + std::to_string(room) +
                     " tokens of the model's context");
     }
-    top_.assign(steps_ * layers_ * heads_ * k_, 0);
     PressParams full;
     full.method = "full";
     CompressedCache cache(c, Press::create("full")->select(c, full), steps_);
-    TopPositionsObserver observer(c, k_, top_);
     int32_t token = Sampler::argmax(c.lastLogits().data_ptr<float>(), c.lastLogits().numel());
     for (int64_t s = 0; s < steps_; ++s) {
         if (progress) progress(double(s) / double(steps_), "hit rate: decode step " + std::to_string(s + 1));
-        observer.beginStep(s);
-        at::Tensor logits = model.decode(token, cache, &observer);
+        at::Tensor logits = model.decode(token, cache, stepObserver(s));
         token = Sampler::argmax(logits.data_ptr<float>(), logits.numel());
     }
     if (progress) progress(1.0, "hit rate");

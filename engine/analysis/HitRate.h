@@ -14,6 +14,7 @@
 namespace kvlens {
 
 class Capture;
+class ForwardObserver;
 class LlamaModel;
 
 class HitRate {
@@ -29,6 +30,13 @@ public:
     // (ranked by the attention logit, which orders them as the softmax does).
     HitRate(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t steps, int64_t k,
             const ProgressFn& progress = {});
+    // Without a decode of its own: the caller decodes `steps` tokens on a full
+    // cache after the prompt and passes stepObserver(s) to step s's decode.
+    HitRate(std::shared_ptr<const Capture> capture, int64_t steps, int64_t k);
+    ~HitRate();
+    HitRate(const HitRate&) = delete;  // its observer points into it
+    HitRate& operator=(const HitRate&) = delete;
+    ForwardObserver* stepObserver(int64_t step);
 
     // The hit rate of `selection` (made on the same capture). Positions at or
     // after promptLength - `window` are the observation window that window
@@ -44,6 +52,7 @@ private:
     std::shared_ptr<const Capture> capture_;
     int64_t steps_, k_, layers_, heads_;
     std::vector<int32_t> top_;  // [steps, layers, heads, k]
+    std::unique_ptr<ForwardObserver> observer_;
 };
 
 }  // namespace kvlens

@@ -53,7 +53,7 @@ std::vector<std::vector<std::string>> csvRows(const std::string& text) {
             }
         }
         cells.push_back(cell);
-        EXPECT_EQ(cells.size(), 11u) << line;
+        EXPECT_EQ(cells.size(), 12u) << line;
         for (size_t i = 3; i < cells.size(); ++i) {
             EXPECT_TRUE(std::isfinite(std::stod(cells[i]))) << line;
         }
@@ -74,9 +74,12 @@ void checkCompare(const std::string& model, const std::string& extra) {
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
     EXPECT_EQ(std::stod(rows[0][8]), 0.0);  // mean KL
     EXPECT_EQ(std::stod(rows[0][9]), 1.0);  // top-1
+    EXPECT_EQ(std::stod(rows[0][11]), 1.0);  // hit rate: FullKV keeps every position
     for (size_t i = 1; i < rows.size(); ++i) {
         EXPECT_LT(std::stod(rows[i][5]), 0.5) << rows[i][0] << " " << rows[i][1];
         EXPECT_GE(std::stod(rows[i][8]), 0.0);
+        EXPECT_GE(std::stod(rows[i][11]), 0.0);
+        EXPECT_LE(std::stod(rows[i][11]), 1.0);
     }
 }
 

@@ -65,6 +65,8 @@ TEST(SessionsCli, RunSaveKeepsWhatWasMeasured) {
     EXPECT_EQ(saved["kv_bytes_full"], measured["metrics"]["kv_bytes_full"]);
     EXPECT_EQ(saved["mean_kl"].get<double>(), measured["metrics"]["mean_kl"].get<double>());
     EXPECT_EQ(saved["agreed_prefix"], measured["metrics"]["agreed_prefix"]);
+    ASSERT_TRUE(measured["metrics"]["hit_rate"].is_number());
+    EXPECT_EQ(saved["hit_rate"].get<double>(), measured["metrics"]["hit_rate"].get<double>());
     ASSERT_EQ(shown["models"].size(), 1u);
     EXPECT_EQ(shown["models"][0]["spec"], "random:tiny:layers=2");
     EXPECT_EQ(shown["models"][0]["status"], "random");

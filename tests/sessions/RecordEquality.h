@@ -82,6 +82,10 @@ inline void expectSameRun(const RunRecord& a, const RunRecord& b, bool compareId
     EXPECT_TRUE(sameBits(m.selectSeconds, n.selectSeconds));
     EXPECT_TRUE(sameBits(m.gatherSeconds, n.gatherSeconds));
     EXPECT_TRUE(sameBits(m.decodeSeconds, n.decodeSeconds));
+    EXPECT_TRUE(sameBits(m.hitRate, n.hitRate));
+    EXPECT_TRUE(sameBits(m.hitRatePerLayer, n.hitRatePerLayer));
+    EXPECT_EQ(m.hitK, n.hitK);
+    EXPECT_EQ(m.hitSteps, n.hitSteps);
 
     ASSERT_EQ(a.layerStats.size(), b.layerStats.size());
     for (size_t i = 0; i < a.layerStats.size(); ++i) {

@@ -133,6 +133,10 @@ inline RunRecord sampleRun(uint64_t seed, int64_t sessionId, int64_t promptId,
     m.selectSeconds = uniform();
     m.gatherSeconds = uniform();
     m.decodeSeconds = uniform() * 10;
+    for (int l = 0; l < shape.layers; ++l) m.hitRatePerLayer.push_back(uniform());
+    m.hitRate = seed % 4 == 3 ? std::numeric_limits<double>::quiet_NaN() : uniform();  // NaN: not measured
+    m.hitK = 16;
+    m.hitSteps = int64_t(seed % 64) + 1;
 
     for (int l = 0; l < shape.layers; ++l) {
         for (int h = -1; h < shape.heads; ++h) {

@@ -16,5 +16,6 @@ int runRun(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runInspect(const std::vector<std::string>& args);
 int runSessions(const std::vector<std::string>& args);
+int runReport(const std::vector<std::string>& args);
 
 }  // namespace kvlens

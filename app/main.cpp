@@ -23,6 +23,7 @@ const char* kUsage =
     "  inspect    pictures of what a method keeps: attention funnel, kept positions,\n"
     "             attention maps, hit rates, overlaps and memory (SVG/PNG + CSV)\n"
     "  sessions   saved runs: list, show, rename, delete, export, import (run/compare --save)\n"
+    "  report     a session's runs compared: self-contained HTML, PDF, figures (SVG/PNG) and CSV\n"
     "\n"
     "models: --model PATH.gguf, or random:<preset>[:layers=N][:seed=S][:ctx=N] with presets\n"
     "        tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b; default $KVLENS_MODEL,\n"
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
         if (command == "compare") return kvlens::runCompare(args);
         if (command == "inspect") return kvlens::runInspect(args);
         if (command == "sessions") return kvlens::runSessions(args);
-        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, select, sessions)\n",
+        if (command == "report") return kvlens::runReport(args);
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, select, sessions, report)\n",
                      command.c_str());
         return 2;
     } catch (const kvlens::Error& e) {

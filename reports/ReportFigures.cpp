@@ -1,0 +1,366 @@
+#include "reports/ReportFigures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "reports/Base64.h"
+#include "reports/ReportText.h"
+#include "reports/SelectionJaccard.h"
+#include "reports/SvgRasterizer.h"
+#include "viz/CategoricalPalette.h"
+#include "viz/Colormap.h"
+#include "viz/HeatmapFigure.h"
+#include "viz/Png.h"
+#include "viz/Scale.h"
+#include "viz/SvgChart.h"
+
+namespace kvlens {
+namespace {
+
+constexpr int kChartWidth = 880;
+constexpr int kMapWidth = 1400;
+
+// A panel tall enough for a legend of `entries` lines (SvgChart puts one every 20 px).
+int panelHeight(size_t entries, int base) { return std::max(base, int(20 * entries) + 16); }
+
+std::vector<double> layerAxis(int64_t layers) {
+    std::vector<double> x;
+    for (int64_t l = 0; l < layers; ++l) x.push_back(double(l));
+    return x;
+}
+
+std::string context(const ReportData& d) {
+    return ReportText::sanitize(d.model.spec) + " · " + std::to_string(d.promptLength()) + "-token prompt · session " +
+           ReportText::sanitize(d.session.name);
+}
+
+ReportFigure chartFigure(const std::string& name, const std::string& title, const std::string& caption,
+                         const viz::SvgChart& chart) {
+    ReportFigure f;
+    f.name = name;
+    f.title = title;
+    f.caption = caption;
+    f.svg = chart.svg();
+    f.csv = chart.csv();
+    f.width = chart.width();
+    f.height = chart.height();
+    f.png = SvgRasterizer::png(f.svg, 2.0);
+    return f;
+}
+
+// The stored per-layer statistic `name` (layer mean, head -1) of a run; NaN where missing.
+std::vector<double> layerStatistic(const sessions::RunRecord& run, const std::string& name, int64_t layers) {
+    std::vector<double> v(size_t(layers), std::nan(""));
+    bool any = false;
+    for (const auto& s : run.layerStats) {
+        if (s.name == name && s.head == -1 && s.layer >= 0 && s.layer < layers) {
+            v[size_t(s.layer)] = s.value;
+            any = true;
+        }
+    }
+    return any ? v : std::vector<double>{};
+}
+
+// Line style of a run among the runs of its method: budgets in increasing order get
+// dashed, dotted, solid (colour says the method, style the budget).
+viz::LineStyle budgetStyle(const ReportData& d, size_t run) {
+    std::set<int64_t> budgets;
+    for (const auto& r : d.runs) {
+        if (r.params.method == d.runs[run].params.method) budgets.insert(d.budgetEntries(r));
+    }
+    const auto rank = std::distance(budgets.begin(), budgets.find(d.budgetEntries(d.runs[run])));
+    static const viz::LineStyle styles[] = {viz::LineStyle::Dashed, viz::LineStyle::Dotted, viz::LineStyle::Solid};
+    return styles[rank % 3];
+}
+
+std::vector<std::string> headLabels(const Selection& s) {
+    std::vector<std::string> labels;
+    for (int64_t h = 0; h < s.headsPerLayer(); ++h) {
+        labels.push_back((s.gqa == GqaMode::KvHead ? "KV " : "H ") + std::to_string(h));
+    }
+    return labels;
+}
+
+}  // namespace
+
+ReportFigure ReportFigures::funnel(const ReportData& d) {
+    int64_t layers = d.model.layers;
+    for (const auto& r : d.runs) layers = std::max<int64_t>(layers, int64_t(r.selection.layerBudgets.size()));
+    const std::vector<double> x = layerAxis(layers);
+    const sessions::RunRecord& first = d.runs.front();
+    const std::vector<double> effective = layerStatistic(first, "effective_positions", layers);
+    const std::vector<double> p90 = layerStatistic(first, "positions_90pct", layers);
+    const std::vector<double> sink = layerStatistic(first, "sink_mass", layers);
+    const std::vector<double> local = layerStatistic(first, "local_mass", layers);
+    size_t budgetLines = 0;
+    for (const auto& r : d.runs) budgetLines += r.params.method != "full" && !r.selection.layerBudgets.empty();
+    viz::SvgChart chart(kChartWidth, panelHeight(budgetLines + 3, 260));
+    chart.setTitle("Attention funnel and every run's budget per layer",
+                   context(d) + " · prompt statistics: last window queries, mean over heads");
+    chart.setXAxis("layer", "", true);
+    viz::ChartPanel& top = chart.addPanel("positions", "positions").setLogY();
+    // Colours 0 (full's, never a budget line) and 7 (no method's) for the prompt's own lines.
+    if (!effective.empty()) top.addLine({"effective positions exp(entropy)", x, effective, viz::LineStyle::Solid, true, 0});
+    if (!p90.empty()) top.addLine({"positions holding 90% of attention", x, p90, viz::LineStyle::Solid, true, 7});
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+        const auto& r = d.runs[i];
+        if (r.params.method == "full" || r.selection.layerBudgets.empty()) continue;
+        std::vector<double> b;
+        for (int64_t v : r.selection.layerBudgets) b.push_back(double(v));
+        b.resize(size_t(layers), std::nan(""));
+        top.addLine({ReportData::label(r) + " budget", x, b, budgetStyle(d, i), false,
+                     ReportData::methodColor(r.params.method)});
+    }
+    top.addLine({"prompt length", x, std::vector<double>(size_t(layers), double(d.promptLength())),
+                 viz::LineStyle::Dotted, false, 7});
+    if (!sink.empty() || !local.empty()) {
+        viz::ChartPanel& mass = chart.addPanel("attention mass", "fraction").setYRange(0, 1);
+        if (!sink.empty()) mass.addLine({"on the first 4 positions (sinks)", x, sink});
+        if (!local.empty()) mass.addLine({"on the last 64 positions (local)", x, local});
+    }
+    return chartFigure("funnel", "Attention funnel and layer budgets",
+                       "Upper panel: how widely each layer of the prompt attends (from the statistics stored with "
+                       "run #" + std::to_string(first.id) +
+                           ") against the entries per head each run kept in that layer (colour: method, "
+                           "dash: budget). Lower panel: attention mass on the first and the most recent positions.",
+                       chart);
+}
+
+std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
+    std::vector<ReportFigure> out;
+    const std::vector<size_t> runs = d.selectionRuns();
+    if (runs.empty()) return out;
+    const int64_t T = d.promptLength() > 0 ? d.promptLength() : d.runs[runs.front()].selection.promptLength;
+    int64_t maxHeads = 1;
+    for (size_t i : runs) maxHeads = std::max(maxHeads, d.runs[i].selection.headsPerLayer());
+    for (int64_t layer : d.mapLayers()) {
+        std::vector<size_t> drawn;
+        for (size_t i : runs) {
+            const Selection& s = d.runs[i].selection;
+            if (layer < s.layers() && s.promptLength == T && int64_t(s.kept[layer].size()) == s.headsPerLayer()) {
+                drawn.push_back(i);
+            }
+        }
+        if (drawn.empty()) continue;
+        const int panelH = int(std::clamp<int64_t>(maxHeads * 12, 30, 120));
+        const int height = int(std::min<int64_t>(170 + int64_t(drawn.size()) * (panelH + 12), 16000));
+        // Exact categories when every position gets a pixel column; otherwise each pixel
+        // shows the share of its positions kept, on one 0..1 scale for every run.
+        auto build = [&](bool categories) {
+            viz::HeatmapFigure fig(kMapWidth, height);
+            fig.setXAxis("prompt position", "token");
+            fig.setYAxis("head", "");
+            if (categories) {
+                fig.setLegend(viz::CategoricalPalette::selection());
+            } else {
+                fig.setColorBar(viz::Colormap::viridis(), viz::Scale::linear(0, 1), "share of positions kept", "");
+            }
+            for (size_t i : drawn) {
+                const auto& r = d.runs[i];
+                const Selection& s = r.selection;
+                const int64_t heads = s.headsPerLayer();
+                const int64_t windowStart = ReportData::usesWindow(r.params) ? T - r.params.window : T;
+                if (categories) {
+                    std::vector<uint8_t> codes(size_t(heads * T), 0);
+                    for (int64_t h = 0; h < heads; ++h) {
+                        for (int32_t p : s.kept[layer][h]) {
+                            if (p >= 0 && p < T) codes[size_t(h * T + p)] = p >= windowStart ? 2 : 1;
+                        }
+                    }
+                    fig.addCategoryPanel(codes, heads, T, ReportData::label(r), headLabels(s));
+                } else {
+                    std::vector<float> m(size_t(heads * T), 0.0f);
+                    for (int64_t h = 0; h < heads; ++h) {
+                        for (int32_t p : s.kept[layer][h]) {
+                            if (p >= 0 && p < T) m[size_t(h * T + p)] = 1.0f;
+                        }
+                    }
+                    fig.addMatrixPanel(m, heads, T, viz::Reduction::Mean, ReportData::label(r), headLabels(s));
+                }
+            }
+            return fig;
+        };
+        const bool exact = T <= build(true).plotWidth();
+        viz::HeatmapFigure fig = build(exact);
+        const std::string how = exact ? "each column one prompt position"
+                                      : "each pixel column ~" + ReportText::number("%.1f", double(T) / fig.plotWidth()) +
+                                            " positions, coloured by the share kept (one scale for all runs)";
+        // The raster font has no middle dot: " | " separates the subtitle's parts.
+        std::string sub = context(d) + " · " + how;
+        for (size_t at = sub.find(" · "); at != std::string::npos; at = sub.find(" · ", at)) sub.replace(at, 4, " | ");
+        fig.setTitle("Positions each run keeps in layer " + std::to_string(layer), sub);
+        ReportFigure f;
+        f.name = "kept_L" + std::to_string(layer);
+        f.title = "Kept positions, layer " + std::to_string(layer);
+        f.caption = "One panel per run, rows are heads, the same prompt positions across. " +
+                    std::string(exact ? "Blue: kept; orange: kept observation window; grey: dropped."
+                                      : "Colour: share of the positions under a pixel that the head kept.");
+        f.raster = true;
+        f.png = viz::encodePng(fig.render());
+        // The data drawn, compactly: every head's kept positions (a cell per position
+        // would be runs x heads x prompt rows).
+        f.csv = viz::CsvTable({"run", "method", "budget", "layer", "head", "kept", "positions"});
+        for (size_t i : drawn) {
+            const auto& r = d.runs[i];
+            for (int64_t h = 0; h < r.selection.headsPerLayer(); ++h) {
+                std::string list;
+                for (int32_t p : r.selection.kept[layer][h]) list += (list.empty() ? "" : " ") + std::to_string(p);
+                f.csv.addRow({std::to_string(r.id), r.params.method, ReportData::budgetText(r.params),
+                              std::to_string(layer), std::to_string(h),
+                              std::to_string(r.selection.kept[layer][h].size()), list});
+            }
+        }
+        f.width = fig.width();
+        f.height = fig.height();
+        f.svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                "xmlns:xlink=\"http://www.w3.org/1999/xlink\" version=\"1.1\" width=\"" +
+                std::to_string(f.width) + "\" height=\"" + std::to_string(f.height) + "\" viewBox=\"0 0 " +
+                std::to_string(f.width) + " " + std::to_string(f.height) + "\">\n<title>" + ReportText::xml(f.title) +
+                "</title>\n<image x=\"0\" y=\"0\" width=\"" + std::to_string(f.width) + "\" height=\"" +
+                std::to_string(f.height) + "\" xlink:href=\"data:image/png;base64," + Base64::encode(f.png) +
+                "\"/>\n</svg>\n";
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
+bool ReportFigures::hasOverlap(const ReportData& d) {
+    const std::vector<size_t> runs = d.selectionRuns();
+    for (size_t k = 1; k < runs.size(); ++k) {
+        if (SelectionJaccard::comparable(d.runs[runs[0]].selection, d.runs[runs[k]].selection)) return true;
+    }
+    return false;
+}
+
+ReportFigure ReportFigures::overlap(const ReportData& d) {
+    const std::vector<size_t> runs = d.selectionRuns();
+    const auto& ref = d.runs[runs.front()];
+    const std::vector<double> x = layerAxis(ref.selection.layers());
+    viz::SvgChart chart(kChartWidth, panelHeight(runs.size() - 1, 260));
+    chart.setTitle("Overlap of each run's kept positions with " + ReportData::label(ref) + "'s",
+                   "Jaccard |A ∩ B| / |A ∪ B| per query head, mean over heads · " + context(d));
+    chart.setXAxis("layer", "", true);
+    viz::ChartPanel& panel = chart.addPanel("Jaccard overlap", "fraction").setYRange(0, 1);
+    for (size_t k = 1; k < runs.size(); ++k) {
+        const auto& r = d.runs[runs[k]];
+        if (!SelectionJaccard::comparable(ref.selection, r.selection)) continue;
+        panel.addLine({ReportData::label(r), x, SelectionJaccard::perLayer(ref.selection, r.selection),
+                       budgetStyle(d, runs[k]), true, ReportData::methodColor(r.params.method)});
+    }
+    return chartFigure("overlap", "Selection overlap per layer",
+                       "Per layer, how many of the positions " + ReportData::label(ref) +
+                           " keeps each other run keeps too (1: the same positions). The table after it has "
+                           "every pair, averaged over layers.",
+                       chart);
+}
+
+bool ReportFigures::hasHitRate(const ReportData& d) {
+    for (const auto& r : d.runs) {
+        if (!ReportData::hitRatePerLayer(r.metrics).empty()) return true;
+    }
+    return false;
+}
+
+ReportFigure ReportFigures::hitRate(const ReportData& d) {
+    int64_t k = 0, steps = 0;
+    for (const auto& r : d.runs) {
+        if (!ReportData::hitRatePerLayer(r.metrics).empty() && r.metrics.hitK > 0) {
+            k = r.metrics.hitK, steps = r.metrics.hitSteps;
+            break;
+        }
+    }
+    size_t lines = 0;
+    for (const auto& r : d.runs) lines += !ReportData::hitRatePerLayer(r.metrics).empty();
+    viz::SvgChart chart(kChartWidth, panelHeight(lines, 240));
+    chart.setTitle("Hit rate per layer: share of each head's top-" + (k ? std::to_string(k) + " " : "") +
+                       "attended prompt positions each run kept",
+                   (steps ? std::to_string(steps) + " greedy decode steps with the full cache · " : std::string()) +
+                       context(d));
+    chart.setXAxis("layer", "", true);
+    viz::ChartPanel& panel = chart.addPanel("hit rate", "%").setYRange(0, 100);
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+        const auto& r = d.runs[i];
+        const std::vector<double> per = ReportData::hitRatePerLayer(r.metrics);
+        if (per.empty()) continue;
+        std::vector<double> y;
+        for (double v : per) y.push_back(100.0 * v);
+        panel.addLine({ReportData::label(r), layerAxis(int64_t(per.size())), y, budgetStyle(d, i), true,
+                       ReportData::methodColor(r.params.method)});
+    }
+    return chartFigure("hitrate", "Hit rate per layer",
+                       "The SnapKV paper's hit rate: of each query head's most attended prompt positions during "
+                       "full-cache decoding, the share the run kept.",
+                       chart);
+}
+
+bool ReportFigures::hasSweep(const ReportData& d) {
+    std::map<std::string, std::set<int64_t>> budgets;
+    for (const auto& r : d.runs) {
+        if (r.params.method != "full") budgets[r.params.method].insert(d.budgetEntries(r));
+    }
+    for (const auto& [method, b] : budgets) {
+        if (b.size() >= 2) return true;
+    }
+    return false;
+}
+
+ReportFigure ReportFigures::sweep(const ReportData& d) {
+    // Per method, its runs by budget (methods with one budget have no line to draw).
+    std::map<std::string, std::vector<size_t>> byMethod;
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+        if (d.runs[i].params.method != "full") byMethod[d.runs[i].params.method].push_back(i);
+    }
+    bool anyHit = false, klPositive = true;
+    for (const auto& r : d.runs) {
+        if (r.params.method == "full") continue;
+        anyHit |= !std::isnan(ReportData::hitRate(r.metrics));
+        klPositive &= r.metrics.meanKl > 0;
+    }
+    viz::SvgChart chart(kChartWidth, 180);
+    chart.setTitle("Budget sweeps: each metric against the budget, one line per method", context(d));
+    chart.setXAxis("budget", "entries per head", true);
+    viz::ChartPanel& agreement = chart.addPanel("token agreement", "%").setYRange(0, 100);
+    viz::ChartPanel& top1 = chart.addPanel("top-1 agreement", "%").setYRange(0, 100);
+    viz::ChartPanel& kl = chart.addPanel("mean KL", "nats").setLogY(klPositive);
+    viz::ChartPanel& ratio = chart.addPanel("KV memory", "% of full").setYRange(0, 100);
+    viz::ChartPanel* hit = anyHit ? &chart.addPanel("hit rate", "%").setYRange(0, 100) : nullptr;
+    for (auto& [method, idx] : byMethod) {
+        std::set<int64_t> distinct;
+        for (size_t i : idx) distinct.insert(d.budgetEntries(d.runs[i]));
+        if (distinct.size() < 2) continue;
+        std::stable_sort(idx.begin(), idx.end(),
+                         [&](size_t a, size_t b) { return d.budgetEntries(d.runs[a]) < d.budgetEntries(d.runs[b]); });
+        std::vector<double> x, agree, t1, k, rat, h;
+        for (size_t i : idx) {
+            const RunMetrics& m = d.runs[i].metrics;
+            x.push_back(double(d.budgetEntries(d.runs[i])));
+            agree.push_back(100.0 * m.tokenAgreement);
+            t1.push_back(100.0 * m.top1Agreement);
+            k.push_back(m.meanKl);
+            rat.push_back(100.0 * m.ratio);
+            h.push_back(100.0 * ReportData::hitRate(m));
+        }
+        const int color = ReportData::methodColor(method);
+        agreement.addLine({method, x, agree, viz::LineStyle::Solid, true, color});
+        top1.addLine({method, x, t1, viz::LineStyle::Solid, true, color});
+        kl.addLine({method, x, k, viz::LineStyle::Solid, true, color});
+        ratio.addLine({method, x, rat, viz::LineStyle::Solid, true, color});
+        if (hit) hit->addLine({method, x, h, viz::LineStyle::Solid, true, color});
+    }
+    return chartFigure("sweep", "Budget sweeps",
+                       "Methods the session ran at two budgets or more: quality and memory against the budget.", chart);
+}
+
+std::vector<ReportFigure> ReportFigures::build(const ReportData& d) {
+    std::vector<ReportFigure> out;
+    out.push_back(funnel(d));
+    for (ReportFigure& f : keptMaps(d)) out.push_back(std::move(f));
+    if (hasOverlap(d)) out.push_back(overlap(d));
+    if (hasHitRate(d)) out.push_back(hitRate(d));
+    if (hasSweep(d)) out.push_back(sweep(d));
+    return out;
+}
+
+}  // namespace kvlens

@@ -7,7 +7,7 @@
 
 #include "reports/Base64.h"
 #include "reports/ReportText.h"
-#include "reports/SelectionJaccard.h"
+#include "engine/analysis/SelectionOverlap.h"
 #include "reports/SvgRasterizer.h"
 #include "viz/CategoricalPalette.h"
 #include "viz/Colormap.h"
@@ -229,7 +229,7 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
 bool ReportFigures::hasOverlap(const ReportData& d) {
     const std::vector<size_t> runs = d.selectionRuns();
     for (size_t k = 1; k < runs.size(); ++k) {
-        if (SelectionJaccard::comparable(d.runs[runs[0]].selection, d.runs[runs[k]].selection)) return true;
+        if (SelectionOverlap::comparable(d.runs[runs[0]].selection, d.runs[runs[k]].selection)) return true;
     }
     return false;
 }
@@ -245,8 +245,8 @@ ReportFigure ReportFigures::overlap(const ReportData& d) {
     viz::ChartPanel& panel = chart.addPanel("Jaccard overlap", "fraction").setYRange(0, 1);
     for (size_t k = 1; k < runs.size(); ++k) {
         const auto& r = d.runs[runs[k]];
-        if (!SelectionJaccard::comparable(ref.selection, r.selection)) continue;
-        panel.addLine({ReportData::label(r), x, SelectionJaccard::perLayer(ref.selection, r.selection),
+        if (!SelectionOverlap::comparable(ref.selection, r.selection)) continue;
+        panel.addLine({ReportData::label(r), x, SelectionOverlap::jaccardPerLayer(ref.selection, r.selection),
                        budgetStyle(d, runs[k]), true, ReportData::methodColor(r.params.method)});
     }
     return chartFigure("overlap", "Selection overlap per layer",

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "reports/ReportText.h"
-#include "reports/SelectionJaccard.h"
+#include "engine/analysis/SelectionOverlap.h"
 #include "sessions/ParamText.h"
 
 namespace kvlens {
@@ -131,11 +131,11 @@ ReportTable ReportTables::overlap(const ReportData& d) {
     for (size_t i : sel) {
         std::vector<ReportCell> row = {text(ReportData::label(d.runs[i]))};
         for (size_t j : sel) {
-            if (!SelectionJaccard::comparable(d.runs[i].selection, d.runs[j].selection)) {
+            if (!SelectionOverlap::comparable(d.runs[i].selection, d.runs[j].selection)) {
                 row.push_back(num(ReportText::dash(), std::numeric_limits<double>::quiet_NaN()));
                 continue;
             }
-            const std::vector<double> per = SelectionJaccard::perLayer(d.runs[i].selection, d.runs[j].selection);
+            const std::vector<double> per = SelectionOverlap::jaccardPerLayer(d.runs[i].selection, d.runs[j].selection);
             double sum = 0;
             for (double v : per) sum += v;
             const double mean = per.empty() ? std::numeric_limits<double>::quiet_NaN() : sum / double(per.size());
@@ -154,8 +154,8 @@ viz::CsvTable ReportTables::overlapPerLayer(const ReportData& d) {
         for (size_t b = a + 1; b < sel.size(); ++b) {
             const auto& ra = d.runs[sel[a]];
             const auto& rb = d.runs[sel[b]];
-            if (!SelectionJaccard::comparable(ra.selection, rb.selection)) continue;
-            const std::vector<double> per = SelectionJaccard::perLayer(ra.selection, rb.selection);
+            if (!SelectionOverlap::comparable(ra.selection, rb.selection)) continue;
+            const std::vector<double> per = SelectionOverlap::jaccardPerLayer(ra.selection, rb.selection);
             for (size_t l = 0; l < per.size(); ++l) {
                 table.addRow({std::to_string(ra.id), std::to_string(rb.id), std::to_string(l),
                               viz::CsvTable::number(per[l])});

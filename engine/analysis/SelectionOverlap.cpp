@@ -19,11 +19,13 @@ double SelectionOverlap::jaccard(const std::vector<int32_t>& a, const std::vecto
     return either ? double(both) / double(either) : 1.0;
 }
 
+bool SelectionOverlap::comparable(const Selection& a, const Selection& b) {
+    return a.layers() == b.layers() && a.queryHeads == b.queryHeads && a.kvHeads == b.kvHeads &&
+           a.promptLength == b.promptLength && a.kvHeads > 0 && a.queryHeads % a.kvHeads == 0;
+}
+
 std::vector<double> SelectionOverlap::jaccardPerLayer(const Selection& a, const Selection& b) {
-    if (a.layers() != b.layers() || a.queryHeads != b.queryHeads || a.kvHeads != b.kvHeads ||
-        a.promptLength != b.promptLength) {
-        throw Error("cannot compare selections made on different prompts or models");
-    }
+    if (!comparable(a, b)) throw Error("cannot compare selections made on different prompts or models");
     std::vector<double> out;
     for (int64_t l = 0; l < a.layers(); ++l) {
         double sum = 0.0;

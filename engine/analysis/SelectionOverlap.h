@@ -1,6 +1,7 @@
 // How much two methods' selections agree: per layer, the Jaccard index
 // |A ∩ B| / |A ∪ B| of the positions each query head reads, averaged over the
-// query heads (a KV-head selection is read by its whole group). Plain C++.
+// query heads (a KV-head selection is read by its whole group). Plain C++, in
+// the kvlens_engine_plain library that reports/ and the GUI link without LibTorch.
 #pragma once
 
 #include <vector>
@@ -11,7 +12,9 @@ namespace kvlens {
 
 class SelectionOverlap {
 public:
-    // Throws kvlens::Error when the two were made on different prompts or models.
+    // Whether the two were made on the same prompt length and model shape.
+    static bool comparable(const Selection& a, const Selection& b);
+    // Throws kvlens::Error when they are not comparable.
     static std::vector<double> jaccardPerLayer(const Selection& a, const Selection& b);
     // Of two ascending position lists; 1 when both are empty.
     static double jaccard(const std::vector<int32_t>& a, const std::vector<int32_t>& b);

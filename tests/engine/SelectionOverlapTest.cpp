@@ -39,7 +39,9 @@ TEST(SelectionOverlap, PerLayerMeanOverQueryHeadsAcrossModes) {
 TEST(SelectionOverlap, DifferentPromptsAreAnError) {
     Selection a = make(GqaMode::KvHead, {{{0}, {1}}});
     Selection b = a;
+    EXPECT_TRUE(SelectionOverlap::comparable(a, b));
     b.promptLength = 11;
+    EXPECT_FALSE(SelectionOverlap::comparable(a, b));
     try {
         SelectionOverlap::jaccardPerLayer(a, b);
         FAIL();

@@ -2,6 +2,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -131,6 +132,48 @@ at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
     scores = scores.view({KV, G, window, T}).masked_fill_(masked, -std::numeric_limits<float>::infinity());
     at::Tensor probs = at::softmax(scores, -1);
     return probs.sum(2).reshape({H, T}).narrow(1, 0, T - window).contiguous();
+}
+
+namespace {
+
+// Keeps the queries of chosen (layer, head) pairs of a re-run prompt.
+class QueryKeeper : public ForwardObserver {
+public:
+    explicit QueryKeeper(std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted) : wanted_(wanted) {}
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t) override {
+        for (auto& [lh, t] : wanted_) {
+            if (lh.first == layer) t = q.select(1, lh.second).to(at::kFloat).contiguous();
+        }
+    }
+
+private:
+    std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted_;
+};
+
+}  // namespace
+
+void Capture::keepQueries(LlamaModel& model, const std::vector<std::pair<int64_t, int64_t>>& heads,
+                          const ProgressFn& progress) {
+    c10::InferenceMode guard;
+    if (prompt_.empty()) throw Error("recomputing queries needs a capture made by a model prefill");
+    const ModelConfig& c = model.config();
+    std::map<std::pair<int64_t, int64_t>, at::Tensor> wanted;
+    int64_t deepest = -1;
+    for (const auto& [layer, head] : heads) {
+        if (layer < 0 || layer >= c.nLayers || head < 0 || head >= c.nHeads || layer >= layers()) {
+            throw Error("head " + std::to_string(layer) + ":" + std::to_string(head) +
+                        " does not exist: the model has layers 0-" + std::to_string(c.nLayers - 1) +
+                        " and query heads 0-" + std::to_string(c.nHeads - 1));
+        }
+        if (hasQueries(layer, head)) continue;
+        wanted[{layer, head}] = at::Tensor();
+        deepest = std::max(deepest, layer);
+    }
+    if (wanted.empty()) return;
+    KvCache scratch(deepest + 1, c.nKvHeads, c.headDim, promptLength_, model.dtype(), model.device());
+    QueryKeeper keeper(wanted);
+    model.forward(prompt_, scratch, false, progress, &keeper, deepest);
+    for (auto& [lh, t] : wanted) fullQueries_[lh] = std::move(t);
 }
 
 const at::Tensor& Capture::queries(int64_t layer, int64_t head) const {

@@ -66,6 +66,12 @@ public:
         return it != fullQueries_.end() && it->second.defined();
     }
     const at::Tensor& queries(int64_t layer, int64_t head) const;
+    // Recomputes, for a map the prefill was not asked for, the queries of the
+    // (layer, query head) pairs not kept yet: a forward pass of the prompt
+    // through layers 0 .. the deepest one asked (its KV only for those layers).
+    // Same model as the prefill; not while other threads read this capture.
+    void keepQueries(LlamaModel& model, const std::vector<std::pair<int64_t, int64_t>>& heads,
+                     const ProgressFn& progress = {});
 
     bool hasH2oScores() const { return !h2oScores_.empty(); }
     const at::Tensor& h2oScores(int64_t layer) const { return h2oScores_[layer]; }  // [H, T]

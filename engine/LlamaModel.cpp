@@ -86,7 +86,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
 }
 
 at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits,
-                               const ProgressFn& progress, ForwardObserver* observer) {
+                               const ProgressFn& progress, ForwardObserver* observer, int64_t stopAfterLayer) {
     const int64_t p0 = cache.length();
     if (static_cast<int64_t>(tokens.size()) >= kLongPrefill) limitHeapFragmentation();
     return run(tokens, p0, allLogits, progress,
@@ -103,7 +103,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
                    return kernels::useFusedAttention(q, keys)
                               ? kernels::causalAttention(q, keys, values, p0)
                               : attention(q, keys, values, p0);
-               });
+               }, stopAfterLayer);
 }
 
 at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
@@ -117,7 +117,7 @@ at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObse
 }
 
 at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool allLogits,
-                           const ProgressFn& progress, const AttentionStep& attend) {
+                           const ProgressFn& progress, const AttentionStep& attend, int64_t stopAfterLayer) {
     c10::InferenceMode guard;
     const int64_t T = static_cast<int64_t>(tokens.size());
     const ModelConfig& c = config_;
@@ -135,8 +135,9 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
     const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
     const bool halves = c.ropeStyle == RopeStyle::Halves;
 
-    for (int64_t l = 0; l < c.nLayers; ++l) {
-        if (progress) progress(double(l) / double(c.nLayers), "layer " + std::to_string(l));
+    const int64_t layers = stopAfterLayer >= 0 ? std::min(stopAfterLayer + 1, c.nLayers) : c.nLayers;
+    for (int64_t l = 0; l < layers; ++l) {
+        if (progress) progress(double(l) / double(layers), "layer " + std::to_string(l));
         const LayerWeights& L = weights_.layers[l];
         at::Tensor h = kernels::rmsNorm(x, L.attnNorm, c.rmsEps, dtype_);
         at::Tensor qkv = kernels::linear(h, L.wqkv, L.bqkv);  // [T, qd + 2 kvd]
@@ -151,6 +152,7 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
         x.add_(kernels::linear(act, L.wDown, {}, at::kFloat));
     }
     if (progress) progress(1.0, "done");
+    if (stopAfterLayer >= 0) return at::Tensor();
     at::Tensor last = allLogits ? x : x.narrow(0, T - 1, 1);
     at::Tensor logits = kernels::linear(kernels::rmsNorm(last, weights_.outputNorm, c.rmsEps, dtype_),
                                         weights_.output, {}, at::kFloat)

@@ -35,8 +35,12 @@ public:
     // (after RoPE) and values to `cache`. Returns fp32 logits on the CPU:
     // [vocab] for the last token, or [n, vocab] for every token when `allLogits`.
     // `progress` hears once per layer (prefills of long prompts take minutes).
+    // With `stopAfterLayer` >= 0 only layers 0 .. stopAfterLayer run (for what
+    // the observer collects; `cache` needs only those layers) and the result is
+    // an undefined tensor.
     at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits = false,
-                       const ProgressFn& progress = {}, ForwardObserver* observer = nullptr);
+                       const ProgressFn& progress = {}, ForwardObserver* observer = nullptr,
+                       int64_t stopAfterLayer = -1);
 
     // One decode step on a compressed cache: appends the token's keys and values
     // to every head and attends over each head's own entries. Returns fp32 [vocab].
@@ -61,7 +65,7 @@ private:
     using AttentionStep = std::function<at::Tensor(int64_t layer, const at::Tensor& q,
                                                    const at::Tensor& k, const at::Tensor& v)>;
     at::Tensor run(const std::vector<int32_t>& tokens, int64_t firstPosition, bool allLogits,
-                   const ProgressFn& progress, const AttentionStep& attend);
+                   const ProgressFn& progress, const AttentionStep& attend, int64_t stopAfterLayer = -1);
 
     // Blocked attention for many queries (prefill): GEMMs over query blocks.
     // `columnSums`, when given, receives the probabilities summed over queries, [H, S].

@@ -22,8 +22,9 @@ public:
     // (zero above the diagonal). The pointer is valid during the call only.
     using RowSink = std::function<void(int64_t row0, int64_t rows, const float* probs)>;
 
-    // Needs the capture to have kept the queries of (layer, head)
-    // (Capture::fromPrefill's fullQueryHeads); throws kvlens::Error otherwise.
+    // Needs the capture to have kept the queries of (layer, head): ask the
+    // prefill (Capture::fromPrefill's fullQueryHeads) or recompute them later
+    // (Capture::keepQueries); throws kvlens::Error otherwise.
     static void streamRows(const Capture& capture, int64_t layer, int64_t head, int64_t blockRows,
                            const RowSink& sink, const ProgressFn& progress = {});
 

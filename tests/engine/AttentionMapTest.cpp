@@ -19,7 +19,7 @@ class AttentionMapTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         loaded_ = new LoadedModel(loadModel("random:tiny:layers=2", c10::Device(c10::kCPU), c10::kFloat));
-        std::vector<int32_t> prompt;
+        std::vector<int32_t>& prompt = prompt_;
         for (int i = 0; i < kT; ++i) prompt.push_back(3 + (i * 41) % 250);
         keep_ = new std::shared_ptr<Capture>(Capture::fromPrefill(*loaded_->model, prompt, {}, {{1, 5}, {0, 0}}));
         capture_ = keep_->get();
@@ -45,10 +45,12 @@ protected:
 
     static constexpr int kT = 203;  // not a multiple of any tile: edge tiles are partial
     static LoadedModel* loaded_;
+    static std::vector<int32_t> prompt_;
     static std::shared_ptr<Capture>* keep_;
     static Capture* capture_;
 };
 LoadedModel* AttentionMapTest::loaded_ = nullptr;
+std::vector<int32_t> AttentionMapTest::prompt_;
 std::shared_ptr<Capture>* AttentionMapTest::keep_ = nullptr;
 Capture* AttentionMapTest::capture_ = nullptr;
 
@@ -109,6 +111,27 @@ TEST_F(AttentionMapTest, ColumnSumsEqualThePrefillsOwnAttention) {
         for (int64_t c = 0; c < kT; ++c) {
             ASSERT_NEAR(sums[c], h2o[c].item<double>(), 1e-4 * std::max(1.0, sums[c])) << "layer " << layer << " key " << c;
         }
+    }
+}
+
+TEST_F(AttentionMapTest, QueriesNotKeptAreRecomputedOnDemand) {
+    // A capture that kept no queries gets them later from a partial re-run
+    // (layers 0..1 only), equal to those the first prefill kept.
+    auto later = Capture::fromPrefill(*loaded_->model, prompt_);
+    EXPECT_FALSE(later->hasQueries(1, 5));
+    later->keepQueries(*loaded_->model, {{1, 5}, {0, 0}});
+    ASSERT_TRUE(later->hasQueries(1, 5));
+    ASSERT_TRUE(later->hasQueries(0, 0));
+    EXPECT_TRUE(at::allclose(later->queries(1, 5), capture_->queries(1, 5), 1e-5, 1e-5));
+    EXPECT_TRUE(at::allclose(later->queries(0, 0), capture_->queries(0, 0), 1e-5, 1e-5));
+    const std::vector<float> a = AttentionMap::region(*later, 1, 5, 100, 110, 0, kT);
+    const std::vector<float> b = AttentionMap::region(*capture_, 1, 5, 100, 110, 0, kT);
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5);
+    try {
+        later->keepQueries(*loaded_->model, {{2, 0}});
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), "head 2:0 does not exist: the model has layers 0-1 and query heads 0-7");
     }
 }
 

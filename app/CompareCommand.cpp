@@ -89,13 +89,10 @@ int runCompare(const std::vector<std::string>& argv) {
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
-    const auto prefillStart = std::chrono::steady_clock::now();
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
-    const double prefillSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
     for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
-    if (saver) saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, prefillSeconds, *capture);
+    if (saver) saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);
 
     const bool csv = args.has("--csv");
     if (csv) {

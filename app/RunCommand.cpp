@@ -83,10 +83,7 @@ int runRun(const std::vector<std::string>& argv) {
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
-    const auto prefillStart = std::chrono::steady_clock::now();
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
-    const double prefillSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
     params.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
     const auto t0 = std::chrono::steady_clock::now();
@@ -95,7 +92,7 @@ int runRun(const std::vector<std::string>& argv) {
         selection, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     const Tokenizer& tok = *loaded.tokenizer;
     if (saver) {
-        saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, prefillSeconds, *capture);
+        saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);
         saver->save(params, selection, m, tok.decode(m.fullTokens), tok.decode(m.tokens));
         saver->report();
     }

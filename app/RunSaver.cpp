@@ -74,7 +74,7 @@ std::unique_ptr<RunSaver> RunSaver::fromCommandLine(const CommandLine& args) {
 
 void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
                      const std::string& prompt, bool addBos, int64_t newTokens,
-                     double prefillSeconds, const Capture& capture) {
+                     const Capture& capture) {
     State& s = *state_;
     s.session = s.store->openSession(s.sessionName);
     const ModelConfig& c = loaded.model->config();
@@ -117,7 +117,7 @@ void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
     s.device = options.device.str();
     s.dtype = dtypeName(options.dtype);
     s.threads = options.threads;
-    s.prefillSeconds = prefillSeconds;
+    s.prefillSeconds = capture.prefillSeconds();
     // The prompt's attention statistics: each layer's mean (head -1) and every query head.
     ProgressBar bar("attention statistics");
     const std::vector<LayerAttentionSummary> stats =

@@ -35,7 +35,7 @@ public:
     // and the prompt with its token ids, and computes the prompt's per-layer
     // attention statistics, which every run saved after it carries.
     void begin(const LoadedModel& loaded, const ModelOptions& options, const std::string& prompt,
-               bool addBos, int64_t newTokens, double prefillSeconds, const Capture& capture);
+               bool addBos, int64_t newTokens, const Capture& capture);
     // Saves one run; returns its id.
     int64_t save(const PressParams& params, const Selection& selection, const RunMetrics& metrics,
                  const std::string& fullText, const std::string& text);

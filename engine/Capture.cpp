@@ -3,6 +3,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -70,7 +71,9 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     capture->prompt_ = prompt;
     capture->cache_ = std::make_unique<KvCache>(model.makeCache(capture->promptLength_));
     CaptureObserver observer(c.nLayers, capture->promptLength_, fullQueryHeads);
+    const auto start = std::chrono::steady_clock::now();
     capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
+    capture->prefillSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     capture->windowQueries_ = std::move(observer.queries);
     capture->h2oScores_ = std::move(observer.sums);
     capture->fullQueries_ = std::move(observer.fullQueries);

@@ -83,6 +83,8 @@ public:
     // The prompt and the next-token logits after it (empty/undefined for fromTensors).
     const std::vector<int32_t>& prompt() const { return prompt_; }
     const at::Tensor& lastLogits() const { return lastLogits_; }
+    // Wall time of the prefill that made it (0 for fromTensors).
+    double prefillSeconds() const { return prefillSeconds_; }
 
     int64_t bytes() const;
 
@@ -97,6 +99,7 @@ private:
     std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries_;  // (layer, head) -> [T, D] fp32
     std::vector<int32_t> prompt_;
     at::Tensor lastLogits_;
+    double prefillSeconds_ = 0.0;
     mutable std::mutex votesMutex_;
     mutable std::map<int64_t, std::vector<at::Tensor>> votes_;  // window -> per layer
 };

@@ -33,8 +33,8 @@ Selection fullSelection(const Capture& capture) {
 }  // namespace
 
 MethodEvaluator::MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture,
-                                 int64_t newTokens)
-    : model_(model), capture_(std::move(capture)), n_(newTokens) {
+                                 int64_t newTokens, ProgressFn progress)
+    : model_(model), capture_(std::move(capture)), n_(newTokens), progress_(std::move(progress)) {
     if (n_ < 1) throw Error("-n must be at least 1 to compare outputs");
     if (capture_->prompt().empty()) throw Error("outputs need a capture made by a model prefill");
     const int64_t room = model_.config().contextLength - capture_->promptLength();
@@ -49,6 +49,7 @@ MethodEvaluator::MethodEvaluator(LlamaModel& model, std::shared_ptr<const Captur
     hitRate_ = std::make_unique<HitRate>(capture_, n_, std::min(kHitK, capture_->promptLength()));
     int32_t token = greedyToken(capture_->lastLogits());
     for (int64_t i = 0; i < n_; ++i) {
+        if (progress_) progress_(double(i) / double(n_), "full-cache decode, step " + std::to_string(i + 1));
         fullTokens_.push_back(token);
         at::Tensor logits = model_.decode(token, cache, hitRate_->stepObserver(i));
         fullLogits_.push_back(logits);
@@ -94,6 +95,7 @@ RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSe
     int64_t top1 = 0;
     std::unique_ptr<CompressedCache> free;
     for (int64_t i = 0; i < n_; ++i) {
+        if (progress_) progress_(double(i) / double(n_), "compressed decode, step " + std::to_string(i + 1));
         at::Tensor logits = model_.decode(fullTokens_[i], forced);
         m.klPerStep.push_back(klDivergence(fullLogits_[i], logits));
         const int32_t mine = greedyToken(logits), theirs = greedyToken(fullLogits_[i]);

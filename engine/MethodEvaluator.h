@@ -19,11 +19,17 @@ public:
     // The hit rate counts each query head's top `hitK` prompt positions (at most
     // the prompt length) at every step.
     static constexpr int64_t kHitK = 16;
-    MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t newTokens);
+    // `progress` hears every decode step of the full-cache continuation, here and
+    // in each evaluate() (it may throw to stop the work).
+    MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t newTokens,
+                    ProgressFn progress = {});
 
     // Selects with `params`, gathers, decodes and measures.
     RunMetrics evaluate(const PressParams& params);
     RunMetrics evaluate(const Selection& selection, double selectSeconds = 0.0);
+
+    // Replaces the progress callback the decode steps report to.
+    void setProgress(ProgressFn progress) { progress_ = std::move(progress); }
 
     const std::vector<int32_t>& fullTokens() const { return fullTokens_; }
     const Capture& capture() const { return *capture_; }
@@ -32,6 +38,7 @@ private:
     LlamaModel& model_;
     std::shared_ptr<const Capture> capture_;
     int64_t n_;
+    ProgressFn progress_;
     std::vector<int32_t> fullTokens_;    // y_1 .. y_n
     std::vector<at::Tensor> fullLogits_;  // after feeding y_i: fp32 [vocab], i = 1..n
     int64_t fullBytes_ = 0;

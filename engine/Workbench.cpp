@@ -1,0 +1,266 @@
+#include "engine/Workbench.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <thread>
+
+#include "engine/Capture.h"
+#include "engine/DType.h"
+#include "engine/Error.h"
+#include "engine/MethodEvaluator.h"
+#include "engine/ModelLoader.h"
+#include "engine/analysis/AttentionMap.h"
+#include "engine/analysis/AttentionStats.h"
+#include "engine/presses/Press.h"
+#include "engine/presses/PressScores.h"
+
+namespace kvlens {
+
+namespace {
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The engine's progress callbacks, raising Cancelled when the flag is up.
+ProgressFn checked(const Workbench::Progress& progress, const std::atomic<bool>* cancel) {
+    return [progress, cancel](double fraction, const std::string& what) {
+        if (cancel != nullptr && cancel->load()) throw Cancelled();
+        if (progress) progress(fraction, what);
+    };
+}
+
+constexpr int64_t kFullQueryBytes = 256ll << 20;
+
+int64_t parameterCount(const ModelWeights& w) {
+    int64_t n = w.tokenEmbedding.numel() + w.outputNorm.numel();
+    if (!w.tiedOutput) n += w.output.numel();
+    for (const LayerWeights& l : w.layers) {
+        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.wqkv, &l.bqkv, &l.wo, &l.wGateUp, &l.wDown})
+            if (t->defined()) n += t->numel();
+    }
+    return n;
+}
+
+}  // namespace
+
+struct Workbench::State {
+    LoadedModel loaded;
+    bool hasModel = false;
+    WorkbenchModel info;
+    std::shared_ptr<Capture> capture;
+    // The full-cache continuation is decoded once per capture and length.
+    std::unique_ptr<MethodEvaluator> evaluator;
+    int64_t evaluatorTokens = 0;
+};
+
+Workbench::Workbench() : state_(std::make_unique<State>()) {}
+Workbench::~Workbench() = default;
+
+bool Workbench::hasModel() const { return state_->hasModel; }
+const WorkbenchModel& Workbench::model() const {
+    if (!state_->hasModel) throw Error("no model is loaded");
+    return state_->info;
+}
+bool Workbench::hasCapture() const { return state_->capture != nullptr; }
+int64_t Workbench::promptLength() const {
+    return state_->capture ? state_->capture->promptLength() : 0;
+}
+
+WorkbenchModel Workbench::load(const LoadOptions& options, const Progress& progress,
+                               const std::atomic<bool>* cancel) {
+    if (options.model.empty()) throw Error("model: no file or random:<preset> given");
+    const c10::Device device = parseDevice(options.device);
+    const c10::ScalarType dtype = resolveDType(parseDType(options.dtype), device);
+    const int threads = options.threads > 0
+                            ? options.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    at::set_num_threads(threads);
+    LoadedModel loaded = loadModel(options.model, device, dtype, checked(progress, cancel));
+
+    WorkbenchModel m;
+    const ModelConfig& c = loaded.model->config();
+    m.spec = options.model;
+    m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
+    m.path = m.isFile ? loaded.spec.path : "";
+    m.architecture = c.architecture;
+    m.name = c.name;
+    m.layers = c.nLayers;
+    m.heads = c.nHeads;
+    m.kvHeads = c.nKvHeads;
+    m.headDim = c.headDim;
+    m.embedDim = c.embedDim;
+    m.ffnDim = c.ffnDim;
+    m.vocabSize = c.vocabSize;
+    m.contextLength = c.contextLength;
+    m.ropeTheta = c.ropeTheta;
+    m.parameters = parameterCount(loaded.model->weights());
+    m.weightBytes = loaded.model->weights().bytes();
+    m.kvBytesPerToken = c.kvBytesPerToken(static_cast<int64_t>(c10::elementSize(dtype)));
+    m.device = device.str();
+    m.dtype = dtypeName(dtype);
+    m.threads = threads;
+
+    // Only a model that loaded replaces the current one (and its capture).
+    state_->evaluator.reset();
+    state_->capture.reset();
+    state_->loaded = std::move(loaded);
+    state_->info = m;
+    state_->hasModel = true;
+    return m;
+}
+
+int64_t Workbench::countTokens(const std::string& text, bool addBos) const {
+    if (!state_->hasModel) throw Error("no model is loaded");
+    const Tokenizer& t = *state_->loaded.tokenizer;
+    return static_cast<int64_t>(t.encode(text, addBos && t.addBosByDefault()).size());
+}
+
+WorkbenchCapture Workbench::capture(const std::string& text, bool addBos, int64_t newTokens,
+                                    const Progress& progress, const std::atomic<bool>* cancel) {
+    if (!state_->hasModel) throw Error("no model is loaded: open a model first");
+    if (text.empty()) throw Error("prompt: the prompt is empty");
+    const Tokenizer& tok = *state_->loaded.tokenizer;
+    const std::vector<int32_t> ids = tok.encode(text, addBos && tok.addBosByDefault());
+    const int64_t context = state_->info.contextLength;
+    const int64_t T = static_cast<int64_t>(ids.size());
+    if (T > context) {
+        throw Error("prompt: " + std::to_string(T) + " tokens, over the model's context of " +
+                    std::to_string(context));
+    }
+    if (T + newTokens > context) {
+        throw Error("new tokens: " + std::to_string(newTokens) + " do not fit after the prompt's " +
+                    std::to_string(T) + " tokens in the model's context of " + std::to_string(context));
+    }
+    const ProgressFn check = checked(progress, cancel);
+    // The prefill is most of the work; the statistics take the last tenth.
+    // Every head's queries are kept when they fit in kFullQueryBytes, so that any
+    // attention map draws at once; otherwise a map recomputes its head's on demand.
+    std::vector<std::pair<int64_t, int64_t>> fullHeads;
+    const WorkbenchModel& m = state_->info;
+    if (m.layers * m.heads * T * m.headDim * 4 <= kFullQueryBytes) {
+        for (int64_t l = 0; l < m.layers; ++l)
+            for (int64_t h = 0; h < m.heads; ++h) fullHeads.emplace_back(l, h);
+    }
+    std::shared_ptr<Capture> capture = Capture::fromPrefill(
+        *state_->loaded.model, ids, [&](double f, const std::string& w) { check(0.9 * f, "prefill: " + w); },
+        fullHeads);
+    WorkbenchCapture result;
+    result.stats = AttentionStats::fromCapture(
+        *capture, [&](double f, const std::string& w) { check(0.9 + 0.1 * f, w); });
+    result.tokenIds = ids;
+    result.pieces.reserve(ids.size());
+    for (int32_t id : ids) result.pieces.push_back(tok.piece(id));
+    result.prefillSeconds = capture->prefillSeconds();
+    result.captureBytes = capture->bytes();
+    for (int64_t l = 0; l < capture->layers(); ++l) {
+        result.fullBytesPerLayer.push_back(2 * capture->keys(l).numel() * capture->keys(l).element_size());
+    }
+    state_->evaluator.reset();
+    state_->capture = std::move(capture);
+    return result;
+}
+
+Selection Workbench::select(const PressParams& params, double* seconds) const {
+    if (!state_->capture) throw Error("no prompt has been run yet");
+    const double t0 = now();
+    Selection s = Press::create(params.method)->select(*state_->capture, params);
+    if (seconds != nullptr) *seconds = now() - t0;
+    return s;
+}
+
+std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int64_t layer) const {
+    if (!state_->capture) throw Error("no prompt has been run yet");
+    const Capture& c = *state_->capture;
+    if (layer < 0 || layer >= c.layers()) throw Error("layer " + std::to_string(layer) + " does not exist");
+    params.validate(c.promptLength(), Capture::kMaxWindow);
+    const std::string& m = params.method;
+    presses::HeadScores prefix;
+    if (m == "snapkv" || m == "pyramidkv" || m == "adakv") {
+        prefix = presses::windowVotes(c, layer, params.window, params.gqa);
+        for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
+    } else if (m == "h2o" && c.hasH2oScores()) {
+        prefix = presses::accumulatedAttention(c, layer, params.window, params.gqa);
+    } else {
+        return {};
+    }
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (auto& head : prefix) head.resize(static_cast<size_t>(c.promptLength()), nan);
+    return prefix;
+}
+
+std::vector<int64_t> Workbench::bytesPerLayer(const Selection& selection) const {
+    if (!state_->capture) throw Error("no prompt has been run yet");
+    const Capture& c = *state_->capture;
+    const int64_t perEntry = 2 * c.headDim() * c.keys(0).element_size();
+    std::vector<int64_t> bytes;
+    for (int64_t l = 0; l < selection.layers(); ++l) bytes.push_back(selection.entries(l) * perEntry);
+    return bytes;
+}
+
+void Workbench::attention(int64_t layer, int64_t head, const RowSink& sink, const Progress& progress,
+                          const std::atomic<bool>* cancel) {
+    if (!state_->capture) throw Error("no prompt has been run yet");
+    Capture& c = *state_->capture;
+    if (layer < 0 || layer >= c.layers() || head < 0 || head >= c.queryHeads()) {
+        throw Error("attention: layer " + std::to_string(layer) + " head " + std::to_string(head) +
+                    " does not exist");
+    }
+    const ProgressFn check = checked(progress, cancel);
+    if (!c.hasQueries(layer, head)) {
+        c.keepQueries(*state_->loaded.model, {{layer, head}},
+                      [&](double f, const std::string& w) { check(0.5 * f, "queries: " + w); });
+    }
+    AttentionMap::streamRows(c, layer, head, 256, sink,
+                             [&](double f, const std::string& w) { check(0.5 + 0.5 * f, w); });
+}
+
+std::vector<float> Workbench::attentionRegion(int64_t layer, int64_t head, int64_t row0, int64_t row1,
+                                              int64_t col0, int64_t col1) {
+    if (!state_->capture) throw Error("no prompt has been run yet");
+    Capture& c = *state_->capture;
+    if (!c.hasQueries(layer, head)) c.keepQueries(*state_->loaded.model, {{layer, head}});
+    return AttentionMap::region(c, layer, head, row0, row1, col0, col1);
+}
+
+WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newTokens,
+                                     const Progress& progress, const std::atomic<bool>* cancel) {
+    if (!state_->capture) throw Error("no prompt has been run yet");
+    const ProgressFn check = checked(progress, cancel);
+    WorkbenchOutputs out;
+    out.params = params;
+    double selectSeconds = 0.0;
+    out.selection = select(params, &selectSeconds);
+    const bool fresh = !state_->evaluator || state_->evaluatorTokens != newTokens;
+    if (fresh) {
+        state_->evaluator.reset();
+        state_->evaluator = std::make_unique<MethodEvaluator>(
+            *state_->loaded.model, state_->capture, newTokens,
+            [&](double f, const std::string& w) { check(0.5 * f, w); });
+        state_->evaluatorTokens = newTokens;
+    }
+    const double from = fresh ? 0.5 : 0.0, span = 1.0 - from;
+    state_->evaluator->setProgress([&](double f, const std::string& w) { check(from + span * f, w); });
+    try {
+        out.metrics = state_->evaluator->evaluate(out.selection, selectSeconds);
+    } catch (...) {
+        state_->evaluator->setProgress({});
+        throw;
+    }
+    state_->evaluator->setProgress({});
+    check(1.0, "done");
+    const Tokenizer& tok = *state_->loaded.tokenizer;
+    for (int32_t id : out.metrics.fullTokens) out.fullPieces.push_back(tok.piece(id));
+    for (int32_t id : out.metrics.tokens) out.pieces.push_back(tok.piece(id));
+    out.fullText = tok.decode(out.metrics.fullTokens);
+    out.text = tok.decode(out.metrics.tokens);
+    return out;
+}
+
+bool Workbench::cudaAvailable() { return at::hasCUDA(); }
+
+}  // namespace kvlens

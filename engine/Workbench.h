@@ -1,0 +1,126 @@
+// The engine as the GUI sees it: one loaded model, one captured prompt, and what the
+// views ask of them (selections, scores, attention maps, decodes), behind a header
+// without LibTorch so that ui/ can include it. Not thread-safe: one worker owns it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/PressParams.h"
+#include "engine/RunMetrics.h"
+#include "engine/Selection.h"
+#include "engine/analysis/AttentionSummary.h"
+
+namespace kvlens {
+
+// Thrown out of long work when its cancel flag was raised.
+class Cancelled : public std::runtime_error {
+public:
+    Cancelled() : std::runtime_error("cancelled") {}
+};
+
+struct WorkbenchModel {
+    std::string spec;  // as given
+    bool isFile = true;
+    std::string path;  // for a file model
+    std::string architecture, name;
+    int64_t layers = 0, heads = 0, kvHeads = 0, headDim = 0, embedDim = 0, ffnDim = 0;
+    int64_t vocabSize = 0, contextLength = 0;
+    double ropeTheta = 0.0;
+    int64_t parameters = 0;
+    int64_t weightBytes = 0;      // as loaded, in the compute dtype
+    int64_t kvBytesPerToken = 0;  // K and V of every layer, in the compute dtype
+    std::string device, dtype;
+    int threads = 0;
+};
+
+struct WorkbenchCapture {
+    std::vector<int32_t> tokenIds;
+    std::vector<std::string> pieces;  // display form of every prompt token
+    std::vector<LayerAttentionSummary> stats;
+    double prefillSeconds = 0.0;
+    int64_t captureBytes = 0;
+    std::vector<int64_t> fullBytesPerLayer;  // K and V of the whole prompt
+};
+
+struct WorkbenchOutputs {
+    PressParams params;
+    Selection selection;
+    RunMetrics metrics;
+    std::vector<std::string> fullPieces, pieces;  // the two continuations, token by token
+    std::string fullText, text;
+};
+
+class Workbench {
+public:
+    // Progress of long work: fraction in [0, 1] and what is being done.
+    using Progress = std::function<void(double fraction, const std::string& what)>;
+    // Receives rows [row0, row0 + rows) of an attention map, T values each.
+    using RowSink = std::function<void(int64_t row0, int64_t rows, const float* probs)>;
+
+    struct LoadOptions {
+        std::string model;
+        std::string device = "cpu";
+        std::string dtype = "auto";
+        int threads = 0;  // 0: all cores
+    };
+
+    Workbench();
+    ~Workbench();
+    Workbench(const Workbench&) = delete;
+    Workbench& operator=(const Workbench&) = delete;
+
+    // Loads a model (replacing the current one and its capture only when the load
+    // succeeds). Throws kvlens::Error naming the file or flag, or Cancelled.
+    WorkbenchModel load(const LoadOptions& options, const Progress& progress,
+                        const std::atomic<bool>* cancel);
+    bool hasModel() const;
+    const WorkbenchModel& model() const;
+
+    // Tokens of `text` (BOS added when `addBos` and the vocabulary asks for it).
+    int64_t countTokens(const std::string& text, bool addBos) const;
+
+    // Prefills `text` and computes its attention statistics. Throws kvlens::Error
+    // for an empty prompt or one (plus `newTokens`) over the context; the current
+    // capture stays when it throws.
+    WorkbenchCapture capture(const std::string& text, bool addBos, int64_t newTokens,
+                             const Progress& progress, const std::atomic<bool>* cancel);
+    bool hasCapture() const;
+    int64_t promptLength() const;
+
+    // What `params` keeps on the capture (validated: throws kvlens::Error naming the
+    // field), and how long the selection took.
+    Selection select(const PressParams& params, double* seconds = nullptr) const;
+    // The method's per-position score on `layer` for each selection head: pooled
+    // window votes (snapkv, pyramidkv, adakv), accumulated attention (h2o); empty for
+    // methods without scores. Prefix positions only; the window has none (NaN).
+    std::vector<std::vector<float>> scores(const PressParams& params, int64_t layer) const;
+    // K and V bytes of the entries `selection` keeps, per layer, in the cache's dtype.
+    std::vector<int64_t> bytesPerLayer(const Selection& selection) const;
+
+    // One query head's causal attention over the prompt, in blocks of rows
+    // (recomputing the queries the prefill did not keep).
+    void attention(int64_t layer, int64_t head, const RowSink& sink, const Progress& progress,
+                   const std::atomic<bool>* cancel);
+    std::vector<float> attentionRegion(int64_t layer, int64_t head, int64_t row0, int64_t row1,
+                                       int64_t col0, int64_t col1);
+
+    // Decodes `newTokens` greedily with the full cache and with `params`' selection
+    // and measures the difference (RunMetrics).
+    WorkbenchOutputs evaluate(const PressParams& params, int64_t newTokens, const Progress& progress,
+                              const std::atomic<bool>* cancel);
+
+    // Whether this LibTorch has a usable CUDA device.
+    static bool cudaAvailable();
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace kvlens

@@ -1,0 +1,205 @@
+// The GUI's engine facade on random:tiny: what it reports about the model and the
+// capture agrees with the engine's own classes, selections equal Press::select,
+// maps are proper attention rows, cancelling stops long work and keeps the previous
+// state, and every user-reachable refusal names the culprit.
+#include "engine/Workbench.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "engine/Capture.h"
+#include "engine/Error.h"
+#include "engine/ModelLoader.h"
+#include "engine/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+std::string prompt(int words) {
+    std::string s;
+    for (int i = 0; i < words; ++i) s += "word" + std::to_string(i % 17) + " ";
+    return s;
+}
+
+Workbench::LoadOptions tiny() {
+    Workbench::LoadOptions o;
+    o.model = "random:tiny";
+    o.dtype = "f32";
+    o.threads = 2;
+    return o;
+}
+
+template <typename F>
+std::string errorOf(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(WorkbenchTest, ModelFiguresMatchTheConfig) {
+    Workbench w;
+    EXPECT_FALSE(w.hasModel());
+    const WorkbenchModel m = w.load(tiny(), {}, nullptr);
+    EXPECT_TRUE(w.hasModel());
+    EXPECT_EQ(m.layers, 4);
+    EXPECT_EQ(m.heads, 8);
+    EXPECT_EQ(m.kvHeads, 4);
+    EXPECT_EQ(m.headDim, 32);
+    EXPECT_EQ(m.dtype, "f32");
+    EXPECT_EQ(m.kvBytesPerToken, 2 * 4 * 4 * 32 * 4);  // K+V, layers, KV heads, D, fp32
+    EXPECT_GT(m.parameters, 0);
+    EXPECT_EQ(m.weightBytes, m.parameters * 4);
+    EXPECT_FALSE(m.isFile);
+}
+
+TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
+    Workbench w;
+    w.load(tiny(), {}, nullptr);
+    const std::string text = prompt(60);
+    const int64_t tokens = w.countTokens(text, true);
+    double last = -1.0;
+    bool monotone = true;
+    const WorkbenchCapture c = w.capture(text, true, 8, [&](double f, const std::string&) {
+        monotone = monotone && f >= last;
+        last = f;
+    }, nullptr);
+    EXPECT_TRUE(monotone);
+    EXPECT_DOUBLE_EQ(last, 1.0);
+    ASSERT_EQ(static_cast<int64_t>(c.tokenIds.size()), tokens);
+    EXPECT_EQ(c.pieces.size(), c.tokenIds.size());
+    EXPECT_EQ(c.stats.size(), 4u);
+    EXPECT_EQ(c.fullBytesPerLayer.size(), 4u);
+    EXPECT_EQ(c.fullBytesPerLayer[0], 2 * 4 * tokens * 32 * 4);
+
+    // The selection equals the press's own on an identical capture.
+    PressParams p;
+    p.method = "snapkv";
+    p.budget = 64;
+    p.window = 16;
+    const Selection s = w.select(p);
+    LoadedModel loaded = loadModel("random:tiny", c10::Device(c10::kCPU), c10::kFloat);
+    auto capture = Capture::fromPrefill(*loaded.model, c.tokenIds);
+    const Selection expected = Press::create("snapkv")->select(*capture, p);
+    EXPECT_EQ(s.kept, expected.kept);
+
+    // Bytes per layer: kept entries x K and V x D x 4 bytes.
+    const std::vector<int64_t> bytes = w.bytesPerLayer(s);
+    for (int64_t l = 0; l < 4; ++l) EXPECT_EQ(bytes[l], s.entries(l) * 2 * 32 * 4);
+
+    // Scores: one per selection head and position, NaN in the window, and the kept
+    // prefix positions hold the highest scores (ties aside).
+    const auto scores = w.scores(p, 1);
+    ASSERT_EQ(static_cast<int64_t>(scores.size()), s.headsPerLayer());
+    for (size_t h = 0; h < scores.size(); ++h) {
+        ASSERT_EQ(static_cast<int64_t>(scores[h].size()), tokens);
+        EXPECT_TRUE(std::isnan(scores[h][tokens - 1]));
+        EXPECT_FALSE(std::isnan(scores[h][0]));
+        float lowestKept = 1e30f;
+        std::vector<bool> kept(tokens, false);
+        for (int32_t pos : s.kept[1][h]) kept[pos] = true;
+        for (int64_t t = 0; t < tokens - p.window; ++t)
+            if (kept[t]) lowestKept = std::min(lowestKept, scores[h][t]);
+        for (int64_t t = 0; t < tokens - p.window; ++t)
+            if (!kept[t]) {
+                EXPECT_LE(scores[h][t], lowestKept) << "head " << h << " position " << t;
+            }
+    }
+    PressParams streaming = p;
+    streaming.method = "streamingllm";
+    EXPECT_TRUE(w.scores(streaming, 0).empty());
+}
+
+TEST(WorkbenchTest, AttentionRowsAreCausalDistributions) {
+    Workbench w;
+    w.load(tiny(), {}, nullptr);
+    w.capture(prompt(30), true, 0, {}, nullptr);
+    const int64_t T = w.promptLength();
+    int64_t rowsSeen = 0;
+    w.attention(2, 5, [&](int64_t row0, int64_t rows, const float* probs) {
+        for (int64_t r = 0; r < rows; ++r) {
+            double sum = 0.0;
+            for (int64_t c = 0; c < T; ++c) {
+                if (c > row0 + r) {
+                    EXPECT_EQ(probs[r * T + c], 0.0f);
+                }
+                sum += probs[r * T + c];
+            }
+            EXPECT_NEAR(sum, 1.0, 1e-4);
+        }
+        rowsSeen += rows;
+    }, {}, nullptr);
+    EXPECT_EQ(rowsSeen, T);
+    const std::vector<float> region = w.attentionRegion(2, 5, T - 2, T, 0, T);
+    double sum = 0.0;
+    for (int64_t c = 0; c < T; ++c) sum += region[c];
+    EXPECT_NEAR(sum, 1.0, 1e-4);
+}
+
+TEST(WorkbenchTest, EvaluateMatchesFullCacheForFullKv) {
+    Workbench w;
+    w.load(tiny(), {}, nullptr);
+    w.capture(prompt(30), true, 6, {}, nullptr);
+    PressParams full;
+    full.method = "full";
+    const WorkbenchOutputs out = w.evaluate(full, 6, {}, nullptr);
+    EXPECT_EQ(out.metrics.tokens, out.metrics.fullTokens);
+    EXPECT_EQ(out.pieces.size(), 6u);
+    EXPECT_EQ(out.fullText, out.text);
+    EXPECT_DOUBLE_EQ(out.metrics.tokenAgreement, 1.0);
+    PressParams snap;
+    snap.budget = 20;
+    snap.window = 8;
+    const WorkbenchOutputs small = w.evaluate(snap, 6, {}, nullptr);
+    EXPECT_EQ(small.metrics.fullTokens, out.metrics.fullTokens);  // the same continuation, reused
+    EXPECT_LT(small.metrics.bytes, out.metrics.bytes);
+}
+
+TEST(WorkbenchTest, CancelStopsAndKeepsThePreviousCapture) {
+    Workbench w;
+    w.load(tiny(), {}, nullptr);
+    w.capture(prompt(20), true, 0, {}, nullptr);
+    const int64_t before = w.promptLength();
+    std::atomic<bool> cancel{false};
+    EXPECT_THROW(w.capture(prompt(80), true, 0,
+                           [&](double f, const std::string&) {
+                               if (f > 0.2) cancel = true;
+                           },
+                           &cancel),
+                 Cancelled);
+    EXPECT_EQ(w.promptLength(), before);
+    cancel = true;
+    EXPECT_THROW(w.load(tiny(), {}, &cancel), Cancelled);
+    EXPECT_TRUE(w.hasCapture());
+}
+
+TEST(WorkbenchTest, RefusalsNameTheCulprit) {
+    Workbench w;
+    EXPECT_EQ(errorOf([&] { w.capture("x", true, 0, {}, nullptr); }),
+              "no model is loaded: open a model first");
+    Workbench::LoadOptions bad = tiny();
+    bad.model = "/nonexistent/model.gguf";
+    EXPECT_NE(errorOf([&] { w.load(bad, {}, nullptr); }).find("/nonexistent/model.gguf"), std::string::npos);
+    EXPECT_FALSE(w.hasModel());
+    bad.model = "random:tiny:ctx=64";
+    w.load(bad, {}, nullptr);
+    EXPECT_EQ(errorOf([&] { w.capture("", true, 0, {}, nullptr); }), "prompt: the prompt is empty");
+    const std::string longText = prompt(40);
+    const int64_t n = w.countTokens(longText, true);
+    EXPECT_EQ(errorOf([&] { w.capture(longText, true, 0, {}, nullptr); }),
+              "prompt: " + std::to_string(n) + " tokens, over the model's context of 64");
+    EXPECT_EQ(errorOf([&] { w.select(PressParams{}); }), "no prompt has been run yet");
+    w.capture("hello there", true, 0, {}, nullptr);
+    PressParams p;
+    p.budget = 4;
+    p.window = 8;
+    EXPECT_NE(errorOf([&] { w.select(p); }), "(no error)");
+}
+
+}  // namespace
+}  // namespace kvlens

@@ -120,6 +120,17 @@ int64_t Workbench::countTokens(const std::string& text, bool addBos) const {
     return static_cast<int64_t>(t.encode(text, addBos && t.addBosByDefault()).size());
 }
 
+std::vector<std::string> Workbench::pieces(const std::vector<int32_t>& ids) const {
+    if (!state_->hasModel) throw Error("no model is loaded");
+    const Tokenizer& t = *state_->loaded.tokenizer;
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (int32_t id : ids) {
+        out.push_back(id >= 0 && id < t.vocabSize() ? t.piece(id) : "<" + std::to_string(id) + ">");
+    }
+    return out;
+}
+
 WorkbenchCapture Workbench::capture(const std::string& text, bool addBos, int64_t newTokens,
                                     const Progress& progress, const std::atomic<bool>* cancel) {
     if (!state_->hasModel) throw Error("no model is loaded: open a model first");

@@ -82,6 +82,9 @@ public:
     bool hasModel() const;
     const WorkbenchModel& model() const;
 
+    // Display form of each token id (throws without a model).
+    std::vector<std::string> pieces(const std::vector<int32_t>& ids) const;
+
     // Tokens of `text` (BOS added when `addBos` and the vocabulary asks for it).
     int64_t countTokens(const std::string& text, bool addBos) const;
 

@@ -1,0 +1,194 @@
+// The main window driven as a user would, under Xvfb: load a model, run a prompt,
+// move the budget, save the run, reopen the store in a new window and find the same
+// selection; the layout survives a restart; bad models, prompts over the context and
+// stores that cannot be opened give one message and leave the window working.
+#include "ui/MainWindow.h"
+
+#include <gtest/gtest.h>
+
+#include <QDockWidget>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <filesystem>
+#include <memory>
+
+#include "sessions/SessionStore.h"
+#include "ui/KeptPositionsView.h"
+#include "ui/MethodsPanel.h"
+#include "ui/ModelPromptPanel.h"
+#include "ui/SessionsPanel.h"
+
+namespace kvlens::ui {
+namespace {
+
+const QString kStories = QString(KVLENS_SHARED_DIR) + "/models/stories260K.gguf";
+const QString kPrompt =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
+    "One day, she saw a big red ball under a tree. She ran to get it, but a dog was there too. "
+    "The dog wanted the ball. Lily and the dog played together all day, and they became friends.";
+
+struct Fixture {
+    QTemporaryDir dir;
+    MainWindow::Options options(const QString& model = {}) const {
+        MainWindow::Options o;
+        o.model = model;
+        o.store = dir.filePath("store.sqlite");
+        o.settings = dir.filePath("settings.ini");
+        return o;
+    }
+};
+
+// Waits for `spy` to hold `count` signals, or fails with `what`.
+::testing::AssertionResult waitFor(QSignalSpy& spy, int count, int ms, const char* what) {
+    while (spy.size() < count) {
+        if (!spy.wait(ms)) return ::testing::AssertionFailure() << "timed out waiting for " << what;
+    }
+    return ::testing::AssertionSuccess();
+}
+
+// Loads `model`, runs the prompt and waits for the first selection.
+void loadAndRun(MainWindow& w, const QString& model, const QString& prompt) {
+    QSignalSpy ready(&w, &MainWindow::modelReady);
+    QSignalSpy shown(&w, &MainWindow::selectionShown);
+    w.modelPanel()->setModelText(model);
+    w.loadModel();
+    ASSERT_TRUE(waitFor(ready, 1, 60000, "the model"));
+    w.modelPanel()->setPromptText(prompt);
+    w.runPrompt();
+    ASSERT_TRUE(waitFor(shown, 1, 120000, "the first selection"));
+}
+
+void endToEnd(const QString& model, int64_t budget) {
+    Fixture f;
+    std::vector<std::vector<std::vector<int32_t>>> kept;
+    qint64 runId = 0;
+    {
+        MainWindow w(f.options());
+        w.show();
+        loadAndRun(w, model, kPrompt);
+        ASSERT_TRUE(w.hasCapture());
+        QSignalSpy shown(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(budget);
+        ASSERT_TRUE(waitFor(shown, 1, 30000, "the new budget's selection"));
+        // Later signals may still be in flight; wait until the shown one is for this budget.
+        for (int i = 0; i < 50 && w.shownSelection()->params.budget != budget; ++i) shown.wait(200);
+        ASSERT_EQ(w.shownSelection()->params.budget, budget);
+        kept = w.shownSelection()->kept;
+        EXPECT_EQ(w.keptView()->focusedLayer(), 0);
+
+        QSignalSpy saved(&w, &MainWindow::runSaved);
+        w.saveRun();
+        ASSERT_TRUE(waitFor(saved, 1, 120000, "the saved run"));
+        runId = saved.first().at(0).toLongLong();
+        EXPECT_GT(runId, 0);
+        EXPECT_TRUE(w.statusText().contains("Saved run")) << w.statusText().toStdString();
+    }
+    // A new window on the same store, no model loaded: open the session, activate the run.
+    MainWindow again(f.options());
+    again.show();
+    ASSERT_TRUE(again.sessionsPanel()->openSession("default"));
+    QSignalSpy shown(&again, &MainWindow::selectionShown);
+    emit again.sessionsPanel()->runActivated(runId);
+    ASSERT_EQ(shown.size(), 1);
+    ASSERT_TRUE(again.shownSelection());
+    EXPECT_EQ(again.shownSelection()->kept, kept);
+    EXPECT_EQ(again.methodsPanel()->params().budget, budget);
+}
+
+TEST(MainWindowTest, EndToEndOnStories260K) {
+    if (!QFile::exists(kStories)) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf (absent)";
+    endToEnd(kStories, 48);  // the prompt is ~80 tokens; the window 32
+}
+
+TEST(MainWindowTest, EndToEndOnRandomTiny) { endToEnd("random:tiny", 40); }
+
+TEST(MainWindowTest, LayoutIsRestored) {
+    Fixture f;
+    {
+        MainWindow w(f.options());
+        w.show();
+        QTest::qWaitForWindowExposed(&w);
+        w.dock("funnelDock")->hide();
+        w.close();
+    }
+    MainWindow again(f.options());
+    again.show();
+    QTest::qWaitForWindowExposed(&again);
+    EXPECT_FALSE(again.dock("funnelDock")->isVisible());
+    EXPECT_TRUE(again.dock("methodsDock")->isVisible());
+}
+
+TEST(MainWindowTest, BadModelFileIsOneMessageAndTheWindowKeepsWorking) {
+    Fixture f;
+    const QString bad = f.dir.filePath("not-a-model.gguf");
+    {
+        QFile file(bad);
+        ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+        file.write("this is not GGUF");
+    }
+    MainWindow w(f.options());
+    w.show();
+    QSignalSpy error(&w, &MainWindow::errorShown);
+    w.modelPanel()->setModelText(bad);
+    w.loadModel();
+    ASSERT_TRUE(waitFor(error, 1, 30000, "the error"));
+    const QString message = error.first().at(0).toString();
+    EXPECT_TRUE(message.contains(bad)) << message.toStdString();
+    EXPECT_FALSE(message.contains('\n'));
+    EXPECT_TRUE(w.statusText().contains(bad));
+    EXPECT_TRUE(w.logLines().last().contains("error (load): ")) << w.logLines().last().toStdString();
+    // The window still loads a good model and runs a prompt.
+    loadAndRun(w, "random:tiny", kPrompt);
+    EXPECT_TRUE(w.hasCapture());
+}
+
+TEST(MainWindowTest, PromptOverTheContextKeepsTheCurrentCapture) {
+    Fixture f;
+    MainWindow w(f.options());
+    w.show();
+    loadAndRun(w, "random:tiny:ctx=128", "a short prompt of some seventy bytes, long enough for a window of 32");
+    const auto before = w.shownSelection();
+    QSignalSpy error(&w, &MainWindow::errorShown);
+    w.modelPanel()->setPromptText(kPrompt);  // over 128 byte tokens
+    w.runPrompt();
+    ASSERT_TRUE(waitFor(error, 1, 30000, "the error"));
+    const QString message = error.first().at(0).toString();
+    EXPECT_TRUE(message.startsWith("prompt: ")) << message.toStdString();
+    EXPECT_TRUE(message.contains("over the model's context of 128")) << message.toStdString();
+    EXPECT_TRUE(w.hasCapture());
+    EXPECT_EQ(w.shownSelection(), before);
+}
+
+TEST(MainWindowTest, StoreThatCannotBeOpenedIsOneMessage) {
+    Fixture f;
+    MainWindow::Options o = f.options();
+    // A file that is not a store.
+    o.store = f.dir.filePath("not-a-store.sqlite");
+    {
+        QFile file(o.store);
+        EXPECT_TRUE(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray(4096, 'x'));
+    }
+    MainWindow w(o);
+    w.show();
+    EXPECT_TRUE(w.statusText().startsWith("Error: ")) << w.statusText().toStdString();
+    EXPECT_TRUE(w.statusText().contains(o.store)) << w.statusText().toStdString();
+    EXPECT_FALSE(w.statusText().contains('\n'));
+    // Saving says why it cannot, and the window goes on.
+    loadAndRun(w, "random:tiny", kPrompt);
+    QSignalSpy error(&w, &MainWindow::errorShown);
+    w.saveRun();
+    ASSERT_EQ(error.size(), 1);
+    EXPECT_EQ(error.first().at(0).toString(), "cannot save: no session store is open (File > Open store)");
+    // A good store opened later works.
+    w.openStore(f.dir.filePath("good.sqlite"));
+    QSignalSpy saved(&w, &MainWindow::runSaved);
+    w.saveRun();
+    ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
+}
+
+}  // namespace
+}  // namespace kvlens::ui

@@ -1,0 +1,675 @@
+#include "ui/MainWindow.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QVBoxLayout>
+
+#include <chrono>
+#include <cmath>
+
+#include "engine/Error.h"
+#include "sessions/ModelFile.h"
+#include "sessions/SessionStore.h"
+#include "ui/AttentionView.h"
+#include "ui/DisplayText.h"
+#include "ui/FunnelView.h"
+#include "ui/KeptPositionsView.h"
+#include "ui/MemoryPanel.h"
+#include "ui/MethodsPanel.h"
+#include "ui/ModelPromptPanel.h"
+#include "ui/OutputsPanel.h"
+#include "ui/SessionsPanel.h"
+#include "viz/TilePyramid.h"
+
+#ifndef KVLENS_VERSION
+#define KVLENS_VERSION "unknown"
+#endif
+
+namespace kvlens::ui {
+
+namespace {
+
+constexpr int kRecentModels = 10;
+// Bumped when the docks change, so an old saved layout is not applied to new docks.
+constexpr int kLayoutVersion = 1;
+
+int64_t nowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+bool sameParams(const PressParams& a, const PressParams& b) {
+    return a.method == b.method && a.budget == b.budget && a.budgetRatio == b.budgetRatio &&
+           a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
+           a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
+           a.seed == b.seed;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle("KV Lens");
+    setObjectName("kvlensMainWindow");
+    setDockNestingEnabled(true);
+    settings_ = options.settings.isEmpty()
+                    ? std::make_unique<QSettings>("KV Lens", "kvlens-gui")
+                    : std::make_unique<QSettings>(options.settings, QSettings::IniFormat);
+    worker_ = std::make_unique<EngineWorker>();
+
+    keptView_ = new KeptPositionsView;
+    keptView_->setObjectName("keptPositions");
+    keptView_->setMinimumSize(480, 260);
+    setCentralWidget(keptView_);
+
+    modelPanel_ = new ModelPromptPanel;
+    methodsPanel_ = new MethodsPanel;
+    funnelView_ = new FunnelView;
+    funnelView_->setMinimumSize(320, 200);
+    auto* attentionBox = new QWidget;
+    {
+        auto* layout = new QVBoxLayout(attentionBox);
+        layout->setContentsMargins(2, 2, 2, 2);
+        auto* row = new QHBoxLayout;
+        attentionLayer_ = new QSpinBox;
+        attentionLayer_->setObjectName("attentionLayer");
+        attentionLayer_->setPrefix("layer ");
+        attentionHead_ = new QSpinBox;
+        attentionHead_->setObjectName("attentionHead");
+        attentionHead_->setPrefix("query head ");
+        auto* show = new QPushButton("Show map");
+        show->setToolTip("Compute this head's full causal attention over the prompt");
+        row->addWidget(attentionLayer_);
+        row->addWidget(attentionHead_);
+        row->addWidget(show);
+        row->addStretch(1);
+        layout->addLayout(row);
+        attentionView_ = new AttentionView;
+        attentionView_->setMinimumSize(360, 300);
+        layout->addWidget(attentionView_, 1);
+        connect(show, &QPushButton::clicked, this,
+                [this] { showAttention(attentionLayer_->value(), attentionHead_->value()); });
+    }
+    memoryPanel_ = new MemoryPanel;
+    outputsPanel_ = new OutputsPanel;
+    sessionsPanel_ = new SessionsPanel;
+    log_ = new QPlainTextEdit;
+    log_->setObjectName("log");
+    log_->setReadOnly(true);
+    log_->setMaximumBlockCount(5000);
+
+    addPanel("Model && prompt", "modelDock", modelPanel_, Qt::LeftDockWidgetArea);
+    addPanel("Methods && budgets", "methodsDock", methodsPanel_, Qt::LeftDockWidgetArea);
+    addPanel("Funnel", "funnelDock", funnelView_, Qt::RightDockWidgetArea);
+    addPanel("Attention", "attentionDock", attentionBox, Qt::RightDockWidgetArea);
+    QDockWidget* memory = addPanel("Memory", "memoryDock", memoryPanel_, Qt::BottomDockWidgetArea);
+    QDockWidget* outputs = addPanel("Outputs", "outputsDock", outputsPanel_, Qt::BottomDockWidgetArea);
+    QDockWidget* sessions = addPanel("Sessions", "sessionsDock", sessionsPanel_, Qt::BottomDockWidgetArea);
+    QDockWidget* logDock = addPanel("Log", "logDock", log_, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(memory, outputs);
+    tabifyDockWidget(outputs, sessions);
+    tabifyDockWidget(sessions, logDock);
+    memory->raise();
+
+    status_ = new QLabel("Open a model to begin.");
+    status_->setObjectName("statusText");
+    progress_ = new QProgressBar;
+    progress_->setRange(0, 1000);
+    progress_->setMaximumWidth(220);
+    progress_->setVisible(false);
+    cancel_ = new QPushButton("Cancel");
+    cancel_->setVisible(false);
+    statusBar()->addWidget(status_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancel_);
+    connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelWork);
+
+    buildMenus();
+
+    // Panels -> engine.
+    connect(modelPanel_, &ModelPromptPanel::loadRequested, this, &MainWindow::loadModel);
+    connect(modelPanel_, &ModelPromptPanel::runRequested, this, &MainWindow::runPrompt);
+    connect(modelPanel_, &ModelPromptPanel::promptEdited, this, [this] {
+        if (model_) worker_->countTokens(modelPanel_->promptText(), modelPanel_->addBos());
+    });
+    connect(modelPanel_, &ModelPromptPanel::browseModelRequested, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model", QString(),
+                                                          "GGUF models (*.gguf);;All files (*)");
+        if (!path.isEmpty()) {
+            modelPanel_->setModelText(path);
+            loadModel();
+        }
+    });
+    connect(modelPanel_, &ModelPromptPanel::browsePromptRequested, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, "Open a prompt", QString(),
+                                                          "Text (*.txt *.md);;All files (*)");
+        if (path.isEmpty()) return;
+        try {
+            modelPanel_->openPromptFile(path);
+        } catch (const Error& e) {
+            reportError("prompt", QString::fromStdString(e.what()));
+        }
+    });
+    connect(methodsPanel_, &MethodsPanel::paramsChanged, this, &MainWindow::requestSelection);
+    connect(keptView_, &KeptPositionsView::layerClicked, this, &MainWindow::focusLayer);
+    connect(funnelView_, &FunnelView::layerClicked, this, &MainWindow::focusLayer);
+    connect(attentionView_, &AttentionView::exactRegionNeeded, this,
+            [this](qint64 row0, qint64 col0, qint64 rows, qint64 cols) {
+                worker_->region(attentionLayer_->value(), attentionHead_->value(), row0, col0, rows, cols);
+            });
+    connect(sessionsPanel_, &SessionsPanel::errorOccurred, this,
+            [this](const QString& message) { reportError("sessions", message); });
+    connect(sessionsPanel_, &SessionsPanel::runActivated, this, &MainWindow::showStoredRun);
+
+    // Engine -> views.
+    EngineWorker* w = worker_.get();
+    connect(w, &EngineWorker::busyChanged, this, &MainWindow::setBusy);
+    connect(w, &EngineWorker::progress, this, [this](const QString& what, double f) {
+        status_->setText(what);
+        progress_->setValue(int(std::lround(f * 1000.0)));
+    });
+    connect(w, &EngineWorker::modelLoaded, this, &MainWindow::onModelLoaded);
+    connect(w, &EngineWorker::promptCaptured, this, &MainWindow::onPromptCaptured);
+    connect(w, &EngineWorker::selected, this, &MainWindow::onSelected);
+    connect(w, &EngineWorker::othersSelected, this,
+            [this](const NamedSelections& others) { keptView_->setOtherSelections(others); });
+    connect(w, &EngineWorker::tokensCounted, this,
+            [this](qint64 n, qint64 context) { modelPanel_->showTokenCount(n, context); });
+    connect(w, &EngineWorker::attentionReady, this,
+            [this](std::shared_ptr<const viz::TilePyramid> map, int layer, int head) {
+                attentionView_->setMap(map, layer, head,
+                                       QString("Attention of layer %1, query head %2").arg(layer).arg(head));
+                attentionView_->setTokens(pieces_);
+                updateAttentionKept();
+                log(QString("attention map of layer %1 head %2 ready").arg(layer).arg(head));
+                emit attentionShown(layer, head);
+            });
+    connect(w, &EngineWorker::regionReady, this,
+            [this](int layer, int head, qint64 row0, qint64 col0, qint64 rows, qint64 cols,
+                   std::shared_ptr<const std::vector<float>> values) {
+                if (layer == attentionLayer_->value() && head == attentionHead_->value())
+                    attentionView_->setExactRegion(row0, col0, rows, cols, *values);
+            });
+    connect(w, &EngineWorker::evaluated, this, &MainWindow::onEvaluated);
+    connect(w, &EngineWorker::piecesReady, this,
+            [this](qint64 runId, const std::vector<std::string>& full, const std::vector<std::string>& mine) {
+                if (storedRun_ && storedRun_->id == runId)
+                    outputsPanel_->setOutputs(full, mine, storedRun_->metrics,
+                                              QString("run %1: %2").arg(runId).arg(DisplayText::method(storedRun_->params)));
+            });
+    connect(w, &EngineWorker::failed, this, [this](const QString& job, const QString& message) {
+        if (job == "select") {
+            methodsPanel_->showStatus(message, true);
+        }
+        if (job == "decode") saveWhenDecoded_ = false;
+        if (job == "load") runWhenLoaded_ = false;
+        reportError(job, message);
+    });
+    connect(w, &EngineWorker::cancelled, this, [this](const QString& job) {
+        saveWhenDecoded_ = false;
+        status_->setText(job + " cancelled; the session is as it was");
+        log(job + " cancelled");
+    });
+
+    restoreLayout();
+    openStore(options.store.isEmpty() ? QString::fromStdString(sessions::SessionStore::defaultPath())
+                                      : options.store);
+    if (!options.promptFile.isEmpty()) {
+        try {
+            modelPanel_->openPromptFile(options.promptFile);
+        } catch (const Error& e) {
+            reportError("prompt", QString::fromStdString(e.what()));
+        }
+    }
+    if (!options.model.isEmpty()) {
+        runWhenLoaded_ = options.runAtStart;
+        modelPanel_->setModelText(options.model);
+        loadModel();
+    }
+}
+
+MainWindow::~MainWindow() = default;
+
+QDockWidget* MainWindow::addPanel(const QString& title, const QString& name, QWidget* widget,
+                                  Qt::DockWidgetArea area) {
+    auto* dock = new QDockWidget(title, this);
+    dock->setObjectName(name);
+    dock->setWidget(widget);
+    addDockWidget(area, dock);
+    return dock;
+}
+
+QDockWidget* MainWindow::dock(const QString& objectName) const {
+    return findChild<QDockWidget*>(objectName);
+}
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu("&File");
+    QAction* open = file->addAction("&Open model...", this, [this] { emit modelPanel_->browseModelRequested(); });
+    open->setShortcut(QKeySequence::Open);
+    QAction* openPrompt =
+        file->addAction("Open &prompt...", this, [this] { emit modelPanel_->browsePromptRequested(); });
+    openPrompt->setShortcut(QKeySequence("Ctrl+Shift+O"));
+    file->addAction("Open s&tore...", this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, "Open or create a session store", QString(),
+                                                          "KV Lens stores (*.sqlite *.db);;All files (*)",
+                                                          nullptr, QFileDialog::DontConfirmOverwrite);
+        if (!path.isEmpty()) openStore(path);
+    });
+    file->addSeparator();
+    QAction* save = file->addAction("&Save run", this, &MainWindow::saveRun);
+    save->setShortcut(QKeySequence::Save);
+    save->setToolTip("Decode and save the current method and budget to the open session");
+    file->addSeparator();
+    QAction* quit = file->addAction("&Quit", this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* run = menuBar()->addMenu("&Run");
+    run->addAction("&Load model", this, &MainWindow::loadModel)->setShortcut(QKeySequence("Ctrl+L"));
+    run->addAction("&Run prompt", this, &MainWindow::runPrompt)->setShortcut(QKeySequence("Ctrl+R"));
+    run->addAction("&Decode outputs", this, &MainWindow::decodeOutputs)->setShortcut(QKeySequence("Ctrl+D"));
+    run->addAction("&Cancel", this, &MainWindow::cancelWork)->setShortcut(QKeySequence("Ctrl+."));
+
+    QMenu* view = menuBar()->addMenu("&View");
+    for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+    view->addSeparator();
+    view->addAction("Next layer", this, [this] { focusLayer(focusLayer_ + 1); })
+        ->setShortcut(QKeySequence("Ctrl+Down"));
+    view->addAction("Previous layer", this, [this] { focusLayer(focusLayer_ - 1); })
+        ->setShortcut(QKeySequence("Ctrl+Up"));
+
+    QMenu* help = menuBar()->addMenu("&Help");
+    help->addAction("&About KV Lens", this, [this] {
+        QMessageBox::about(this, "About KV Lens",
+                           QString("KV Lens %1: what KV-cache compression keeps and what it costs.")
+                               .arg(KVLENS_VERSION));
+    });
+}
+
+void MainWindow::restoreLayout() {
+    const QStringList recent = settings_->value("recentModels").toStringList();
+    modelPanel_->setRecentModels(recent);
+    if (settings_->value("layoutVersion").toInt() == kLayoutVersion) {
+        restoreGeometry(settings_->value("geometry").toByteArray());
+        restoreState(settings_->value("windowState").toByteArray(), kLayoutVersion);
+    } else {
+        resize(1600, 1000);
+    }
+}
+
+void MainWindow::saveLayout() {
+    settings_->setValue("layoutVersion", kLayoutVersion);
+    settings_->setValue("geometry", saveGeometry());
+    settings_->setValue("windowState", saveState(kLayoutVersion));
+    settings_->sync();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    saveLayout();
+    sessionsPanel_->saveNotes();
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::rememberModel(const QString& model) {
+    QStringList recent = settings_->value("recentModels").toStringList();
+    recent.removeAll(model);
+    recent.prepend(model);
+    while (recent.size() > kRecentModels) recent.removeLast();
+    settings_->setValue("recentModels", recent);
+    modelPanel_->setRecentModels(recent);
+}
+
+void MainWindow::log(const QString& line) {
+    log_->appendPlainText(QDateTime::currentDateTime().toString("HH:mm:ss  ") + line);
+}
+
+void MainWindow::reportError(const QString& job, const QString& message) {
+    // The engine's messages name their file, flag or field already.
+    errorLine_ = message;
+    status_->setText("Error: " + message);
+    status_->setStyleSheet("color: #d55e00;");
+    log("error (" + job + "): " + message);
+    emit errorShown(message);
+}
+
+QString MainWindow::statusText() const { return status_->text(); }
+
+QStringList MainWindow::logLines() const { return log_->toPlainText().split('\n', Qt::SkipEmptyParts); }
+
+void MainWindow::setBusy(bool busy, const QString& what) {
+    const bool longJob = what == "load" || what == "prompt" || what == "decode" || what == "attention map";
+    if (!longJob) return;
+    progress_->setVisible(busy);
+    cancel_->setVisible(busy);
+    progress_->setValue(0);
+    modelPanel_->setIdle(!busy);
+    if (busy) {
+        status_->setStyleSheet("");
+        status_->setText(what + "...");
+    }
+}
+
+void MainWindow::cancelWork() { worker_->cancel(); }
+
+void MainWindow::openStore(const QString& path) {
+    try {
+        store_ = std::make_shared<sessions::SessionStore>(path.toStdString());
+        sessionsPanel_->setStore(store_);
+        savedPrompts_.clear();
+        log("session store " + path);
+    } catch (const std::exception& e) {
+        // The window keeps working without a store; saving says why it cannot.
+        const QString message = QString::fromStdString(e.what());
+        reportError("store", message.contains(path) ? message : "store " + path + ": " + message);
+    }
+}
+
+void MainWindow::loadModel() {
+    const Workbench::LoadOptions o = modelPanel_->loadOptions();
+    if (o.model.empty()) {
+        reportError("model", "no model given: choose a GGUF file or type random:<preset>");
+        return;
+    }
+    log("loading " + QString::fromStdString(o.model));
+    worker_->load(o);
+}
+
+void MainWindow::onModelLoaded(const WorkbenchModel& m) {
+    model_ = m;
+    capture_.reset();
+    outputs_.reset();
+    modelPanel_->showModel(m);
+    rememberModel(QString::fromStdString(m.spec));
+    attentionLayer_->setRange(0, int(m.layers) - 1);
+    attentionHead_->setRange(0, int(m.heads) - 1);
+    status_->setStyleSheet("");
+    status_->setText(QString("Loaded %1: %2 layers. Run a prompt next.")
+                         .arg(QString::fromStdString(m.name.empty() ? m.spec : m.name))
+                         .arg(m.layers));
+    log(status_->text());
+    setWindowTitle("KV Lens - " + QString::fromStdString(m.spec));
+    worker_->countTokens(modelPanel_->promptText(), modelPanel_->addBos());
+    emit modelReady();
+    if (runWhenLoaded_) {
+        runWhenLoaded_ = false;
+        if (!modelPanel_->promptText().isEmpty()) runPrompt();
+    }
+}
+
+void MainWindow::runPrompt() {
+    if (!model_) {
+        reportError("prompt", "no model is loaded: open a model first");
+        return;
+    }
+    const QString text = modelPanel_->promptText();
+    if (text.isEmpty()) {
+        reportError("prompt", "the prompt is empty");
+        return;
+    }
+    log(QString("running a prompt of %1 characters").arg(text.size()));
+    worker_->runPrompt(text, modelPanel_->addBos(), modelPanel_->newTokens());
+}
+
+void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> capture) {
+    capture_ = std::move(capture);
+    outputs_.reset();
+    savedPrompts_.clear();
+    pieces_ = std::shared_ptr<const std::vector<std::string>>(capture_, &capture_->pieces);
+    const int64_t T = static_cast<int64_t>(capture_->tokenIds.size());
+    methodsPanel_->setPromptLength(T);
+    keptView_->setTokens(pieces_);
+    funnelView_->setStatistics(capture_->stats, T);
+    outputsPanel_->clear("Decode (Ctrl+D) to compare the full-cache and compressed continuations.");
+    status_->setStyleSheet("");
+    status_->setText(QString("Prompt of %1 tokens captured in %2 s (%3 tokens/s); capture holds %4.")
+                         .arg(T)
+                         .arg(capture_->prefillSeconds, 0, 'f', 1)
+                         .arg(double(T) / std::max(1e-9, capture_->prefillSeconds), 0, 'f', 0)
+                         .arg(DisplayText::bytes(capture_->captureBytes)));
+    log(status_->text());
+    emit promptReady();
+    requestSelection();
+}
+
+void MainWindow::requestSelection() {
+    if (!capture_) return;
+    const PressParams p = methodsPanel_->params();
+    worker_->select(p, focusLayer_);
+    worker_->selectOthers(p);
+}
+
+void MainWindow::onSelected(const SelectionResult& r) {
+    shownSelection_ = r.selection;
+    const Selection& s = *r.selection;
+    const QString label = DisplayText::method(s.params);
+    keptView_->setSelection(r.selection, label);
+    keptView_->setFocusedLayer(focusLayer_);
+    if (r.scores && !r.scores->empty()) keptView_->setScores(r.focusLayer, r.scores);
+    funnelView_->setLayerBudgets(s.layerBudgets, label);
+    if (capture_) memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
+    if (model_) memoryPanel_->setDevice(QString::fromStdString(model_->device), std::nullopt);
+    updateAttentionKept();
+    int64_t kept = 0;
+    for (int64_t b : r.bytesPerLayer) kept += b;
+    int64_t full = 0;
+    if (capture_)
+        for (int64_t b : capture_->fullBytesPerLayer) full += b;
+    methodsPanel_->showStatus(QString("%1: %2 entries kept, KV %3 of %4, selected in %5 ms")
+                                  .arg(label)
+                                  .arg(s.entries())
+                                  .arg(DisplayText::bytes(kept), DisplayText::bytes(full))
+                                  .arg(r.seconds * 1e3, 0, 'f', 1),
+                              false);
+    emit selectionShown(r.request);
+}
+
+void MainWindow::focusLayer(int layer) {
+    if (!model_) return;
+    layer = std::max(0, std::min(layer, int(model_->layers) - 1));
+    focusLayer_ = layer;
+    keptView_->setFocusedLayer(layer);
+    funnelView_->setFocusedLayer(layer);
+    attentionLayer_->setValue(layer);
+    // The scores of the newly focused layer come with a fresh selection.
+    if (capture_) worker_->select(methodsPanel_->params(), layer);
+}
+
+void MainWindow::showAttention(int layer, int head) {
+    if (!capture_) {
+        reportError("attention", "no attention map: no prompt has been run yet");
+        return;
+    }
+    attentionLayer_->setValue(layer);
+    attentionHead_->setValue(head);
+    worker_->attention(layer, head);
+}
+
+void MainWindow::updateAttentionKept() {
+    if (!shownSelection_) return;
+    const Selection& s = *shownSelection_;
+    const int layer = attentionLayer_->value(), head = attentionHead_->value();
+    if (layer >= s.layers() || head >= s.queryHeads) return;
+    const auto& kept = s.kept[layer][s.headOf(head)];
+    attentionView_->setKept(std::vector<int32_t>(kept.begin(), kept.end()));
+}
+
+void MainWindow::decodeOutputs() {
+    if (!capture_) {
+        reportError("decode", "cannot decode: no prompt has been run yet");
+        return;
+    }
+    worker_->evaluate(methodsPanel_->params(), modelPanel_->newTokens());
+}
+
+void MainWindow::onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs) {
+    outputs_ = std::move(outputs);
+    const WorkbenchOutputs& o = *outputs_;
+    outputsPanel_->setOutputs(o.fullPieces, o.pieces, o.metrics, DisplayText::method(o.params));
+    status_->setStyleSheet("");
+    status_->setText(QString("Decoded %1 tokens: agreement %2, mean KL %3")
+                         .arg(o.metrics.tokens.size())
+                         .arg(DisplayText::percent(o.metrics.tokenAgreement),
+                              DisplayText::real(o.metrics.meanKl)));
+    log(status_->text());
+    emit outputsReady();
+    if (saveWhenDecoded_) {
+        saveWhenDecoded_ = false;
+        saveOutputs(o);
+    }
+}
+
+void MainWindow::saveRun() {
+    if (!capture_) {
+        reportError("save", "cannot save: no prompt has been run yet");
+        return;
+    }
+    if (!store_) {
+        reportError("save", "cannot save: no session store is open (File > Open store)");
+        return;
+    }
+    const PressParams p = methodsPanel_->params();
+    if (outputs_ && sameParams(outputs_->params, p) &&
+        int64_t(outputs_->metrics.tokens.size()) == modelPanel_->newTokens()) {
+        saveOutputs(*outputs_);
+        return;
+    }
+    saveWhenDecoded_ = true;
+    worker_->evaluate(p, modelPanel_->newTokens());
+}
+
+void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
+    if (!store_ || !capture_ || !model_) return;
+    try {
+        QString name = sessionsPanel_->currentSession();
+        if (name.isEmpty()) name = "default";
+        const sessions::SessionInfo session = store_->openSession(name.toStdString());
+        int64_t promptId = 0;
+        for (const auto& [sessionId, id] : savedPrompts_)
+            if (sessionId == session.id) promptId = id;
+        if (promptId == 0) {
+            const WorkbenchModel& m = *model_;
+            sessions::ModelRecord r;
+            r.spec = m.spec;
+            r.isFile = m.isFile;
+            r.architecture = m.architecture;
+            r.name = m.name;
+            r.layers = m.layers;
+            r.heads = m.heads;
+            r.kvHeads = m.kvHeads;
+            r.headDim = m.headDim;
+            r.embedDim = m.embedDim;
+            r.ffnDim = m.ffnDim;
+            r.vocabSize = m.vocabSize;
+            r.contextLength = m.contextLength;
+            r.ropeTheta = m.ropeTheta;
+            if (m.isFile) {
+                r.path = sessions::ModelFile::absolutePath(m.path);
+                const auto st = sessions::ModelFile::stat(r.path);
+                r.sizeBytes = st.sizeBytes;
+                r.mtimeNs = st.mtimeNs;
+                if (auto known = store_->knownSha256(r.path, r.sizeBytes, r.mtimeNs)) {
+                    r.sha256 = *known;
+                } else {
+                    status_->setText("hashing " + QString::fromStdString(r.path) + "...");
+                    QApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
+                    r.sha256 = sessions::ModelFile::sha256(r.path, {});
+                }
+            }
+            sessions::PromptRecord pr;
+            pr.sessionId = session.id;
+            pr.modelId = store_->saveModel(r);
+            pr.text = modelPanel_->promptText().toStdString();
+            pr.addBos = modelPanel_->addBos();
+            pr.tokenIds = capture_->tokenIds;
+            promptId = store_->savePrompt(pr);
+            savedPrompts_.emplace_back(session.id, promptId);
+        }
+        sessions::RunRecord run;
+        run.sessionId = session.id;
+        run.promptId = promptId;
+        run.createdMs = nowMs();
+        run.params = o.params;
+        run.newTokens = int64_t(o.metrics.tokens.size());
+        run.engineVersion = KVLENS_VERSION;
+        run.device = model_->device;
+        run.dtype = model_->dtype;
+        run.threads = model_->threads;
+        run.prefillSeconds = capture_->prefillSeconds;
+        run.selection = o.selection;
+        run.metrics = o.metrics;
+        for (size_t l = 0; l < capture_->stats.size(); ++l) {
+            auto add = [&](int32_t head, const HeadAttentionSummary& h) {
+                const int32_t layer = int32_t(l);
+                run.layerStats.push_back({"entropy", layer, head, h.entropy});
+                run.layerStats.push_back({"effective_positions", layer, head, h.effectivePositions});
+                run.layerStats.push_back({"positions_90pct", layer, head, h.positions90});
+                run.layerStats.push_back({"sink_mass", layer, head, h.sinkMass});
+                run.layerStats.push_back({"local_mass", layer, head, h.localMass});
+            };
+            add(-1, capture_->stats[l].mean);
+            for (size_t h = 0; h < capture_->stats[l].heads.size(); ++h) add(int32_t(h), capture_->stats[l].heads[h]);
+        }
+        run.fullText = o.fullText;
+        run.text = o.text;
+        const int64_t id = store_->saveRun(run);
+        if (sessionsPanel_->currentSession() != name) sessionsPanel_->openSession(name);
+        sessionsPanel_->refresh();
+        status_->setStyleSheet("");
+        status_->setText(QString("Saved run %1 (%2) to session '%3'").arg(id).arg(DisplayText::method(o.params), name));
+        log(status_->text());
+        emit runSaved(id);
+    } catch (const std::exception& e) {
+        reportError("save", "cannot save: " + QString::fromStdString(e.what()));
+    }
+}
+
+void MainWindow::showStoredRun(qint64 runId) {
+    if (!store_) return;
+    try {
+        const sessions::RunRecord run = store_->run(runId);
+        auto selection = std::make_shared<const Selection>(run.selection);
+        shownSelection_ = selection;
+        const QString label = QString("run %1: %2").arg(runId).arg(DisplayText::method(run.params));
+        keptView_->setSelection(selection, label);
+        funnelView_->setLayerBudgets(run.selection.layerBudgets, label);
+        methodsPanel_->setParams(run.params);
+        std::vector<int64_t> full(run.metrics.bytesPerLayer.size(), 0);
+        if (run.metrics.bytes > 0 && !run.metrics.bytesPerLayer.empty()) {
+            for (size_t l = 0; l < full.size(); ++l)
+                full[l] = int64_t(std::llround(double(run.metrics.fullBytes) / double(full.size())));
+            memoryPanel_->setMemory(full, run.metrics.bytesPerLayer, label);
+        }
+        // The continuations token by token need the tokenizer, on the engine thread.
+        storedRun_ = std::make_shared<const sessions::RunRecord>(run);
+        if (model_) {
+            worker_->pieces(runId, run.metrics.fullTokens, run.metrics.tokens);
+        } else {
+            outputsPanel_->clear("Load the run's model to see its continuations token by token:\n" +
+                                 QString::fromStdString(run.text));
+        }
+        status_->setStyleSheet("");
+        status_->setText(QString("Showing stored %1 (%2 entries kept)").arg(label).arg(run.selection.entries()));
+        log(status_->text());
+        emit selectionShown(0);
+    } catch (const std::exception& e) {
+        reportError("sessions", QString::fromStdString(e.what()));
+    }
+}
+
+}  // namespace kvlens::ui

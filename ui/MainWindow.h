@@ -1,0 +1,154 @@
+// The KV Lens main window: dockable panels (model & prompt, methods & budgets,
+// funnel, kept positions, attention, memory, outputs, sessions, log) around the
+// engine worker; menus with shortcuts; the layout and recent models kept in QSettings.
+#pragma once
+
+#include <QMainWindow>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/Workbench.h"
+#include "ui/EngineWorker.h"
+
+class QDockWidget;
+class QLabel;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSettings;
+class QSpinBox;
+
+namespace kvlens::sessions {
+class SessionStore;
+struct RunRecord;
+}  // namespace kvlens::sessions
+
+namespace kvlens::ui {
+
+class AttentionView;
+class FunnelView;
+class KeptPositionsView;
+class MemoryPanel;
+class MethodsPanel;
+class ModelPromptPanel;
+class OutputsPanel;
+class SessionsPanel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+
+public:
+    struct Options {
+        QString model;       // loaded at start when given
+        QString promptFile;  // read into the editor at start
+        QString store;       // the session store (default: SessionStore::defaultPath)
+        QString settings;    // an INI file for layout and recent files (default: QSettings' own)
+        bool runAtStart = false;  // run the prompt as soon as the start model has loaded
+    };
+
+    explicit MainWindow(const Options& options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // The actions of the menus, callable from tests and scripts.
+    void loadModel();
+    void runPrompt();
+    void decodeOutputs();
+    // Decodes the current parameters (when not yet done) and saves the run to the open
+    // session of the store ("default" when none is open).
+    void saveRun();
+    void openStore(const QString& path);
+    void cancelWork();
+    void focusLayer(int layer);
+    void showAttention(int layer, int head);
+
+    EngineWorker& worker() { return *worker_; }
+    ModelPromptPanel* modelPanel() const { return modelPanel_; }
+    MethodsPanel* methodsPanel() const { return methodsPanel_; }
+    KeptPositionsView* keptView() const { return keptView_; }
+    FunnelView* funnelView() const { return funnelView_; }
+    AttentionView* attentionView() const { return attentionView_; }
+    MemoryPanel* memoryPanel() const { return memoryPanel_; }
+    OutputsPanel* outputsPanel() const { return outputsPanel_; }
+    SessionsPanel* sessionsPanel() const { return sessionsPanel_; }
+    QDockWidget* dock(const QString& objectName) const;
+
+    // What the kept-positions view shows now (null before the first selection).
+    std::shared_ptr<const Selection> shownSelection() const { return shownSelection_; }
+    bool hasCapture() const { return capture_ != nullptr; }
+    QString statusText() const;
+    QStringList logLines() const;
+
+signals:
+    // A selection reached the views (after they were given it).
+    void selectionShown(quint64 request);
+    void promptReady();
+    void modelReady();
+    void outputsReady();
+    void runSaved(qint64 runId);
+    void attentionShown(int layer, int head);
+    // An error reached the status bar and the log.
+    void errorShown(const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    QDockWidget* addPanel(const QString& title, const QString& name, QWidget* widget,
+                          Qt::DockWidgetArea area);
+    void restoreLayout();
+    void saveLayout();
+    void rememberModel(const QString& model);
+
+    void reportError(const QString& where, const QString& message);
+    void log(const QString& line);
+    void setBusy(bool busy, const QString& what);
+
+    void requestSelection();
+    void onModelLoaded(const WorkbenchModel& model);
+    void onPromptCaptured(std::shared_ptr<const WorkbenchCapture> capture);
+    void onSelected(const SelectionResult& result);
+    void onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs);
+    void saveOutputs(const WorkbenchOutputs& outputs);
+    void showStoredRun(qint64 runId);
+    void updateAttentionKept();
+
+    std::unique_ptr<QSettings> settings_;
+    std::unique_ptr<EngineWorker> worker_;
+    std::shared_ptr<sessions::SessionStore> store_;
+
+    ModelPromptPanel* modelPanel_ = nullptr;
+    MethodsPanel* methodsPanel_ = nullptr;
+    FunnelView* funnelView_ = nullptr;
+    KeptPositionsView* keptView_ = nullptr;
+    AttentionView* attentionView_ = nullptr;
+    QSpinBox* attentionLayer_ = nullptr;
+    QSpinBox* attentionHead_ = nullptr;
+    MemoryPanel* memoryPanel_ = nullptr;
+    OutputsPanel* outputsPanel_ = nullptr;
+    SessionsPanel* sessionsPanel_ = nullptr;
+    QPlainTextEdit* log_ = nullptr;
+    QLabel* status_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QPushButton* cancel_ = nullptr;
+
+    std::optional<WorkbenchModel> model_;
+    std::shared_ptr<const WorkbenchCapture> capture_;
+    std::shared_ptr<const std::vector<std::string>> pieces_;
+    std::shared_ptr<const Selection> shownSelection_;
+    std::shared_ptr<const WorkbenchOutputs> outputs_;
+    std::shared_ptr<const sessions::RunRecord> storedRun_;  // the stored run shown, if any
+    bool saveWhenDecoded_ = false;
+    bool runWhenLoaded_ = false;
+    // The prompt saved in the store for this capture, per session id.
+    std::vector<std::pair<int64_t, int64_t>> savedPrompts_;
+    int focusLayer_ = 0;
+    QString errorLine_;
+};
+
+}  // namespace kvlens::ui

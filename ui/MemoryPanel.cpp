@@ -1,0 +1,123 @@
+// Run KV memory (chart, totals, ratio) plus process and GPU memory lines.
+#include "ui/MemoryPanel.h"
+
+#include <QLabel>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <string>
+
+#include "ui/DisplayText.h"
+#include "ui/MemoryChart.h"
+
+namespace kvlens::ui {
+
+MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    label_ = new QLabel(this);
+    label_->setObjectName("label");
+    layout->addWidget(label_);
+    totals_ = new QLabel(this);
+    totals_->setObjectName("totals");
+    totals_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont bold = totals_->font();
+    bold.setBold(true);
+    totals_->setFont(bold);
+    layout->addWidget(totals_);
+    chart_ = new MemoryChart(this);
+    layout->addWidget(chart_, 1);
+    process_ = new QLabel(this);
+    process_->setObjectName("process");
+    layout->addWidget(process_);
+    gpu_ = new QLabel(this);
+    gpu_->setObjectName("gpu");
+    layout->addWidget(gpu_);
+
+    // Runs only while the panel is visible: a hidden panel costs no wake-ups.
+    timer_ = new QTimer(this);
+    timer_->setInterval(kProcessRefreshMs);
+    connect(timer_, &QTimer::timeout, this, &MemoryPanel::refreshProcess);
+
+    clear("No run yet");
+    setDevice("cpu", std::nullopt);
+    refreshProcess();
+}
+
+QString MemoryPanel::totalsText(int64_t full, int64_t compressed) {
+    QString text = "KV: " + DisplayText::bytes(full) + " \u2192 " + DisplayText::bytes(compressed);
+    if (full <= 0) return text;
+    text += " (" + DisplayText::percent(double(compressed) / double(full));
+    if (compressed > 0 && compressed < full) {
+        text += ", " + QString::number(double(full) / double(compressed), 'f', 1) + "x smaller";
+    } else if (compressed > full) {
+        text += ", " + QString::number(double(compressed) / double(full), 'f', 1) + "x larger";
+    }
+    return text + ")";
+}
+
+void MemoryPanel::setMemory(std::vector<int64_t> full, std::vector<int64_t> compressed,
+                            const QString& label) {
+    const int64_t fullTotal = std::accumulate(full.begin(), full.end(), int64_t(0));
+    const int64_t compressedTotal =
+        std::accumulate(compressed.begin(), compressed.end(), int64_t(0));
+    label_->setText(label);
+    totals_->setText(totalsText(fullTotal, compressedTotal));
+    chart_->setBytes(std::move(full), std::move(compressed));
+}
+
+void MemoryPanel::clear(const QString& why) {
+    label_->clear();
+    totals_->setText("KV: \u2014");
+    chart_->setMessage(why);
+}
+
+void MemoryPanel::setDevice(const QString& device, std::optional<int64_t> gpuBytesInUse) {
+    if (device.isEmpty() || device.startsWith("cpu")) {
+        gpu_->setText("GPU memory: not in use (CPU run)");
+    } else if (gpuBytesInUse) {
+        gpu_->setText("GPU memory: " + DisplayText::bytes(*gpuBytesInUse) + " in use on " + device);
+    } else {
+        gpu_->setText("GPU memory: not measured on " + device);
+    }
+}
+
+int64_t MemoryPanel::residentBytes() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) != 0) continue;
+        std::istringstream fields(line.substr(6));
+        int64_t kilobytes = -1;
+        std::string unit;
+        if (fields >> kilobytes >> unit && unit == "kB") return kilobytes * 1024;
+        return -1;
+    }
+    return -1;
+}
+
+void MemoryPanel::refreshProcess() {
+    const int64_t rss = residentBytes();
+    process_->setText("Process memory (resident): " +
+                      (rss >= 0 ? DisplayText::bytes(rss) : QString("n/a")));
+}
+
+void MemoryPanel::showEvent(QShowEvent* event) {
+    refreshProcess();
+    timer_->start();
+    QWidget::showEvent(event);
+}
+
+void MemoryPanel::hideEvent(QHideEvent* event) {
+    timer_->stop();
+    QWidget::hideEvent(event);
+}
+
+QString MemoryPanel::totals() const { return totals_->text(); }
+QString MemoryPanel::processText() const { return process_->text(); }
+QString MemoryPanel::gpuText() const { return gpu_->text(); }
+bool MemoryPanel::refreshing() const { return timer_->isActive(); }
+
+}  // namespace kvlens::ui

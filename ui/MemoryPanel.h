@@ -1,0 +1,59 @@
+// KV memory of a run: per-layer bars of the full and the compressed cache, their totals
+// and ratio, this process's resident memory (refreshed while shown) and the GPU's.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+class QLabel;
+class QTimer;
+
+namespace kvlens::ui {
+
+class MemoryChart;
+
+class MemoryPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    static constexpr int kProcessRefreshMs = 2000;
+
+    explicit MemoryPanel(QWidget* parent = nullptr);
+
+    void setMemory(std::vector<int64_t> fullBytesPerLayer,
+                   std::vector<int64_t> compressedBytesPerLayer, const QString& label);
+    void clear(const QString& why);
+    // "cpu": the GPU line says it is not in use; otherwise its bytes in use, if known.
+    void setDevice(const QString& device, std::optional<int64_t> gpuBytesInUse);
+
+    // "KV: 184.5 MB → 23.1 MB (12.5%, 8.0x smaller)".
+    static QString totalsText(int64_t fullBytes, int64_t compressedBytes);
+    // This process's resident set (VmRSS of /proc/self/status) in bytes; -1 where unknown.
+    static int64_t residentBytes();
+
+    QString totals() const;
+    QString processText() const;
+    QString gpuText() const;
+    MemoryChart* chart() const { return chart_; }
+    // Whether the process line is being refreshed (only while the panel is shown).
+    bool refreshing() const;
+
+protected:
+    void showEvent(QShowEvent* event) override;
+    void hideEvent(QHideEvent* event) override;
+
+private:
+    void refreshProcess();
+
+    QLabel* label_ = nullptr;
+    QLabel* totals_ = nullptr;
+    MemoryChart* chart_ = nullptr;
+    QLabel* process_ = nullptr;
+    QLabel* gpu_ = nullptr;
+    QTimer* timer_ = nullptr;
+};
+
+}  // namespace kvlens::ui

@@ -1,0 +1,233 @@
+#include "ui/MethodsPanel.h"
+
+#include <QButtonGroup>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QRadioButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvlens::ui {
+
+MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QFormLayout;
+    method_ = new QComboBox;
+    method_->setObjectName("method");
+    for (const std::string& m : PressParams::methodNames()) method_->addItem(QString::fromStdString(m));
+    method_->setCurrentText("snapkv");
+    form->addRow("Method", method_);
+
+    auto* modeRow = new QHBoxLayout;
+    entries_ = new QRadioButton("entries");
+    ratio_ = new QRadioButton("ratio");
+    entries_->setChecked(true);
+    auto* group = new QButtonGroup(this);
+    group->addButton(entries_);
+    group->addButton(ratio_);
+    modeRow->addWidget(entries_);
+    modeRow->addWidget(ratio_);
+    modeRow->addStretch(1);
+    form->addRow("Budget in", modeRow);
+
+    budgetSlider_ = new QSlider(Qt::Horizontal);
+    budgetSlider_->setObjectName("budgetSlider");
+    budgetSlider_->setRange(1, 4096);
+    budgetSlider_->setValue(128);
+    budget_ = new QSpinBox;
+    budget_->setObjectName("budget");
+    budget_->setRange(1, 1 << 20);
+    budget_->setValue(128);
+    budget_->setToolTip("KV entries kept per head, the observation window included");
+    budgetRatio_ = new QDoubleSpinBox;
+    budgetRatio_->setObjectName("budgetRatio");
+    budgetRatio_->setRange(0.1, 100.0);
+    budgetRatio_->setDecimals(1);
+    budgetRatio_->setSuffix(" %");
+    budgetRatio_->setValue(10.0);
+    budgetRatio_->setToolTip("Entries per head as a share of the prompt length");
+    auto* budgetRow = new QHBoxLayout;
+    budgetRow->addWidget(budgetSlider_, 1);
+    budgetRow->addWidget(budget_);
+    budgetRow->addWidget(budgetRatio_);
+    form->addRow("Budget", budgetRow);
+
+    window_ = new QSpinBox;
+    window_->setObjectName("window");
+    window_->setRange(1, 64);
+    window_->setValue(32);
+    window_->setToolTip("Observation window: the last W prompt queries vote, and are always kept");
+    form->addRow("Window", window_);
+    kernel_ = new QSpinBox;
+    kernel_->setObjectName("kernel");
+    kernel_->setRange(1, 63);
+    kernel_->setSingleStep(2);
+    kernel_->setValue(7);
+    kernel_->setToolTip("Pooling kernel over positions (odd)");
+    form->addRow("Kernel", kernel_);
+    pooling_ = new QComboBox;
+    pooling_->setObjectName("pooling");
+    pooling_->addItems({"max", "avg"});
+    form->addRow("Pooling", pooling_);
+    beta_ = new QDoubleSpinBox;
+    beta_->setObjectName("beta");
+    beta_->setRange(1.0, 1000.0);
+    beta_->setValue(20.0);
+    beta_->setToolTip("PyramidKV: the top layer keeps budget / beta");
+    form->addRow("Beta", beta_);
+    alpha_ = new QDoubleSpinBox;
+    alpha_->setObjectName("alpha");
+    alpha_->setRange(0.0, 1.0);
+    alpha_->setSingleStep(0.05);
+    alpha_->setValue(0.2);
+    alpha_->setToolTip("AdaKV: the share of the budget every head keeps before the adaptive split");
+    form->addRow("Alpha", alpha_);
+    gqa_ = new QComboBox;
+    gqa_->setObjectName("gqa");
+    gqa_->addItems({"kv-head", "query-head"});
+    gqa_->setToolTip("kv-head: one selection per KV head (votes averaged over its query heads);\n"
+                     "query-head: one per query head");
+    form->addRow("GQA", gqa_);
+    layout->addLayout(form);
+    status_ = new QLabel;
+    status_->setObjectName("selectionStatus");
+    status_->setWordWrap(true);
+    layout->addWidget(status_);
+    layout->addStretch(1);
+
+    auto changed = [this] {
+        if (!quiet_) emit paramsChanged();
+    };
+    connect(method_, &QComboBox::currentTextChanged, this, [this, changed] {
+        updateEnabled();
+        changed();
+    });
+    connect(budgetSlider_, &QSlider::valueChanged, this, [this](int v) {
+        if (entries_->isChecked()) {
+            budget_->setValue(v);
+        } else if (promptLength_ > 0) {
+            budgetRatio_->setValue(100.0 * v / double(promptLength_));
+        }
+    });
+    connect(budget_, qOverload<int>(&QSpinBox::valueChanged), this, [this, changed](int v) {
+        const bool was = quiet_;
+        quiet_ = true;
+        budgetSlider_->setValue(v);
+        quiet_ = was;
+        changed();
+    });
+    connect(budgetRatio_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, changed](double v) {
+        if (promptLength_ > 0) {
+            const bool was = quiet_;
+            quiet_ = true;
+            budgetSlider_->setValue(int(std::lround(v / 100.0 * double(promptLength_))));
+            quiet_ = was;
+        }
+        changed();
+    });
+    connect(entries_, &QRadioButton::toggled, this, [this, changed] {
+        budgetModeChanged();
+        changed();
+    });
+    connect(window_, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    connect(kernel_, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    connect(pooling_, &QComboBox::currentTextChanged, this, changed);
+    connect(beta_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
+    connect(alpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
+    connect(gqa_, &QComboBox::currentTextChanged, this, changed);
+    budgetModeChanged();
+    updateEnabled();
+}
+
+PressParams MethodsPanel::params() const {
+    PressParams p;
+    p.method = method_->currentText().toStdString();
+    if (entries_->isChecked()) {
+        p.budget = budget_->value();
+    } else {
+        p.budget = 0;
+        p.budgetRatio = budgetRatio_->value() / 100.0;
+    }
+    p.window = window_->value();
+    p.kernel = kernel_->value();
+    p.pooling = pooling_->currentText() == "avg" ? Pooling::Avg : Pooling::Max;
+    p.beta = beta_->value();
+    p.alpha = alpha_->value();
+    p.gqa = gqa_->currentText() == "query-head" ? GqaMode::QueryHead : GqaMode::KvHead;
+    return p;
+}
+
+void MethodsPanel::setParams(const PressParams& p) {
+    quiet_ = true;
+    method_->setCurrentText(QString::fromStdString(p.method));
+    if (p.budget > 0) {
+        entries_->setChecked(true);
+        budget_->setValue(int(p.budget));
+    } else {
+        ratio_->setChecked(true);
+        budgetRatio_->setValue(p.budgetRatio * 100.0);
+    }
+    window_->setValue(int(p.window));
+    kernel_->setValue(int(p.kernel));
+    pooling_->setCurrentText(p.pooling == Pooling::Avg ? "avg" : "max");
+    beta_->setValue(p.beta);
+    alpha_->setValue(p.alpha);
+    gqa_->setCurrentText(p.gqa == GqaMode::QueryHead ? "query-head" : "kv-head");
+    budgetModeChanged();
+    updateEnabled();
+    quiet_ = false;
+}
+
+void MethodsPanel::setPromptLength(int64_t tokens) {
+    promptLength_ = tokens;
+    const bool was = quiet_;
+    quiet_ = true;
+    budgetSlider_->setRange(1, int(std::max<int64_t>(1, tokens)));
+    budgetSlider_->setToolTip(QString("1 .. %1 entries per head (the prompt)").arg(tokens));
+    budgetModeChanged();
+    quiet_ = was;
+}
+
+void MethodsPanel::setBudgetEntries(int64_t entries) {
+    if (!entries_->isChecked()) entries_->setChecked(true);
+    budget_->setValue(int(entries));
+}
+
+void MethodsPanel::showStatus(const QString& text, bool error) {
+    status_->setText(text);
+    status_->setStyleSheet(error ? "color: #d55e00;" : "color: palette(mid);");
+}
+
+void MethodsPanel::budgetModeChanged() {
+    const bool byEntries = entries_->isChecked();
+    budget_->setVisible(byEntries);
+    budgetRatio_->setVisible(!byEntries);
+    const bool was = quiet_;
+    quiet_ = true;
+    if (byEntries) {
+        budgetSlider_->setValue(budget_->value());
+    } else if (promptLength_ > 0) {
+        budgetSlider_->setValue(int(std::lround(budgetRatio_->value() / 100.0 * double(promptLength_))));
+    }
+    quiet_ = was;
+}
+
+void MethodsPanel::updateEnabled() {
+    const std::string m = method_->currentText().toStdString();
+    const bool scored = m == "snapkv" || m == "pyramidkv" || m == "adakv";
+    kernel_->setEnabled(scored);
+    pooling_->setEnabled(scored);
+    beta_->setEnabled(m == "pyramidkv");
+    alpha_->setEnabled(m == "adakv");
+    window_->setEnabled(m != "full" && m != "random");
+    gqa_->setEnabled(m != "full");
+}
+
+}  // namespace kvlens::ui

@@ -1,0 +1,61 @@
+// The "Methods & budgets" panel: method, budget (slider and box, in entries or as a
+// ratio of the prompt), window, kernel, pooling, beta, alpha and GQA mode. Every
+// change emits paramsChanged at once; the window re-selects on the stored capture.
+#pragma once
+
+#include <QWidget>
+
+#include <cstdint>
+
+#include "engine/PressParams.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QRadioButton;
+class QSlider;
+class QSpinBox;
+
+namespace kvlens::ui {
+
+class MethodsPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit MethodsPanel(QWidget* parent = nullptr);
+
+    PressParams params() const;
+    // Shows `params` without emitting paramsChanged (e.g. a run opened from the store).
+    void setParams(const PressParams& params);
+    // The budget's range follows the prompt (1 .. T entries).
+    void setPromptLength(int64_t tokens);
+    // Moves the budget (in entries) as a user would: emits paramsChanged.
+    void setBudgetEntries(int64_t entries);
+    // A line under the controls: the last selection's time, or why it failed.
+    void showStatus(const QString& text, bool error);
+
+signals:
+    void paramsChanged();
+
+private:
+    void updateEnabled();
+    void budgetModeChanged();
+
+    QComboBox* method_;
+    QRadioButton* entries_;
+    QRadioButton* ratio_;
+    QSlider* budgetSlider_;
+    QSpinBox* budget_;
+    QDoubleSpinBox* budgetRatio_;
+    QSpinBox* window_;
+    QSpinBox* kernel_;
+    QComboBox* pooling_;
+    QDoubleSpinBox* beta_;
+    QDoubleSpinBox* alpha_;
+    QComboBox* gqa_;
+    QLabel* status_;
+    int64_t promptLength_ = 0;
+    bool quiet_ = false;  // set while controls are filled programmatically
+};
+
+}  // namespace kvlens::ui

@@ -1,0 +1,190 @@
+#include "ui/ModelPromptPanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QThread>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "engine/Error.h"
+#include "ui/DisplayText.h"
+
+namespace kvlens::ui {
+
+ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+
+    auto* modelRow = new QHBoxLayout;
+    model_ = new QLineEdit;
+    model_->setObjectName("modelPath");
+    model_->setPlaceholderText("GGUF file or random:<preset>");
+    model_->setToolTip("A GGUF file (llama, mistral, qwen2), or random:<preset>[:layers=N][:ctx=N]\n"
+                       "with presets tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b");
+    auto* browse = new QPushButton("Open...");
+    browse->setToolTip("Choose a GGUF file (Ctrl+O)");
+    modelRow->addWidget(model_, 1);
+    modelRow->addWidget(browse);
+    layout->addLayout(modelRow);
+
+    recent_ = new QComboBox;
+    recent_->setObjectName("recentModels");
+    recent_->setPlaceholderText("Recent models");
+    layout->addWidget(recent_);
+
+    auto* form = new QFormLayout;
+    device_ = new QComboBox;
+    device_->setObjectName("device");
+    device_->addItem("cpu");
+    if (Workbench::cudaAvailable()) device_->addItem("cuda");
+    dtype_ = new QComboBox;
+    dtype_->setObjectName("dtype");
+    dtype_->addItems({"auto", "f32", "bf16", "f16"});
+    dtype_->setToolTip("auto: bf16 on CUDA and on CPUs with AVX512-BF16 or AMX, else f32");
+    threads_ = new QSpinBox;
+    threads_->setObjectName("threads");
+    threads_->setRange(1, 1024);
+    threads_->setValue(std::max(1, QThread::idealThreadCount()));
+    auto* deviceRow = new QHBoxLayout;
+    deviceRow->addWidget(device_);
+    deviceRow->addWidget(dtype_);
+    deviceRow->addWidget(new QLabel("threads"));
+    deviceRow->addWidget(threads_);
+    form->addRow("Device", deviceRow);
+    layout->addLayout(form);
+
+    load_ = new QPushButton("Load model");
+    load_->setObjectName("loadModel");
+    layout->addWidget(load_);
+    modelInfo_ = new QLabel("No model loaded.");
+    modelInfo_->setObjectName("modelInfo");
+    modelInfo_->setWordWrap(true);
+    modelInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(modelInfo_);
+
+    auto* promptHeader = new QHBoxLayout;
+    promptHeader->addWidget(new QLabel("<b>Prompt</b>"));
+    promptHeader->addStretch(1);
+    auto* openPrompt = new QPushButton("Open text...");
+    openPrompt->setToolTip("Read the prompt from a text file (Ctrl+Shift+O)");
+    promptHeader->addWidget(openPrompt);
+    layout->addLayout(promptHeader);
+    prompt_ = new QPlainTextEdit;
+    prompt_->setObjectName("prompt");
+    prompt_->setPlaceholderText("Paste or type a long prompt here.");
+    layout->addWidget(prompt_, 1);
+
+    auto* runRow = new QHBoxLayout;
+    bos_ = new QCheckBox("BOS");
+    bos_->setChecked(true);
+    bos_->setToolTip("Prepend the BOS token when the vocabulary asks for it");
+    newTokens_ = new QSpinBox;
+    newTokens_->setObjectName("newTokens");
+    newTokens_->setRange(1, 4096);
+    newTokens_->setValue(32);
+    newTokens_->setToolTip("Tokens decoded to compare outputs (Outputs panel)");
+    tokens_ = new QLabel("-");
+    tokens_->setObjectName("tokenCount");
+    runRow->addWidget(bos_);
+    runRow->addWidget(new QLabel("decode"));
+    runRow->addWidget(newTokens_);
+    runRow->addStretch(1);
+    runRow->addWidget(tokens_);
+    layout->addLayout(runRow);
+    run_ = new QPushButton("Run prompt");
+    run_->setObjectName("runPrompt");
+    run_->setToolTip("Prefill the prompt and capture what the methods need (Ctrl+R)");
+    layout->addWidget(run_);
+
+    debounce_ = new QTimer(this);
+    debounce_->setSingleShot(true);
+    debounce_->setInterval(150);
+    connect(debounce_, &QTimer::timeout, this, &ModelPromptPanel::promptEdited);
+    connect(prompt_, &QPlainTextEdit::textChanged, debounce_, qOverload<>(&QTimer::start));
+    connect(bos_, &QCheckBox::toggled, debounce_, qOverload<>(&QTimer::start));
+    connect(load_, &QPushButton::clicked, this, &ModelPromptPanel::loadRequested);
+    connect(model_, &QLineEdit::returnPressed, this, &ModelPromptPanel::loadRequested);
+    connect(run_, &QPushButton::clicked, this, &ModelPromptPanel::runRequested);
+    connect(browse, &QPushButton::clicked, this, &ModelPromptPanel::browseModelRequested);
+    connect(openPrompt, &QPushButton::clicked, this, &ModelPromptPanel::browsePromptRequested);
+    connect(recent_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
+        if (index >= 0) model_->setText(recent_->itemText(index));
+    });
+}
+
+Workbench::LoadOptions ModelPromptPanel::loadOptions() const {
+    Workbench::LoadOptions o;
+    o.model = model_->text().trimmed().toStdString();
+    o.device = device_->currentText().toStdString();
+    o.dtype = dtype_->currentText().toStdString();
+    o.threads = threads_->value();
+    return o;
+}
+
+void ModelPromptPanel::setModelText(const QString& model) { model_->setText(model); }
+QString ModelPromptPanel::promptText() const { return prompt_->toPlainText(); }
+void ModelPromptPanel::setPromptText(const QString& text) { prompt_->setPlainText(text); }
+bool ModelPromptPanel::addBos() const { return bos_->isChecked(); }
+int64_t ModelPromptPanel::newTokens() const { return newTokens_->value(); }
+
+void ModelPromptPanel::setRecentModels(const QStringList& models) {
+    recent_->clear();
+    recent_->addItems(models);
+    recent_->setCurrentIndex(-1);
+}
+
+void ModelPromptPanel::showModel(const WorkbenchModel& m) {
+    const QString where = m.isFile ? QString::fromStdString(m.path) : QString::fromStdString(m.spec);
+    modelInfo_->setText(
+        QString("<b>%1</b> (%2)<br>%3 layers, %4 query / %5 KV heads, head dim %6, width %7<br>"
+                "context %8, vocabulary %9, %10 parameters<br>"
+                "weights %11 in %12 on %13; KV %14 per token (%15 per 1K)")
+            .arg(QString::fromStdString(m.name.empty() ? m.architecture : m.name).toHtmlEscaped(),
+                 where.toHtmlEscaped())
+            .arg(m.layers)
+            .arg(m.heads)
+            .arg(m.kvHeads)
+            .arg(m.headDim)
+            .arg(m.embedDim)
+            .arg(m.contextLength)
+            .arg(m.vocabSize)
+            .arg(QString::number(double(m.parameters) / 1e6, 'f', m.parameters < 10'000'000 ? 2 : 0) + "M")
+            .arg(DisplayText::bytes(m.weightBytes), QString::fromStdString(m.dtype),
+                 QString::fromStdString(m.device), DisplayText::bytes(m.kvBytesPerToken),
+                 DisplayText::bytes(m.kvBytesPerToken * 1024)));
+    tokens_->setText("-");
+}
+
+void ModelPromptPanel::showTokenCount(int64_t tokens, int64_t context) {
+    const bool over = tokens + newTokens_->value() > context;
+    tokens_->setText(QString("%1 / %2 tokens").arg(tokens).arg(context));
+    tokens_->setStyleSheet(over ? "color: #d55e00; font-weight: bold;" : "");
+    tokens_->setToolTip(over ? QString("The prompt and %1 decoded tokens do not fit in the context of %2")
+                                   .arg(newTokens_->value())
+                                   .arg(context)
+                             : QString("Prompt tokens of the model's context"));
+}
+
+void ModelPromptPanel::setIdle(bool idle) {
+    load_->setEnabled(idle);
+    run_->setEnabled(idle);
+}
+
+void ModelPromptPanel::openPromptFile(const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        throw Error("prompt file " + path.toStdString() + ": cannot read: " + file.errorString().toStdString());
+    }
+    const QByteArray bytes = file.readAll();
+    if (bytes.isEmpty()) throw Error("prompt file " + path.toStdString() + ": the file is empty");
+    prompt_->setPlainText(QString::fromUtf8(bytes));
+}
+
+}  // namespace kvlens::ui

@@ -1,0 +1,70 @@
+// The "Model & prompt" panel: which model to load (file dialog, recent files, or a
+// random:<preset>), its shape and memory, the prompt editor with a live token count
+// against the context, device, dtype and threads, and the Run button.
+#pragma once
+
+#include <QWidget>
+
+#include <cstdint>
+
+#include "engine/Workbench.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QCheckBox;
+class QTimer;
+
+namespace kvlens::ui {
+
+class ModelPromptPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit ModelPromptPanel(QWidget* parent = nullptr);
+
+    Workbench::LoadOptions loadOptions() const;
+    void setModelText(const QString& model);
+    QString promptText() const;
+    void setPromptText(const QString& text);
+    bool addBos() const;
+    int64_t newTokens() const;
+    void setRecentModels(const QStringList& models);
+
+    // What the loaded model is (shape, memory); clears the token count.
+    void showModel(const WorkbenchModel& model);
+    void showTokenCount(int64_t tokens, int64_t context);
+    // Enables Load and Run (false while the engine is busy with long work).
+    void setIdle(bool idle);
+
+    // Reads a prompt text file into the editor; throws kvlens::Error naming the file.
+    void openPromptFile(const QString& path);
+
+signals:
+    void loadRequested();
+    void runRequested();
+    // The prompt or BOS choice changed (debounced): the window asks for a count.
+    void promptEdited();
+    void browseModelRequested();
+    void browsePromptRequested();
+
+private:
+    QLineEdit* model_;
+    QComboBox* recent_;
+    QComboBox* device_;
+    QComboBox* dtype_;
+    QSpinBox* threads_;
+    QPushButton* load_;
+    QLabel* modelInfo_;
+    QPlainTextEdit* prompt_;
+    QCheckBox* bos_;
+    QSpinBox* newTokens_;
+    QLabel* tokens_;
+    QPushButton* run_;
+    QTimer* debounce_;
+};
+
+}  // namespace kvlens::ui

@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDateTime>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -15,6 +16,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -82,6 +84,25 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     methodsPanel_ = new MethodsPanel;
     funnelView_ = new FunnelView;
     funnelView_->setMinimumSize(320, 200);
+    auto* funnelBox = new QWidget;
+    {
+        auto* layout = new QVBoxLayout(funnelBox);
+        layout->setContentsMargins(2, 2, 2, 2);
+        auto* statistic = new QComboBox;
+        statistic->setObjectName("funnelStatistic");
+        for (FunnelStatistic which : {FunnelStatistic::Positions90, FunnelStatistic::EffectivePositions,
+                                      FunnelStatistic::Entropy, FunnelStatistic::SinkMass,
+                                      FunnelStatistic::LocalMass}) {
+            statistic->addItem(FunnelView::statisticName(which), int(which));
+        }
+        statistic->setToolTip("The attention statistic per layer (window queries of the prompt);\n"
+                              "the method's layer budgets are drawn over it");
+        connect(statistic, qOverload<int>(&QComboBox::currentIndexChanged), this, [this, statistic](int) {
+            funnelView_->setStatistic(FunnelStatistic(statistic->currentData().toInt()));
+        });
+        layout->addWidget(statistic);
+        layout->addWidget(funnelView_, 1);
+    }
     auto* attentionBox = new QWidget;
     {
         auto* layout = new QVBoxLayout(attentionBox);
@@ -114,14 +135,24 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     log_->setReadOnly(true);
     log_->setMaximumBlockCount(5000);
 
-    addPanel("Model && prompt", "modelDock", modelPanel_, Qt::LeftDockWidgetArea);
-    addPanel("Methods && budgets", "methodsDock", methodsPanel_, Qt::LeftDockWidgetArea);
-    addPanel("Funnel", "funnelDock", funnelView_, Qt::RightDockWidgetArea);
-    addPanel("Attention", "attentionDock", attentionBox, Qt::RightDockWidgetArea);
+    QDockWidget* modelDock = addPanel("Model & prompt", "modelDock", modelPanel_, Qt::LeftDockWidgetArea);
+    QDockWidget* methodsDock = addPanel("Methods & budgets", "methodsDock", methodsPanel_, Qt::LeftDockWidgetArea);
+    QDockWidget* funnelDock = addPanel("Funnel", "funnelDock", funnelBox, Qt::RightDockWidgetArea);
+    QDockWidget* attentionDock = addPanel("Attention", "attentionDock", attentionBox, Qt::RightDockWidgetArea);
     QDockWidget* memory = addPanel("Memory", "memoryDock", memoryPanel_, Qt::BottomDockWidgetArea);
     QDockWidget* outputs = addPanel("Outputs", "outputsDock", outputsPanel_, Qt::BottomDockWidgetArea);
-    QDockWidget* sessions = addPanel("Sessions", "sessionsDock", sessionsPanel_, Qt::BottomDockWidgetArea);
+    // The sessions panel (lists, table, comparison) scrolls rather than squeezing its strips.
+    auto* sessionsScroll = new QScrollArea;
+    sessionsScroll->setWidget(sessionsPanel_);
+    sessionsScroll->setWidgetResizable(true);
+    sessionsPanel_->setMinimumHeight(720);
+    QDockWidget* sessions = addPanel("Sessions", "sessionsDock", sessionsScroll, Qt::BottomDockWidgetArea);
     QDockWidget* logDock = addPanel("Log", "logDock", log_, Qt::BottomDockWidgetArea);
+    // First-run sizes (a saved layout replaces them).
+    resizeDocks({modelDock, methodsDock}, {380, 380}, Qt::Horizontal);
+    resizeDocks({funnelDock, attentionDock}, {620, 620}, Qt::Horizontal);
+    resizeDocks({funnelDock, attentionDock}, {300, 560}, Qt::Vertical);
+    resizeDocks({memory}, {320}, Qt::Vertical);
     tabifyDockWidget(memory, outputs);
     tabifyDockWidget(outputs, sessions);
     tabifyDockWidget(sessions, logDock);
@@ -197,7 +228,12 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                                        QString("Attention of layer %1, query head %2").arg(layer).arg(head));
                 attentionView_->setTokens(pieces_);
                 updateAttentionKept();
-                log(QString("attention map of layer %1 head %2 ready").arg(layer).arg(head));
+                status_->setStyleSheet("");
+                status_->setText(QString("Attention map of layer %1, query head %2: %3 x %3 (wheel: zoom, drag: pan)")
+                                     .arg(layer)
+                                     .arg(head)
+                                     .arg(map->rows()));
+                log(status_->text());
                 emit attentionShown(layer, head);
             });
     connect(w, &EngineWorker::regionReady, this,
@@ -249,6 +285,8 @@ MainWindow::~MainWindow() = default;
 QDockWidget* MainWindow::addPanel(const QString& title, const QString& name, QWidget* widget,
                                   Qt::DockWidgetArea area) {
     auto* dock = new QDockWidget(title, this);
+    // In the View menu "&" would mark a shortcut letter.
+    dock->toggleViewAction()->setText(QString(title).replace("&", "&&"));
     dock->setObjectName(name);
     dock->setWidget(widget);
     addDockWidget(area, dock);

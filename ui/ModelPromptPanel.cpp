@@ -67,6 +67,8 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     modelInfo_->setObjectName("modelInfo");
     modelInfo_->setWordWrap(true);
     modelInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // The model's shape is never squeezed; the prompt editor gives way instead.
+    modelInfo_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
     layout->addWidget(modelInfo_);
 
     auto* promptHeader = new QHBoxLayout;
@@ -79,6 +81,7 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     prompt_ = new QPlainTextEdit;
     prompt_->setObjectName("prompt");
     prompt_->setPlaceholderText("Paste or type a long prompt here.");
+    prompt_->setMinimumHeight(60);
     layout->addWidget(prompt_, 1);
 
     auto* runRow = new QHBoxLayout;

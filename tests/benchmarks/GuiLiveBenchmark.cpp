@@ -1,0 +1,170 @@
+// kvlens_gui_bench: the GUI's two timing targets, measured on the real window under
+// Xvfb (run it with `xvfb-run -a -s "-screen 0 1920x1200x24"`, QT_QPA_PLATFORM=xcb).
+//   live: on a 4096-token capture of random:tinyllama-1.1b, from a budget change in the
+//         Methods panel to the kept-positions view redrawn with the new selection;
+//   pan:  frames per second panning the attention view of an 8192-token prompt.
+// Usage: kvlens_gui_bench live [--model M] [--tokens N] [--changes K]
+//        kvlens_gui_bench pan  [--model M] [--tokens N] [--frames F] [--cells-per-pixel C...]
+// Timings are printed, never asserted (DESIGN.md: timings live in benchmarks).
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QOpenGLContext>
+#include <QOpenGLFunctions>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ui/AttentionView.h"
+#include "ui/KeptPositionsView.h"
+#include "ui/MainWindow.h"
+#include "ui/MethodsPanel.h"
+#include "ui/ModelPromptPanel.h"
+
+using kvlens::ui::MainWindow;
+
+namespace {
+
+std::string argAfter(const std::vector<std::string>& args, const std::string& flag, const std::string& fallback) {
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == flag) return args[i + 1];
+    return fallback;
+}
+
+// A prompt of exactly `tokens` byte-level tokens (BOS + tokens - 1 bytes) of plain text.
+QString bytePrompt(int tokens) {
+    const std::string words = "the quick brown fox jumps over the lazy dog while a cat sleeps. ";
+    std::string s;
+    while (int(s.size()) < tokens - 1) s += words;
+    s.resize(size_t(tokens - 1));
+    return QString::fromStdString(s);
+}
+
+bool waitFor(QSignalSpy& spy, int count, int ms) {
+    while (spy.size() < count)
+        if (!spy.wait(ms)) return false;
+    return true;
+}
+
+void finishGl(QOpenGLWidget* w) {
+    w->makeCurrent();
+    w->context()->functions()->glFinish();
+    w->doneCurrent();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+bool prepare(MainWindow& w, const QString& model, int tokens) {
+    QSignalSpy ready(&w, &MainWindow::modelReady);
+    QSignalSpy shown(&w, &MainWindow::selectionShown);
+    QSignalSpy error(&w, &MainWindow::errorShown);
+    w.modelPanel()->setModelText(model);
+    w.loadModel();
+    if (!waitFor(ready, 1, 600000)) return false;
+    w.modelPanel()->setPromptText(bytePrompt(tokens));
+    QElapsedTimer t;
+    t.start();
+    std::fprintf(stderr, "prefill of %d tokens on %s...\n", tokens, qPrintable(model));
+    w.runPrompt();
+    if (!waitFor(shown, 1, 3600000)) {
+        std::fprintf(stderr, "no selection: %s\n", error.isEmpty() ? "timeout" : qPrintable(error.first().at(0).toString()));
+        return false;
+    }
+    std::printf("capture: %d tokens in %.1f s (prefill and statistics)\n", tokens, t.elapsed() / 1e3);
+    return true;
+}
+
+int live(const std::vector<std::string>& args) {
+    const QString model = QString::fromStdString(argAfter(args, "--model", "random:tinyllama-1.1b:ctx=4200"));
+    const int tokens = std::stoi(argAfter(args, "--tokens", "4096"));
+    const int changes = std::stoi(argAfter(args, "--changes", "30"));
+    QTemporaryDir dir;
+    MainWindow::Options o;
+    o.store = dir.filePath("store.sqlite");
+    o.settings = dir.filePath("settings.ini");
+    MainWindow w(o);
+    w.resize(1600, 1000);
+    w.show();
+    if (!prepare(w, model, tokens)) return 1;
+    QApplication::processEvents();
+    kvlens::ui::KeptPositionsView* view = w.keptView();
+    std::vector<double> total, select;
+    for (int i = 0; i < changes; ++i) {
+        const int64_t budget = 128 + 64 * (i % 24);
+        QSignalSpy shown(&w, &MainWindow::selectionShown);
+        QElapsedTimer t;
+        t.start();
+        w.methodsPanel()->setBudgetEntries(budget);
+        if (!waitFor(shown, 1, 60000)) return 1;
+        // The view has the new selection; draw it now and wait for the GL work to finish.
+        view->repaint();
+        finishGl(view);
+        total.push_back(t.nsecsElapsed() / 1e6);
+        (void)select;
+        QApplication::processEvents();
+    }
+    std::printf("live: budget change -> kept-positions view redrawn, %d changes on %d tokens: "
+                "median %.1f ms, max %.1f ms, min %.1f ms\n",
+                changes, tokens, median(total), *std::max_element(total.begin(), total.end()),
+                *std::min_element(total.begin(), total.end()));
+    return 0;
+}
+
+int pan(const std::vector<std::string>& args) {
+    const QString model = QString::fromStdString(argAfter(args, "--model", "random:tiny:ctx=8300"));
+    const int tokens = std::stoi(argAfter(args, "--tokens", "8192"));
+    const int frames = std::stoi(argAfter(args, "--frames", "300"));
+    QTemporaryDir dir;
+    MainWindow::Options o;
+    o.store = dir.filePath("store.sqlite");
+    o.settings = dir.filePath("settings.ini");
+    MainWindow w(o);
+    w.resize(1600, 1000);
+    w.show();
+    if (!prepare(w, model, tokens)) return 1;
+    QSignalSpy mapped(&w, &MainWindow::attentionShown);
+    QElapsedTimer t;
+    t.start();
+    w.showAttention(1, 3);
+    if (!waitFor(mapped, 1, 600000)) return 1;
+    std::printf("attention map of %d x %d built in %.1f s\n", tokens, tokens, t.elapsed() / 1e3);
+    kvlens::ui::AttentionView* view = w.attentionView();
+    std::printf("attention view: %d x %d logical pixels\n", view->width(), view->height());
+    for (double cpp : {8.0, 4.0, 1.0}) {
+        view->setView(tokens / 4.0, tokens / 4.0, cpp);
+        view->repaint();
+        finishGl(view);
+        QElapsedTimer clock;
+        clock.start();
+        std::vector<double> raster;
+        for (int f = 0; f < frames; ++f) {
+            view->panBy(f % 120 < 60 ? 7.0 : -7.0, 3.0 * ((f / 30) % 2 ? -1 : 1));
+            view->repaint();
+            raster.push_back(view->lastRasterMs() + view->lastUploadMs());
+            QApplication::processEvents();
+        }
+        finishGl(view);
+        const double seconds = clock.nsecsElapsed() / 1e9;
+        std::printf("pan at %.0f cells/pixel: %d frames in %.2f s = %.1f frames/s "
+                    "(raster + upload median %.2f ms)\n",
+                    cpp, frames, seconds, frames / seconds, median(raster));
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && args[0] == "live") return live(args);
+    if (!args.empty() && args[0] == "pan") return pan(args);
+    std::fprintf(stderr, "usage: kvlens_gui_bench live|pan [--model M] [--tokens N] ...\n");
+    return 2;
+}

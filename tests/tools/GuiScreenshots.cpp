@@ -1,0 +1,149 @@
+// kvlens_gui_screenshots OUTDIR [--model M] [--prompt-file F]: drives the real window
+// under Xvfb (xvfb-run -a -s "-screen 0 1920x1200x24", QT_QPA_PLATFORM=xcb) through a
+// session and saves a screenshot of each panel in use, for docs/gui and the README:
+// the run with the memory panel, the attention map zoomed to tokens, the outputs after
+// a decode, the sessions panel comparing two saved runs, and the kept positions zoomed.
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QPixmap>
+#include <QScreen>
+#include <QScrollArea>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstdio>
+
+#include "ui/AttentionView.h"
+#include "ui/KeptPositionsView.h"
+#include "ui/MainWindow.h"
+#include "ui/MethodsPanel.h"
+#include "ui/ModelPromptPanel.h"
+#include "ui/RunComparisonView.h"
+#include "ui/SessionsPanel.h"
+
+using kvlens::ui::MainWindow;
+
+namespace {
+
+bool waitFor(QSignalSpy& spy, int count, int ms, const char* what) {
+    while (spy.size() < count) {
+        if (!spy.wait(ms)) {
+            std::fprintf(stderr, "kvlens_gui_screenshots: timed out waiting for %s\n", what);
+            return false;
+        }
+    }
+    return true;
+}
+
+void settle(int ms = 400) {
+    QTest::qWait(ms);
+    QApplication::processEvents();
+}
+
+bool shoot(QWidget& window, const QString& path) {
+    settle();
+    // The screen's pixels, as a person sees them (GL canvases included).
+    const QPixmap shot = window.screen()->grabWindow(window.winId());
+    if (!shot.save(path)) {
+        std::fprintf(stderr, "kvlens_gui_screenshots: cannot write %s\n", qPrintable(path));
+        return false;
+    }
+    std::printf("%s (%dx%d)\n", qPrintable(path), shot.width(), shot.height());
+    return true;
+}
+
+// Selects a budget and waits until the views show it.
+bool budget(MainWindow& w, int64_t entries) {
+    if (w.shownSelection() && w.shownSelection()->params.budget == entries &&
+        w.shownSelection()->params.method == w.methodsPanel()->params().method)
+        return true;
+    QSignalSpy shown(&w, &MainWindow::selectionShown);
+    w.methodsPanel()->setBudgetEntries(entries);
+    if (!waitFor(shown, 1, 60000, "the selection")) return false;
+    for (int i = 0; i < 50 && w.shownSelection()->params.budget != entries; ++i) shown.wait(100);
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: kvlens_gui_screenshots OUTDIR [--model M] [--prompt-file F]\n");
+        return 2;
+    }
+    const QString out = argv[1];
+    QString model = QString(KVLENS_SHARED_DIR) + "/models/stories260K.gguf";
+    QString promptFile = QString(KVLENS_SOURCE_DIR) + "/docs/inspect/prompt.txt";
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (QString(argv[i]) == "--model") model = argv[i + 1];
+        if (QString(argv[i]) == "--prompt-file") promptFile = argv[i + 1];
+    }
+    QDir().mkpath(out);
+    QTemporaryDir dir;
+    MainWindow::Options o;
+    o.store = dir.filePath("store.sqlite");
+    o.settings = dir.filePath("settings.ini");
+    o.promptFile = promptFile;
+    MainWindow w(o);
+    w.resize(1800, 1100);
+    w.show();
+    QTest::qWaitForWindowExposed(&w);
+
+    QSignalSpy ready(&w, &MainWindow::modelReady);
+    QSignalSpy error(&w, &MainWindow::errorShown);
+    w.modelPanel()->setModelText(model);
+    w.loadModel();
+    if (!waitFor(ready, 1, 600000, "the model")) return 1;
+    QSignalSpy shown(&w, &MainWindow::selectionShown);
+    w.runPrompt();
+    if (!waitFor(shown, 1, 3600000, "the prompt")) {
+        if (!error.isEmpty()) std::fprintf(stderr, "%s\n", qPrintable(error.last().at(0).toString()));
+        return 1;
+    }
+    if (!budget(w, 128)) return 1;
+    w.focusLayer(2);
+    if (!budget(w, 96)) return 1;
+    QSignalSpy mapped(&w, &MainWindow::attentionShown);
+    w.showAttention(2, 1);
+    if (!waitFor(mapped, 1, 600000, "the attention map")) return 1;
+    w.dock("memoryDock")->raise();
+    if (!shoot(w, out + "/main_window.png")) return 1;
+
+    // Attention zoomed to token level near the end of the prompt, kept positions zoomed.
+    kvlens::ui::AttentionView* att = w.attentionView();
+    const double T = double(w.shownSelection()->promptLength);
+    att->setView(T - 40.0, T - 28.0, 1.0 / 18.0);
+    w.keptView()->setVisibleRange(T - 120.0, 120.0);
+    w.dock("outputsDock")->raise();
+    QSignalSpy decoded(&w, &MainWindow::outputsReady);
+    w.decodeOutputs();
+    if (!waitFor(decoded, 1, 600000, "the decode")) return 1;
+    if (!shoot(w, out + "/zoomed_and_outputs.png")) return 1;
+
+    // Two saved runs, the first pinned as the baseline, the second compared with it.
+    QSignalSpy saved(&w, &MainWindow::runSaved);
+    w.saveRun();
+    if (!waitFor(saved, 1, 600000, "the first saved run")) return 1;
+    const qint64 first = saved.first().at(0).toLongLong();
+    kvlens::PressParams p = w.methodsPanel()->params();
+    p.method = "pyramidkv";
+    w.methodsPanel()->setParams(p);
+    if (!budget(w, 64)) return 1;
+    w.saveRun();
+    if (!waitFor(saved, 2, 600000, "the second saved run")) return 1;
+    const qint64 second = saved.at(1).at(0).toLongLong();
+    w.sessionsPanel()->pinBaseline(first);
+    w.sessionsPanel()->selectRun(second);
+    w.dock("sessionsDock")->raise();
+    // As a user would: drag the bottom area taller to see the comparison.
+    w.resizeDocks({w.dock("sessionsDock")}, {760}, Qt::Vertical);
+    settle();
+    if (auto* scroll = qobject_cast<QScrollArea*>(w.dock("sessionsDock")->widget()))
+        scroll->ensureWidgetVisible(w.sessionsPanel()->comparison(), 0, 0);
+    w.keptView()->resetView();
+    if (!shoot(w, out + "/sessions_compare.png")) return 1;
+    return 0;
+}

@@ -279,10 +279,7 @@ void AttentionView::viewChanged() {
     requestRedraw();
 }
 
-void AttentionView::requestExactIfNeeded() {
-    if (!pyramid_ || pyramid_->baseTile() <= 1) return;
-    // Tiles no larger than a device pixel draw as finely as exact cells would.
-    if (cellsPerPixel_ / devicePixelRatioF() >= static_cast<double>(pyramid_->baseTile())) return;
+AttentionView::Region AttentionView::visibleCells() const {
     const QRectF map = mapRect();
     const int64_t c0 = std::max<int64_t>(0, static_cast<int64_t>(std::floor(col0_)));
     const int64_t r0 = std::max<int64_t>(0, static_cast<int64_t>(std::floor(row0_)));
@@ -290,10 +287,27 @@ void AttentionView::requestExactIfNeeded() {
         pyramid_->cols(), static_cast<int64_t>(std::ceil(col0_ + map.width() * cellsPerPixel_)));
     const int64_t r1 = std::min(
         pyramid_->rows(), static_cast<int64_t>(std::ceil(row0_ + map.height() * cellsPerPixel_)));
+    return Region{r0, c0, std::max<int64_t>(0, r1 - r0), std::max<int64_t>(0, c1 - c0)};
+}
+
+bool AttentionView::exactCovers(const Region& r) const {
+    for (const ExactRegion& e : exact_)
+        if (e.row0 <= r.row0 && e.col0 <= r.col0 && e.row0 + e.rows >= r.row0 + r.rows &&
+            e.col0 + e.cols >= r.col0 + r.cols)
+            return true;
+    return false;
+}
+
+void AttentionView::requestExactIfNeeded() {
+    if (!pyramid_ || pyramid_->baseTile() <= 1) return;
+    // Tiles no larger than a device pixel draw as finely as exact cells would.
+    if (cellsPerPixel_ / devicePixelRatioF() >= static_cast<double>(pyramid_->baseTile())) return;
+    const Region visible = visibleCells();
+    const int64_t r0 = visible.row0, c0 = visible.col0;
+    const int64_t r1 = r0 + visible.rows, c1 = c0 + visible.cols;
     if (c1 <= c0 || r1 <= r0 || c1 - c0 > kExactMaxSide || r1 - r0 > kExactMaxSide) return;
     if (c0 > r1 - 1) return;  // all above the diagonal: nothing to compute
-    for (const ExactRegion& e : exact_)
-        if (e.row0 <= r0 && e.col0 <= c0 && e.row0 + e.rows >= r1 && e.col0 + e.cols >= c1) return;
+    if (exactCovers(visible)) return;
     auto down = [](int64_t v) { return v / kExactAlign * kExactAlign; };
     auto up = [](int64_t v) { return (v + kExactAlign - 1) / kExactAlign * kExactAlign; };
     const int64_t ar0 = down(r0), ac0 = down(c0);
@@ -354,6 +368,18 @@ void AttentionView::rasterise(int width, int height) {
     const AxisSpans cols = spans(col0_, cpd, width, pyramid_->cols());
     const AxisSpans rows = spans(row0_, cpd, height, pyramid_->rows());
     raster_.assign(static_cast<size_t>(width) * height, kTransparent);
+    // The pixels over the matrix form one rectangle (valid columns and rows are each a
+    // contiguous run); only it is drawn.
+    auto run = [](const AxisSpans& s) {
+        const auto begin =
+            std::find_if(s.first.begin(), s.first.end(), [](int64_t f) { return f >= 0; });
+        const auto end = std::find_if(begin, s.first.end(), [](int64_t f) { return f < 0; });
+        return std::make_pair(static_cast<int>(begin - s.first.begin()),
+                              static_cast<int>(end - s.first.begin()));
+    };
+    const auto [x0, x1] = run(cols);
+    const auto [y0, y1] = run(rows);
+    opaque_ = QRect(QPoint(x0, y0), QPoint(x1 - 1, y1 - 1));
     const auto& levels = pyramid_->levels();
     const auto levelAt = static_cast<size_t>(&pyramid_->levelFor(cpd) - levels.data());
     rasteriseGrid(levelIndex_[levelAt], cols, rows, 0, width, 0, height, width);
@@ -500,9 +526,19 @@ void AttentionView::drawFrame() {
         uploadTexture(w, h);
         lastUploadMs_ = static_cast<double>(timer.nsecsElapsed()) * 1e-6;
     }
-    const ImVec2 mapMin(static_cast<float>(map.left()), static_cast<float>(map.top()));
-    const ImVec2 mapMax(static_cast<float>(map.right()), static_cast<float>(map.bottom()));
-    list->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture_)), mapMin, mapMax);
+    if (opaque_.isValid()) {
+        const auto px = [&](int devicePixels) { return static_cast<float>(devicePixels / dpr); };
+        const ImVec2 p0(static_cast<float>(map.left()) + px(opaque_.left()),
+                        static_cast<float>(map.top()) + px(opaque_.top()));
+        const ImVec2 p1(static_cast<float>(map.left()) + px(opaque_.right() + 1),
+                        static_cast<float>(map.top()) + px(opaque_.bottom() + 1));
+        const ImVec2 uv0(static_cast<float>(opaque_.left()) / w,
+                         static_cast<float>(opaque_.top()) / h);
+        const ImVec2 uv1(static_cast<float>(opaque_.right() + 1) / w,
+                         static_cast<float>(opaque_.bottom() + 1) / h);
+        list->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture_)), p0, p1, uv0,
+                       uv1);
+    }
 
     list->AddText(ImVec2(8, 5), kText, utf8(titleText()).c_str());
     drawKeptStrip(map);
@@ -661,6 +697,9 @@ QString AttentionView::titleText() const {
                 .arg(pyramid_->rows())
                 .arg(pyramid_->cols())
                 .arg(level.tile);
+    const Region visible = visibleCells();
+    if (level.tile > 1 && visible.rows > 0 && visible.cols > 0 && exactCovers(visible))
+        text += QStringLiteral(" (exact cells in view)");
     return text;
 }
 

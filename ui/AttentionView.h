@@ -15,6 +15,7 @@
 #pragma once
 
 #include <QPointF>
+#include <QRect>
 #include <QRectF>
 #include <QString>
 #include <cstdint>
@@ -75,7 +76,8 @@ public:
     // the map), e.g. "query 812 'the' -> key 17 ' cat': max 0.0312, mean 0.0104 over a
     // 4x4 tile".
     QString hoverText(QPointF pixel) const;
-    // The title line: "title  L3 H5, 4096 x 4096, tile 2" (the tile of the level drawn).
+    // The title line: "title  L3 H5, 4096 x 4096, tile 2" (the tile of the level drawn),
+    // plus " (exact cells in view)" once exact cells cover the view.
     QString titleText() const;
 
     // The colour of upper-triangle cells (not on the colormap) and of kept keys in the strip.
@@ -135,6 +137,9 @@ private:
     void clampView();
     double fitCellsPerPixel() const;
     void requestExactIfNeeded();
+    // The matrix cells in view (clipped to the matrix; may be empty).
+    Region visibleCells() const;
+    bool exactCovers(const Region& cells) const;
     uint8_t colourIndex(float value) const;
     IndexGrid indexGrid(const std::vector<float>& values, int64_t tile, int64_t tileRows,
                         int64_t tileCols) const;
@@ -171,6 +176,7 @@ private:
 
     // The raster and what it was built from.
     std::vector<uint32_t> raster_;
+    QRect opaque_;  // the raster's pixels over the matrix (device pixels; invalid: none)
     std::vector<uint8_t> rowMax_;
     uint64_t dataVersion_ = 0;
     struct RasterKey {

@@ -94,6 +94,11 @@ void EngineWorker::loop() {
     }
 }
 
+bool EngineWorker::selectPending() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pending_[Select].has_value();
+}
+
 void EngineWorker::cancel() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -140,6 +145,9 @@ void EngineWorker::selectOthers(const PressParams& params) {
                       NamedSelections others;
                       for (const std::string& method : PressParams::methodNames()) {
                           if (method == "full" || method == params.method) continue;
+                          // A budget change waiting behind this comparison goes first; its
+                          // own comparison request replaces this one.
+                          if (selectPending()) return;
                           PressParams p = params;
                           p.method = method;
                           try {

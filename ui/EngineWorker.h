@@ -97,6 +97,7 @@ private:
     // Runs `f` on the GUI thread (this object's thread), unless it is gone.
     void toGui(std::function<void()> f);
     Workbench::Progress progressFor(const QString& what);
+    bool selectPending();
 
     Workbench bench_;
     std::mutex mutex_;

@@ -363,7 +363,9 @@ TEST(AttentionViewTest, AsksForExactCellsOnceWhenZoomedPastTheTilesAndShowsThem)
     for (int64_t r = 0; r < 256; ++r)
         for (int64_t c = 0; c < 256; ++c)
             values[r * 256 + c] = c + 64 <= r + 192 ? patternMap(r + 192, c + 64) : 0.0f;
+    EXPECT_EQ(view.titleText(), "L0 H0, 512 x 512, tile 4");
     view.setExactRegion(192, 64, 256, 256, values);
+    EXPECT_EQ(view.titleText(), "L0 H0, 512 x 512, tile 4 (exact cells in view)");
     EXPECT_FLOAT_EQ(patternMap(301, 151), 0.001f);  // 1 + (2107 + 453) % 10 = 1
     image = frame(view);
     EXPECT_TRUE(colourNear(image, cell, expectedColour(0.001f, 0.5f), 6));
@@ -475,6 +477,28 @@ TEST(AttentionViewTest, TokenLabelsWhenCellsAreWideTicksOtherwise) {
     EXPECT_EQ(brightPixels(image, QRect(QPoint(static_cast<int>(wmap.left()), wLabels + 20),
                                         QPoint(static_cast<int>(wmap.right()), wLabels + 60))),
               0);
+}
+
+TEST(AttentionViewTest, DrawsAgainInANewGlContext) {
+    // Moving the view into another window gives it a new GL context: the texture of the old
+    // one is released with it, and a new one is made and filled.
+    AttentionView view;
+    view.setMap(makePyramid(16, 1, smallMap), 0, 0, "");
+    showAndWait(view);
+    view.setView(0, 0, 0.1);
+    EXPECT_TRUE(colourNear(frame(view), view.cellCenter(5, 2), expectedColour(0.9f, 0.9f)));
+    QWidget host;
+    host.resize(kWidth + 40, kHeight + 40);
+    view.setParent(&host);
+    view.move(20, 20);
+    view.show();
+    host.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&host));
+    QTest::qWait(50);
+    const QImage image = frame(view);
+    EXPECT_TRUE(colourNear(image, view.cellCenter(5, 2), expectedColour(0.9f, 0.9f)));
+    EXPECT_TRUE(colourNear(image, view.cellCenter(2, 9), AttentionView::maskedColor()));
+    view.setParent(nullptr);  // destroyed here, before the host
 }
 
 TEST(AttentionViewTest, ClearedOrEmptyViewDrawsNoMap) {

@@ -10,6 +10,7 @@
 #include "engine/Error.h"
 #include "engine/LlamaModel.h"
 #include "engine/PressParams.h"
+#include "kernels/LayerSelection.h"
 
 namespace kvlens {
 namespace {
@@ -119,22 +120,12 @@ at::Tensor Capture::votes(int64_t layer, int64_t window) const {
 
 at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
     c10::InferenceMode guard;
-    const int64_t T = promptLength_, H = queryHeads_, KV = kvHeads_, D = headDim_, G = H / KV;
+    const int64_t T = promptLength_;
     if (window < 1 || window > windowCapacity() || window >= T) {
         throw Error("window " + std::to_string(window) + " needs between 1 and " +
                     std::to_string(std::min(windowCapacity(), T - 1)) + " window queries");
     }
-    const at::Tensor& wq = windowQueries_[layer];  // [H, Wc, D]
-    at::Tensor q = wq.narrow(1, wq.size(1) - window, window).reshape({KV, G * window, D});
-    at::Tensor k = keys(layer).to(at::kFloat);  // [KV, T, D]
-    at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul_(1.0 / std::sqrt(double(D)));
-    // Query i of the window sits at position T - window + i and sees keys up to it.
-    const auto opts = at::TensorOptions().dtype(at::kLong).device(k.device());
-    at::Tensor qpos = at::arange(T - window, T, opts), kpos = at::arange(0, T, opts);
-    at::Tensor masked = kpos.unsqueeze(0) > qpos.unsqueeze(1);  // [window, T]
-    scores = scores.view({KV, G, window, T}).masked_fill_(masked, -std::numeric_limits<float>::infinity());
-    at::Tensor probs = at::softmax(scores, -1);
-    return probs.sum(2).reshape({H, T}).narrow(1, 0, T - window).contiguous();
+    return kernels::windowVotes(windowQueries_[layer], keys(layer), window);
 }
 
 namespace {

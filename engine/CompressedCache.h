@@ -23,7 +23,7 @@ public:
     CompressedCache clone() const;
 
     int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
-    int64_t heads() const { return keys_.empty() ? 0 : static_cast<int64_t>(keys_[0].size()); }
+    int64_t heads() const { return lengths_.empty() ? 0 : static_cast<int64_t>(lengths_[0].size()); }
     // The cache head query head `h` reads.
     int64_t headOf(int64_t queryHead) const { return headOf_[queryHead]; }
     const std::vector<int64_t>& headMap() const { return headOf_; }
@@ -44,10 +44,16 @@ public:
     int64_t bytes() const;
 
 private:
-    void reserve(int64_t layer, int64_t head, int64_t rows);
+    // Gives every head of `layer` room for at least one more row (doubling).
+    void grow(int64_t layer);
 
-    std::vector<std::vector<at::Tensor>> keys_, values_;  // [layer][head] -> [capacity, D]
-    std::vector<std::vector<int64_t>> lengths_;
+    // Per layer one K and one V buffer [rows, D] holding every head's segment
+    // (offset, capacity) back to back, so that a decode step appends to all
+    // heads with one indexed copy: on a GPU, 2 kernels a layer instead of 2 a head.
+    std::vector<at::Tensor> keys_, values_;
+    std::vector<std::vector<int64_t>> offsets_, capacities_, lengths_;
+    std::vector<at::Tensor> nextRows_;  // [layer] -> int64 [heads], offsets + lengths, on the device
+    at::Tensor kvHeadOf_;               // int64 [heads]: the KV head each cache head copies
     std::vector<int64_t> headOf_;
     int64_t group_ = 1;        // query heads per KV head
     bool perQueryHead_ = false;

@@ -1,6 +1,7 @@
 #include "engine/LlamaModel.h"
 
 #include <c10/core/InferenceMode.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +27,9 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device dev
             std::pow(config_.ropeTheta, -2.0 * double(i) / double(config_.ropeDim)));
     }
     invFreq_ = at::tensor(inv, at::kFloat).to(device_);
+    // The 64 MB block bound keeps CPU prefills within memory; on a GPU it would
+    // cut a 32K-token prefill into blocks of 16 queries, each a few small kernels.
+    if (device_.is_cuda()) blockBytes_ = 1ll << 30;
 }
 
 KvCache LlamaModel::makeCache(int64_t capacity) const {
@@ -43,6 +47,17 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
     const int64_t KV = k.size(0), G = H / KV;
     const double scale = 1.0 / std::sqrt(double(D));
+#if TORCH_VERSION_MAJOR >= 2
+    // On a GPU, a plain prefill from position 0 (no H2O sums wanted) is one
+    // fused causal attention (LibTorch's flash or memory-efficient kernels).
+    if (!columnSums && q.is_cuda() && firstPosition == 0 && T > 1 && k.size(1) == T) {
+        const at::Tensor qq = q.permute({1, 0, 2}).unsqueeze(0);  // [1, H, T, D]
+        const at::Tensor kk = (G > 1 ? k.repeat_interleave(G, 0) : k).unsqueeze(0);
+        const at::Tensor vv = (G > 1 ? v.repeat_interleave(G, 0) : v).unsqueeze(0);
+        const at::Tensor o = at::scaled_dot_product_attention(qq, kk, vv, {}, 0.0, true);
+        return o.squeeze(0).permute({1, 0, 2}).reshape({T, H * D});
+    }
+#endif
     // Query heads of one group are contiguous: head h reads KV head h / G.
     at::Tensor qg = q.permute({1, 0, 2}).reshape({KV, G, T, D});
     at::Tensor out = at::empty({KV, G, T, D}, q.options());

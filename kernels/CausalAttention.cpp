@@ -8,6 +8,13 @@
 
 #include "kernels/CpuMath.h"
 
+#ifdef KVLENS_WITH_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
+
+#include "kernels/CudaInterop.h"
+#include "kernels/cuda/RaggedAttentionCuda.h"
+#endif
+
 namespace kvlens::kernels {
 namespace {
 
@@ -132,6 +139,55 @@ bool cpuType(const at::Tensor& t) {
     return t.device().is_cpu() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
 }
 
+#ifdef KVLENS_WITH_CUDA_KERNELS
+// The CUDA body, when it takes these tensors: one query per head on one GPU,
+// rows with unit stride, and heads within the launcher's table.
+bool raggedCuda(const at::Tensor& q, const std::vector<at::Tensor>& keys,
+                const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf,
+                at::Tensor& out) {
+    const int64_t H = q.size(1), D = q.size(2), C = static_cast<int64_t>(keys.size());
+    const auto type = cuda::elementTypeOf(q.scalar_type());
+    if (!q.is_cuda() || !type || q.size(0) != 1 || q.stride(2) != 1 || H > cuda::kMaxRaggedQueryHeads ||
+        C > cuda::kMaxRaggedCacheHeads || C < 1 || D > cuda::kMaxRaggedHeadDim ||
+        values.size() != keys.size() || int64_t(headOf.size()) != H) {
+        return false;
+    }
+    cuda::RaggedProblem p;
+    for (int64_t c = 0; c < C; ++c) {
+        const at::Tensor& k = keys[c];
+        const at::Tensor& v = values[c];
+        if (k.device() != q.device() || v.device() != q.device() || k.scalar_type() != q.scalar_type() ||
+            v.scalar_type() != q.scalar_type() || k.dim() != 2 || v.dim() != 2 || k.size(1) != D ||
+            v.size(1) != D || k.stride(1) != 1 || v.stride(1) != 1 || v.size(0) != k.size(0)) {
+            return false;
+        }
+        p.heads[c].keys = k.data_ptr();
+        p.heads[c].values = v.data_ptr();
+        p.heads[c].keyRowStride = k.stride(0);
+        p.heads[c].valueRowStride = v.stride(0);
+        p.heads[c].length = k.size(0);
+    }
+    for (int64_t h = 0; h < H; ++h) {
+        if (headOf[h] < 0 || headOf[h] >= C) return false;
+        p.headOf[h] = static_cast<uint8_t>(headOf[h]);
+    }
+    const c10::cuda::CUDAGuard guard(q.device());
+    out = at::empty({1, H * D}, q.options());
+    p.query = q.data_ptr();
+    p.queryHeadStride = q.stride(1);
+    p.out = out.data_ptr();
+    p.type = *type;
+    p.queryHeads = static_cast<int>(H);
+    p.cacheHeads = static_cast<int>(C);
+    p.headDim = static_cast<int>(D);
+    at::Tensor work = at::empty({static_cast<int64_t>(cuda::raggedAttentionWorkspaceBytes(p))},
+                                q.options().dtype(at::kByte));
+    cuda::check(cuda::launchRaggedAttention(p, work.data_ptr(), cuda::currentStream(q.device())),
+                "ragged attention");
+    return true;
+}
+#endif
+
 }  // namespace
 
 bool useFusedAttention(const at::Tensor& q, const at::Tensor& k) {
@@ -154,6 +210,9 @@ at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
 at::Tensor raggedAttention(const at::Tensor& q, const std::vector<at::Tensor>& keys,
                            const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf) {
     const int64_t H = q.size(1), D = q.size(2);
+#ifdef KVLENS_WITH_CUDA_KERNELS
+    if (at::Tensor out; raggedCuda(q, keys, values, headOf, out)) return out;
+#endif
     bool cpu = cpuType(q) && q.size(0) == 1 && q.stride(2) == 1;
     for (size_t c = 0; c < keys.size() && cpu; ++c) {
         cpu = keys[c].scalar_type() == q.scalar_type() && keys[c].stride(1) == 1 &&

@@ -19,8 +19,9 @@ at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
 // One new query per head against a compressed cache whose heads have different
 // lengths (AdaKV): q [1, H, D]; keys/values[c] [length_c, D] for cache head c
 // (rows contiguous); query head h reads cache head headOf[h]. No padding to the
-// longest head. Returns [1, H * D] in q's dtype. CPU body; other devices use
-// LibTorch ops per head.
+// longest head. Returns [1, H * D] in q's dtype. CPU body for f32/bf16 on the
+// CPU; a CUDA body (kernels/cuda/RaggedAttentionCuda.cu) for f32/bf16/f16 on a
+// GPU when the build has it; LibTorch ops per head for anything else.
 at::Tensor raggedAttention(const at::Tensor& q, const std::vector<at::Tensor>& keys,
                            const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf);
 

@@ -11,13 +11,11 @@ void AdaKvPress::fill(const Capture& capture, const PressParams& p, int64_t budg
     const int64_t T = capture.promptLength(), P = budget - p.window, prefix = T - p.window;
     const int64_t floorPerHead = static_cast<int64_t>(std::floor(p.alpha * double(P) + 1e-9));
     for (int64_t l = 0; l < capture.layers(); ++l) {
-        const presses::HeadScores votes = presses::windowVotes(capture, l, p.window, p.gqa);
-        const int64_t heads = static_cast<int64_t>(votes.size());
-        std::vector<std::vector<float>> norm(heads);
+        presses::HeadScores norm = presses::pooledVotes(capture, l, p);
+        const int64_t heads = static_cast<int64_t>(norm.size());
         std::vector<std::vector<char>> taken(heads, std::vector<char>(prefix, 0));
         std::vector<std::vector<int32_t>> kept(heads);
         for (int64_t h = 0; h < heads; ++h) {
-            norm[h] = presses::pool1d(votes[h], p.kernel, p.pooling);
             double sum = 0.0;
             for (float v : norm[h]) sum += v;
             for (float& v : norm[h]) v = sum > 0.0 ? float(v / sum) : 1.0f / float(prefix);

@@ -1,85 +1,93 @@
 #include "engine/presses/PressScores.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <numeric>
+#include "kernels/LayerSelection.h"
 
 namespace kvlens::presses {
 namespace {
 
-HeadScores grouped(const at::Tensor& perQueryHead /*[H, n] fp32*/, int64_t kvHeads, GqaMode mode) {
-    at::Tensor s = perQueryHead;
-    if (mode == GqaMode::KvHead) {
-        const int64_t H = s.size(0), n = s.size(1);
-        s = s.view({kvHeads, H / kvHeads, n}).mean(1);
-    }
-    s = s.to(at::kFloat).to(at::kCPU).contiguous();
+HeadScores toRows(const at::Tensor& scores /*[heads, n]*/) {
+    const at::Tensor s = scores.to(at::kCPU, at::kFloat).contiguous();
     HeadScores out(s.size(0));
     const float* p = s.data_ptr<float>();
-    for (int64_t h = 0; h < s.size(0); ++h) out[h].assign(p + h * s.size(1), p + (h + 1) * s.size(1));
+    for (int64_t h = 0; h < s.size(0); ++h)
+        out[h].assign(p + h * s.size(1), p + (h + 1) * s.size(1));
     return out;
 }
 
+HeadScores grouped(const at::Tensor& perQueryHead /*[H, n] fp32*/, int64_t kvHeads, GqaMode mode) {
+    return toRows(kernels::groupVotes(perQueryHead, kvHeads, mode == GqaMode::QueryHead));
+}
+
+// The fused kernel serves captures on a GPU when the build has its CUDA body;
+// elsewhere the capture's cached votes make re-selection cheap.
+bool fusedOnDevice(const Capture& capture) {
+    return kernels::hasCudaBodies() && capture.keys(0).is_cuda();
+}
+
 }  // namespace
+
+kernels::VoteSpec voteSpec(const PressParams& p) {
+    kernels::VoteSpec spec;
+    spec.window = p.window;
+    spec.kernel = p.kernel;
+    spec.pooling =
+        p.pooling == Pooling::Max ? kernels::VotePooling::Max : kernels::VotePooling::Avg;
+    spec.perQueryHead = p.gqa == GqaMode::QueryHead;
+    return spec;
+}
 
 HeadScores windowVotes(const Capture& capture, int64_t layer, int64_t window, GqaMode mode) {
     return grouped(capture.votes(layer, window), capture.kvHeads(), mode);
 }
 
-HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window, GqaMode mode) {
+HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams& p) {
+    if (fusedOnDevice(capture)) {
+        return toRows(
+            kernels::layerScores(capture.windowQueries(layer), capture.keys(layer), voteSpec(p)));
+    }
+    HeadScores votes = windowVotes(capture, layer, p.window, p.gqa);
+    for (auto& row : votes) row = pool1d(row, p.kernel, p.pooling);
+    return votes;
+}
+
+std::vector<std::vector<int32_t>> voteSelection(const Capture& capture, int64_t layer,
+                                                const PressParams& p, int64_t prefixBudget) {
+    const kernels::VoteSpec spec = voteSpec(p);
+    const at::Tensor kept =
+        fusedOnDevice(capture)
+            ? kernels::layerSelection(capture.windowQueries(layer), capture.keys(layer), spec,
+                                      prefixBudget)
+            : kernels::selectFromVotes(kernels::groupVotes(capture.votes(layer, p.window),
+                                                           capture.kvHeads(), spec.perQueryHead),
+                                       spec, prefixBudget);
+    std::vector<std::vector<int32_t>> rows(kept.size(0));
+    const int32_t* k = kept.data_ptr<int32_t>();
+    for (int64_t h = 0; h < kept.size(0); ++h)
+        rows[h].assign(k + h * kept.size(1), k + (h + 1) * kept.size(1));
+    return rows;
+}
+
+HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window,
+                                GqaMode mode) {
     const at::Tensor& s = capture.h2oScores(layer);
-    return grouped(s.narrow(1, 0, capture.promptLength() - window).contiguous(), capture.kvHeads(), mode);
+    return grouped(s.narrow(1, 0, capture.promptLength() - window).contiguous(), capture.kvHeads(),
+                   mode);
 }
 
 std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling) {
-    const int64_t n = static_cast<int64_t>(scores.size()), pad = kernel / 2;
-    std::vector<float> out(n);
-    if (pooling == Pooling::Avg) {
-        // Sliding sum in double: the window's sum divided by the kernel (pads are zeros).
-        double sum = 0.0;
-        for (int64_t j = 0; j < std::min(n, pad + 1); ++j) sum += scores[j];
-        for (int64_t i = 0; i < n; ++i) {
-            out[i] = static_cast<float>(sum / double(kernel));
-            const int64_t enter = i + pad + 1, leave = i - pad;
-            if (enter < n) sum += scores[enter];
-            if (leave >= 0) sum -= scores[leave];
-        }
-        return out;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t j = std::max<int64_t>(0, i - pad); j <= std::min(n - 1, i + pad); ++j) {
-            m = std::max(m, scores[j]);
-        }
-        out[i] = m;
-    }
-    return out;
+    return kernels::pool1d(
+        scores.data(), static_cast<int64_t>(scores.size()), kernel,
+        pooling == Pooling::Max ? kernels::VotePooling::Max : kernels::VotePooling::Avg);
 }
 
 std::vector<int32_t> topPositions(const std::vector<float>& scores, int64_t k) {
-    const int64_t n = static_cast<int64_t>(scores.size());
-    k = std::clamp<int64_t>(k, 0, n);
-    std::vector<int32_t> idx(n);
-    std::iota(idx.begin(), idx.end(), 0);
-    // NaN (never produced from finite inputs) ranks below everything, keeping
-    // the order strict-weak so nth_element stays defined.
-    auto key = [&](int32_t i) {
-        return std::isnan(scores[i]) ? -std::numeric_limits<float>::infinity() : scores[i];
-    };
-    auto before = [&](int32_t a, int32_t b) {
-        const float ka = key(a), kb = key(b);
-        return ka > kb || (ka == kb && a < b);
-    };
-    if (k < n) std::nth_element(idx.begin(), idx.begin() + k, idx.end(), before);
-    idx.resize(k);
-    std::sort(idx.begin(), idx.end());
-    return idx;
+    return kernels::topPositions(scores.data(), static_cast<int64_t>(scores.size()), k);
 }
 
 std::vector<int32_t> withWindow(std::vector<int32_t> prefix, int64_t promptLength, int64_t window) {
     prefix.reserve(prefix.size() + window);
-    for (int64_t p = promptLength - window; p < promptLength; ++p) prefix.push_back(static_cast<int32_t>(p));
+    for (int64_t p = promptLength - window; p < promptLength; ++p)
+        prefix.push_back(static_cast<int32_t>(p));
     return prefix;
 }
 

@@ -8,6 +8,7 @@
 
 #include "engine/Capture.h"
 #include "engine/PressParams.h"
+#include "kernels/LayerSelection.h"
 
 namespace kvlens::presses {
 
@@ -17,8 +18,21 @@ using HeadScores = std::vector<std::vector<float>>;  // [head][position]
 // (mean of its query heads) or per query head.
 HeadScores windowVotes(const Capture& capture, int64_t layer, int64_t window, GqaMode mode);
 
+// The kernels' description of the voting parameters.
+kernels::VoteSpec voteSpec(const PressParams& params);
+
+// SnapKV's kept positions of every head of `layer` (prefixBudget prefix
+// positions, then the window): kernels::layerSelection, fused on a GPU capture,
+// or its CPU steps on the capture's cached votes.
+std::vector<std::vector<int32_t>> voteSelection(const Capture& capture, int64_t layer,
+                                                const PressParams& params, int64_t prefixBudget);
+
+// The pooled votes of `layer` per head (what voteSelection ranks), for AdaKV.
+HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams& params);
+
 // H2O's accumulated attention over prefix columns [0, T-W), grouped the same way.
-HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window, GqaMode mode);
+HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window,
+                                GqaMode mode);
 
 // pool1d with stride 1 and padding kernel/2: max (padding never wins) or avg
 // (padding counts as zeros in the mean, count_include_pad=True).

@@ -64,11 +64,7 @@ void PyramidKvPress::fill(const Capture& capture, const PressParams& p, int64_t 
     const std::vector<int64_t> prefix = prefixBudgets(L, T, p.window, budget, p.beta, p.schedule);
     for (int64_t l = 0; l < L; ++l) {
         s.layerBudgets[l] = prefix[l] + p.window;
-        const presses::HeadScores votes = presses::windowVotes(capture, l, p.window, p.gqa);
-        for (size_t h = 0; h < votes.size(); ++h) {
-            const std::vector<float> pooled = presses::pool1d(votes[h], p.kernel, p.pooling);
-            s.kept[l][h] = presses::withWindow(presses::topPositions(pooled, prefix[l]), T, p.window);
-        }
+        s.kept[l] = presses::voteSelection(capture, l, p, prefix[l]);
     }
 }
 

@@ -20,6 +20,7 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <chrono>
@@ -172,6 +173,12 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelWork);
 
     buildMenus();
+    othersTimer_ = new QTimer(this);
+    othersTimer_->setSingleShot(true);
+    othersTimer_->setInterval(300);
+    connect(othersTimer_, &QTimer::timeout, this, [this] {
+        if (capture_) worker_->selectOthers(methodsPanel_->params());
+    });
 
     // Panels -> engine.
     connect(modelPanel_, &ModelPromptPanel::loadRequested, this, &MainWindow::loadModel);
@@ -487,9 +494,10 @@ void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> captur
 
 void MainWindow::requestSelection() {
     if (!capture_) return;
-    const PressParams p = methodsPanel_->params();
-    worker_->select(p, focusLayer_);
-    worker_->selectOthers(p);
+    worker_->select(methodsPanel_->params(), focusLayer_);
+    // The other methods (for the hover's "kept by") only once the budget rests, so that
+    // they do not compete with the selections of a dragged slider.
+    othersTimer_->start();
 }
 
 void MainWindow::onSelected(const SelectionResult& r) {

@@ -22,6 +22,7 @@ class QProgressBar;
 class QPushButton;
 class QSettings;
 class QSpinBox;
+class QTimer;
 
 namespace kvlens::sessions {
 class SessionStore;
@@ -136,6 +137,7 @@ private:
     QLabel* status_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_ = nullptr;
+    QTimer* othersTimer_ = nullptr;  // debounces the other methods' selections
 
     std::optional<WorkbenchModel> model_;
     std::shared_ptr<const WorkbenchCapture> capture_;

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     MainWindow w(o);
     w.resize(1800, 1100);
     w.show();
-    QTest::qWaitForWindowExposed(&w);
+    if (!QTest::qWaitForWindowExposed(&w)) return 1;
 
     QSignalSpy ready(&w, &MainWindow::modelReady);
     QSignalSpy error(&w, &MainWindow::errorShown);

@@ -110,13 +110,13 @@ TEST(MainWindowTest, LayoutIsRestored) {
     {
         MainWindow w(f.options());
         w.show();
-        QTest::qWaitForWindowExposed(&w);
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
         w.dock("funnelDock")->hide();
         w.close();
     }
     MainWindow again(f.options());
     again.show();
-    QTest::qWaitForWindowExposed(&again);
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&again));
     EXPECT_FALSE(again.dock("funnelDock")->isVisible());
     EXPECT_TRUE(again.dock("methodsDock")->isVisible());
 }

@@ -5,6 +5,7 @@
 // a decode, the sessions panel comparing two saved runs, and the kept positions zoomed.
 #include <QApplication>
 #include <QDir>
+#include <QFileInfo>
 #include <QDockWidget>
 #include <QPixmap>
 #include <QScreen>
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
         if (QString(argv[i]) == "--prompt-file") promptFile = argv[i + 1];
     }
     QDir().mkpath(out);
+    if (QFileInfo::exists(model)) model = QFileInfo(model).canonicalFilePath();
     QTemporaryDir dir;
     MainWindow::Options o;
     o.store = dir.filePath("store.sqlite");
@@ -116,7 +118,7 @@ int main(int argc, char** argv) {
     kvlens::ui::AttentionView* att = w.attentionView();
     const double T = double(w.shownSelection()->promptLength);
     att->setView(T - 40.0, T - 28.0, 1.0 / 18.0);
-    w.keptView()->setVisibleRange(T - 120.0, 120.0);
+    w.keptView()->setVisibleRange(T - 40.0, 40.0);
     w.dock("outputsDock")->raise();
     QSignalSpy decoded(&w, &MainWindow::outputsReady);
     w.decodeOutputs();

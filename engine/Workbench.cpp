@@ -163,6 +163,8 @@ WorkbenchCapture Workbench::capture(const std::string& text, bool addBos, int64_
     WorkbenchCapture result;
     result.stats = AttentionStats::fromCapture(
         *capture, [&](double f, const std::string& w) { check(0.9 + 0.1 * f, w); });
+    result.text = text;
+    result.addBos = addBos;
     result.tokenIds = ids;
     result.pieces.reserve(ids.size());
     for (int32_t id : ids) result.pieces.push_back(tok.piece(id));
@@ -241,6 +243,12 @@ std::vector<float> Workbench::attentionRegion(int64_t layer, int64_t head, int64
 WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newTokens,
                                      const Progress& progress, const std::atomic<bool>* cancel) {
     if (!state_->capture) throw Error("no prompt has been run yet");
+    const int64_t room = state_->info.contextLength - state_->capture->promptLength();
+    if (newTokens < 1 || newTokens > room) {
+        throw Error("decode: " + std::to_string(newTokens) + " new tokens do not fit: the prompt of " +
+                    std::to_string(state_->capture->promptLength()) + " tokens leaves " +
+                    std::to_string(room) + " of the model's context");
+    }
     const ProgressFn check = checked(progress, cancel);
     WorkbenchOutputs out;
     out.params = params;
@@ -263,7 +271,7 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
         throw;
     }
     state_->evaluator->setProgress({});
-    check(1.0, "done");
+    if (progress) progress(1.0, "done");
     const Tokenizer& tok = *state_->loaded.tokenizer;
     for (int32_t id : out.metrics.fullTokens) out.fullPieces.push_back(tok.piece(id));
     for (int32_t id : out.metrics.tokens) out.pieces.push_back(tok.piece(id));

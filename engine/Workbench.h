@@ -40,6 +40,8 @@ struct WorkbenchModel {
 };
 
 struct WorkbenchCapture {
+    std::string text;     // the prompt as given
+    bool addBos = true;   // as asked (the vocabulary may still add none)
     std::vector<int32_t> tokenIds;
     std::vector<std::string> pieces;  // display form of every prompt token
     std::vector<LayerAttentionSummary> stats;

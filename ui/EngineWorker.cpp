@@ -108,6 +108,11 @@ void EngineWorker::cancel() {
 }
 
 void EngineWorker::load(const Workbench::LoadOptions& options) {
+    {
+        // What waits for the current capture would run on none (or a new one) after the load.
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (Slot s : {Select, Others, Attention, Region, Evaluate, Pieces}) pending_[s].reset();
+    }
     post(Load, {"load", true, [this, options] {
                     const WorkbenchModel m = bench_.load(options, progressFor("loading " + QString::fromStdString(options.model)), &cancel_);
                     toGui([this, m] { emit modelLoaded(m); });

@@ -46,7 +46,8 @@ public:
     explicit EngineWorker(QObject* parent = nullptr);
     ~EngineWorker() override;  // cancels running work and joins the thread
 
-    // Each returns at once; the answer comes as a signal.
+    // Each returns at once; the answer comes as a signal. A load drops the requests
+    // that wait for the current capture.
     void load(const Workbench::LoadOptions& options);
     void runPrompt(const QString& text, bool addBos, int64_t newTokens);
     // Coalesced: a newer select replaces one that has not started. Returns its number.

@@ -16,6 +16,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
@@ -209,7 +210,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(funnelView_, &FunnelView::layerClicked, this, &MainWindow::focusLayer);
     connect(attentionView_, &AttentionView::exactRegionNeeded, this,
             [this](qint64 row0, qint64 col0, qint64 rows, qint64 cols) {
-                worker_->region(attentionLayer_->value(), attentionHead_->value(), row0, col0, rows, cols);
+                if (shownMapLayer_ >= 0) worker_->region(shownMapLayer_, shownMapHead_, row0, col0, rows, cols);
             });
     connect(sessionsPanel_, &SessionsPanel::errorOccurred, this,
             [this](const QString& message) { reportError("sessions", message); });
@@ -231,6 +232,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
             [this](qint64 n, qint64 context) { modelPanel_->showTokenCount(n, context); });
     connect(w, &EngineWorker::attentionReady, this,
             [this](std::shared_ptr<const viz::TilePyramid> map, int layer, int head) {
+                shownMapLayer_ = layer;
+                shownMapHead_ = head;
                 attentionView_->setMap(map, layer, head,
                                        QString("Attention of layer %1, query head %2").arg(layer).arg(head));
                 attentionView_->setTokens(pieces_);
@@ -246,8 +249,12 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(w, &EngineWorker::regionReady, this,
             [this](int layer, int head, qint64 row0, qint64 col0, qint64 rows, qint64 cols,
                    std::shared_ptr<const std::vector<float>> values) {
-                if (layer == attentionLayer_->value() && head == attentionHead_->value())
+                if (layer != shownMapLayer_ || head != shownMapHead_) return;
+                try {
                     attentionView_->setExactRegion(row0, col0, rows, cols, *values);
+                } catch (const std::exception& e) {
+                    reportError("attention cells", QString::fromStdString(e.what()));
+                }
             });
     connect(w, &EngineWorker::evaluated, this, &MainWindow::onEvaluated);
     connect(w, &EngineWorker::piecesReady, this,
@@ -258,14 +265,20 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
             });
     connect(w, &EngineWorker::failed, this, [this](const QString& job, const QString& message) {
         if (job == "select") {
-            methodsPanel_->showStatus(message, true);
+            // The presses name the command line's flags; here they are the panel's fields.
+            QString shown = message;
+            shown.replace(QRegularExpression("(^|[\\s(])--([a-z])"), "\\1\\2");
+            methodsPanel_->showStatus(shown, true);
+            reportError(job, shown);
+            return;
         }
-        if (job == "decode") saveWhenDecoded_ = false;
+        if (job == "decode") pendingSave_.reset();
         if (job == "load") runWhenLoaded_ = false;
         reportError(job, message);
     });
     connect(w, &EngineWorker::cancelled, this, [this](const QString& job) {
-        saveWhenDecoded_ = false;
+        pendingSave_.reset();
+        if (job == "load") runWhenLoaded_ = false;
         status_->setText(job + " cancelled; the session is as it was");
         log(job + " cancelled");
     });
@@ -435,10 +448,23 @@ void MainWindow::loadModel() {
     worker_->load(o);
 }
 
+void MainWindow::clearPromptViews(const QString& why) {
+    shownSelection_.reset();
+    outputs_.reset();
+    storedRun_.reset();
+    keptView_->setSelection(nullptr, QString());
+    funnelView_->setStatistics({}, 0);
+    funnelView_->setLayerBudgets({}, QString());
+    attentionView_->setMap(nullptr, 0, 0, QString());
+    shownMapLayer_ = shownMapHead_ = -1;
+    memoryPanel_->clear(why);
+    outputsPanel_->clear(why);
+}
+
 void MainWindow::onModelLoaded(const WorkbenchModel& m) {
     model_ = m;
     capture_.reset();
-    outputs_.reset();
+    clearPromptViews("Run a prompt (Ctrl+R) on the new model.");
     modelPanel_->showModel(m);
     rememberModel(QString::fromStdString(m.spec));
     attentionLayer_->setRange(0, int(m.layers) - 1);
@@ -473,14 +499,13 @@ void MainWindow::runPrompt() {
 
 void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> capture) {
     capture_ = std::move(capture);
-    outputs_.reset();
+    clearPromptViews("Decode (Ctrl+D) to compare the full-cache and compressed continuations.");
     savedPrompts_.clear();
     pieces_ = std::shared_ptr<const std::vector<std::string>>(capture_, &capture_->pieces);
     const int64_t T = static_cast<int64_t>(capture_->tokenIds.size());
     methodsPanel_->setPromptLength(T);
     keptView_->setTokens(pieces_);
     funnelView_->setStatistics(capture_->stats, T);
-    outputsPanel_->clear("Decode (Ctrl+D) to compare the full-cache and compressed continuations.");
     status_->setStyleSheet("");
     status_->setText(QString("Prompt of %1 tokens captured in %2 s (%3 tokens/s); capture holds %4.")
                          .arg(T)
@@ -494,13 +519,15 @@ void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> captur
 
 void MainWindow::requestSelection() {
     if (!capture_) return;
-    worker_->select(methodsPanel_->params(), focusLayer_);
+    lastSelectRequest_ = worker_->select(methodsPanel_->params(), focusLayer_);
     // The other methods (for the hover's "kept by") only once the budget rests, so that
     // they do not compete with the selections of a dragged slider.
     othersTimer_->start();
 }
 
 void MainWindow::onSelected(const SelectionResult& r) {
+    // A selection asked for before a stored run was opened does not replace it.
+    if (r.request <= storedWatermark_) return;
     shownSelection_ = r.selection;
     const Selection& s = *r.selection;
     const QString label = DisplayText::method(s.params);
@@ -533,7 +560,7 @@ void MainWindow::focusLayer(int layer) {
     funnelView_->setFocusedLayer(layer);
     attentionLayer_->setValue(layer);
     // The scores of the newly focused layer come with a fresh selection.
-    if (capture_) worker_->select(methodsPanel_->params(), layer);
+    if (capture_) lastSelectRequest_ = worker_->select(methodsPanel_->params(), layer);
 }
 
 void MainWindow::showAttention(int layer, int head) {
@@ -549,7 +576,8 @@ void MainWindow::showAttention(int layer, int head) {
 void MainWindow::updateAttentionKept() {
     if (!shownSelection_) return;
     const Selection& s = *shownSelection_;
-    const int layer = attentionLayer_->value(), head = attentionHead_->value();
+    const int layer = shownMapLayer_, head = shownMapHead_;
+    if (layer < 0) return;
     if (layer >= s.layers() || head >= s.queryHeads) return;
     const auto& kept = s.kept[layer][s.headOf(head)];
     attentionView_->setKept(std::vector<int32_t>(kept.begin(), kept.end()));
@@ -574,8 +602,10 @@ void MainWindow::onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs) {
                               DisplayText::real(o.metrics.meanKl)));
     log(status_->text());
     emit outputsReady();
-    if (saveWhenDecoded_) {
-        saveWhenDecoded_ = false;
+    // Saved only when this is the decode that Save asked for.
+    if (pendingSave_ && sameParams(pendingSave_->first, o.params) &&
+        int64_t(o.metrics.tokens.size()) == pendingSave_->second) {
+        pendingSave_.reset();
         saveOutputs(o);
     }
 }
@@ -595,12 +625,15 @@ void MainWindow::saveRun() {
         saveOutputs(*outputs_);
         return;
     }
-    saveWhenDecoded_ = true;
+    pendingSave_ = std::make_pair(p, modelPanel_->newTokens());
     worker_->evaluate(p, modelPanel_->newTokens());
 }
 
 void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
     if (!store_ || !capture_ || !model_) return;
+    // What is saved stays fixed through the save, whatever arrives meanwhile.
+    const std::shared_ptr<const WorkbenchCapture> capture = capture_;
+    const WorkbenchModel model = *model_;
     try {
         QString name = sessionsPanel_->currentSession();
         if (name.isEmpty()) name = "default";
@@ -609,7 +642,7 @@ void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
         for (const auto& [sessionId, id] : savedPrompts_)
             if (sessionId == session.id) promptId = id;
         if (promptId == 0) {
-            const WorkbenchModel& m = *model_;
+            const WorkbenchModel& m = model;
             sessions::ModelRecord r;
             r.spec = m.spec;
             r.isFile = m.isFile;
@@ -633,16 +666,16 @@ void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
                     r.sha256 = *known;
                 } else {
                     status_->setText("hashing " + QString::fromStdString(r.path) + "...");
-                    QApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
+                    status_->repaint();
                     r.sha256 = sessions::ModelFile::sha256(r.path, {});
                 }
             }
             sessions::PromptRecord pr;
             pr.sessionId = session.id;
             pr.modelId = store_->saveModel(r);
-            pr.text = modelPanel_->promptText().toStdString();
-            pr.addBos = modelPanel_->addBos();
-            pr.tokenIds = capture_->tokenIds;
+            pr.text = capture->text;
+            pr.addBos = capture->addBos;
+            pr.tokenIds = capture->tokenIds;
             promptId = store_->savePrompt(pr);
             savedPrompts_.emplace_back(session.id, promptId);
         }
@@ -653,13 +686,13 @@ void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
         run.params = o.params;
         run.newTokens = int64_t(o.metrics.tokens.size());
         run.engineVersion = KVLENS_VERSION;
-        run.device = model_->device;
-        run.dtype = model_->dtype;
-        run.threads = model_->threads;
-        run.prefillSeconds = capture_->prefillSeconds;
+        run.device = model.device;
+        run.dtype = model.dtype;
+        run.threads = model.threads;
+        run.prefillSeconds = capture->prefillSeconds;
         run.selection = o.selection;
         run.metrics = o.metrics;
-        for (size_t l = 0; l < capture_->stats.size(); ++l) {
+        for (size_t l = 0; l < capture->stats.size(); ++l) {
             auto add = [&](int32_t head, const HeadAttentionSummary& h) {
                 const int32_t layer = int32_t(l);
                 run.layerStats.push_back({"entropy", layer, head, h.entropy});
@@ -668,8 +701,8 @@ void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
                 run.layerStats.push_back({"sink_mass", layer, head, h.sinkMass});
                 run.layerStats.push_back({"local_mass", layer, head, h.localMass});
             };
-            add(-1, capture_->stats[l].mean);
-            for (size_t h = 0; h < capture_->stats[l].heads.size(); ++h) add(int32_t(h), capture_->stats[l].heads[h]);
+            add(-1, capture->stats[l].mean);
+            for (size_t h = 0; h < capture->stats[l].heads.size(); ++h) add(int32_t(h), capture->stats[l].heads[h]);
         }
         run.fullText = o.fullText;
         run.text = o.text;
@@ -689,6 +722,7 @@ void MainWindow::showStoredRun(qint64 runId) {
     if (!store_) return;
     try {
         const sessions::RunRecord run = store_->run(runId);
+        storedWatermark_ = lastSelectRequest_;
         auto selection = std::make_shared<const Selection>(run.selection);
         shownSelection_ = selection;
         const QString label = QString("run %1: %2").arg(runId).arg(DisplayText::method(run.params));

@@ -111,6 +111,8 @@ private:
     void setBusy(bool busy, const QString& what);
 
     void requestSelection();
+    // Empties the views of the previous prompt (a new model or prompt).
+    void clearPromptViews(const QString& why);
     void onModelLoaded(const WorkbenchModel& model);
     void onPromptCaptured(std::shared_ptr<const WorkbenchCapture> capture);
     void onSelected(const SelectionResult& result);
@@ -145,7 +147,13 @@ private:
     std::shared_ptr<const Selection> shownSelection_;
     std::shared_ptr<const WorkbenchOutputs> outputs_;
     std::shared_ptr<const sessions::RunRecord> storedRun_;  // the stored run shown, if any
-    bool saveWhenDecoded_ = false;
+    // The parameters and decode length Save asked for, until that decode arrives.
+    std::optional<std::pair<PressParams, int64_t>> pendingSave_;
+    // The (layer, query head) of the attention map shown; -1: none.
+    int shownMapLayer_ = -1, shownMapHead_ = -1;
+    uint64_t lastSelectRequest_ = 0;
+    // Selections requested up to this number were asked before a stored run was opened.
+    uint64_t storedWatermark_ = 0;
     bool runWhenLoaded_ = false;
     // The prompt saved in the store for this capture, per session id.
     std::vector<std::pair<int64_t, int64_t>> savedPrompts_;

@@ -110,6 +110,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
         changed();
     });
     connect(budgetSlider_, &QSlider::valueChanged, this, [this](int v) {
+        // Programmatic moves (range changes, syncing from the boxes) change nothing else.
+        if (quiet_) return;
         if (entries_->isChecked()) {
             budget_->setValue(v);
         } else if (promptLength_ > 0) {
@@ -189,6 +191,7 @@ void MethodsPanel::setPromptLength(int64_t tokens) {
     promptLength_ = tokens;
     const bool was = quiet_;
     quiet_ = true;
+    // A shorter prompt clamps the slider, never the budget in the boxes.
     budgetSlider_->setRange(1, int(std::max<int64_t>(1, tokens)));
     budgetSlider_->setToolTip(QString("1 .. %1 entries per head (the prompt)").arg(tokens));
     budgetModeChanged();
@@ -196,8 +199,13 @@ void MethodsPanel::setPromptLength(int64_t tokens) {
 }
 
 void MethodsPanel::setBudgetEntries(int64_t entries) {
+    // One paramsChanged, with the new budget, whatever mode the panel was in.
+    quiet_ = true;
     if (!entries_->isChecked()) entries_->setChecked(true);
     budget_->setValue(int(entries));
+    budgetModeChanged();
+    quiet_ = false;
+    emit paramsChanged();
 }
 
 void MethodsPanel::showStatus(const QString& text, bool error) {

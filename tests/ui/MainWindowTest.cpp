@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "sessions/SessionStore.h"
+#include "ui/AttentionView.h"
 #include "ui/KeptPositionsView.h"
 #include "ui/MethodsPanel.h"
 #include "ui/ModelPromptPanel.h"
@@ -104,6 +105,43 @@ TEST(MainWindowTest, EndToEndOnStories260K) {
 }
 
 TEST(MainWindowTest, EndToEndOnRandomTiny) { endToEnd("random:tiny", 40); }
+
+TEST(MainWindowTest, ANewPromptClearsTheOldAttentionMapAndOutputs) {
+    Fixture f;
+    MainWindow w(f.options());
+    w.show();
+    loadAndRun(w, "random:tiny", kPrompt);
+    QSignalSpy mapped(&w, &MainWindow::attentionShown);
+    w.showAttention(1, 2);
+    ASSERT_TRUE(waitFor(mapped, 1, 30000, "the attention map"));
+    EXPECT_TRUE(w.attentionView()->titleText().contains("L1 H2")) << w.attentionView()->titleText().toStdString();
+    QSignalSpy shown(&w, &MainWindow::selectionShown);
+    w.modelPanel()->setPromptText("another prompt, shorter than the first, for a new capture");
+    w.runPrompt();
+    ASSERT_TRUE(waitFor(shown, 1, 60000, "the new selection"));
+    EXPECT_FALSE(w.attentionView()->titleText().contains("L1 H2")) << w.attentionView()->titleText().toStdString();
+    EXPECT_EQ(w.shownSelection()->promptLength, 58);  // BOS + 57 bytes
+}
+
+TEST(MainWindowTest, SaveKeepsTheParametersAskedLast) {
+    Fixture f;
+    MainWindow w(f.options());
+    w.show();
+    loadAndRun(w, "random:tiny", kPrompt);
+    QSignalSpy saved(&w, &MainWindow::runSaved);
+    QSignalSpy decoded(&w, &MainWindow::outputsReady);
+    w.saveRun();                             // decodes the first budget...
+    w.methodsPanel()->setBudgetEntries(77);  // ...but the user changes it
+    w.saveRun();                             // and saves again before it arrives
+    ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
+    while (decoded.wait(500)) {
+    }
+    ASSERT_EQ(saved.size(), 1);
+    sessions::SessionStore store(f.options().store.toStdString());
+    const auto runs = store.runs(store.session("default").id);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].params.budget, 77);
+}
 
 TEST(MainWindowTest, LayoutIsRestored) {
     Fixture f;

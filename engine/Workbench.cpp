@@ -17,6 +17,7 @@
 #include "engine/analysis/AttentionStats.h"
 #include "engine/presses/Press.h"
 #include "engine/presses/PressScores.h"
+#include "kernels/DeviceMemory.h"
 
 namespace kvlens {
 
@@ -281,5 +282,11 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
 }
 
 bool Workbench::cudaAvailable() { return at::hasCUDA(); }
+
+int64_t Workbench::gpuBytesInUse() const {
+    if (!state_->hasModel) return -1;
+    const auto memory = kernels::deviceMemory(state_->loaded.model->device());
+    return memory ? memory->allocated : -1;
+}
 
 }  // namespace kvlens

@@ -122,6 +122,9 @@ public:
 
     // Whether this LibTorch has a usable CUDA device.
     static bool cudaAvailable();
+    // Bytes LibTorch's CUDA allocator holds in live tensors on the model's device; -1
+    // when the model is not on a GPU (or no model is loaded).
+    int64_t gpuBytesInUse() const;
 
 private:
     struct State;

@@ -137,6 +137,7 @@ uint64_t EngineWorker::select(const PressParams& params, int focusLayer) {
                       r.scores = std::make_shared<const std::vector<std::vector<float>>>(
                           bench_.scores(params, r.focusLayer));
                       r.bytesPerLayer = bench_.bytesPerLayer(*s);
+                      r.gpuBytes = bench_.gpuBytesInUse();
                       r.selection = std::move(s);
                       r.request = request;
                       ++selectionsComputed_;

@@ -33,6 +33,7 @@ struct SelectionResult {
     int focusLayer = 0;
     std::shared_ptr<const std::vector<std::vector<float>>> scores;  // of focusLayer; may be empty
     std::vector<int64_t> bytesPerLayer;
+    int64_t gpuBytes = -1;  // LibTorch's CUDA allocator, in live tensors; -1: not on a GPU
     double seconds = 0.0;
     uint64_t request = 0;  // which select() call this answers
 };

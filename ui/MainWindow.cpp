@@ -536,7 +536,10 @@ void MainWindow::onSelected(const SelectionResult& r) {
     if (r.scores && !r.scores->empty()) keptView_->setScores(r.focusLayer, r.scores);
     funnelView_->setLayerBudgets(s.layerBudgets, label);
     if (capture_) memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
-    if (model_) memoryPanel_->setDevice(QString::fromStdString(model_->device), std::nullopt);
+    if (model_) {
+        memoryPanel_->setDevice(QString::fromStdString(model_->device),
+                                r.gpuBytes >= 0 ? std::optional<int64_t>(r.gpuBytes) : std::nullopt);
+    }
     updateAttentionKept();
     int64_t kept = 0;
     for (int64_t b : r.bytesPerLayer) kept += b;

@@ -45,7 +45,9 @@ std::string errorOf(F&& f) {
 TEST(WorkbenchTest, ModelFiguresMatchTheConfig) {
     Workbench w;
     EXPECT_FALSE(w.hasModel());
+    EXPECT_EQ(w.gpuBytesInUse(), -1);
     const WorkbenchModel m = w.load(tiny(), {}, nullptr);
+    EXPECT_EQ(w.gpuBytesInUse(), -1);  // a CPU model holds no GPU memory
     EXPECT_TRUE(w.hasModel());
     EXPECT_EQ(m.layers, 4);
     EXPECT_EQ(m.heads, 8);

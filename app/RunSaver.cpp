@@ -11,6 +11,7 @@
 #include "engine/RunMetrics.h"
 #include "engine/Selection.h"
 #include "engine/analysis/AttentionStats.h"
+#include "sessions/LayerStatistics.h"
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
 
@@ -123,19 +124,7 @@ void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
     const std::vector<LayerAttentionSummary> stats =
         AttentionStats::fromCapture(capture, [&](double f, const std::string& w) { bar.update(f, w); });
     bar.finish();
-    s.layerStats.clear();
-    for (size_t l = 0; l < stats.size(); ++l) {
-        auto add = [&](int32_t head, const HeadAttentionSummary& h) {
-            const int32_t layer = int32_t(l);
-            s.layerStats.push_back({"entropy", layer, head, h.entropy});
-            s.layerStats.push_back({"effective_positions", layer, head, h.effectivePositions});
-            s.layerStats.push_back({"positions_90pct", layer, head, h.positions90});
-            s.layerStats.push_back({"sink_mass", layer, head, h.sinkMass});
-            s.layerStats.push_back({"local_mass", layer, head, h.localMass});
-        };
-        add(-1, stats[l].mean);
-        for (size_t h = 0; h < stats[l].heads.size(); ++h) add(int32_t(h), stats[l].heads[h]);
-    }
+    s.layerStats = sessions::LayerStatistics::of(stats);
 }
 
 int64_t RunSaver::save(const PressParams& params, const Selection& selection,

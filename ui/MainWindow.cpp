@@ -28,6 +28,7 @@
 #include <cmath>
 
 #include "engine/Error.h"
+#include "sessions/LayerStatistics.h"
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
 #include "ui/AttentionView.h"
@@ -695,18 +696,7 @@ void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
         run.prefillSeconds = capture->prefillSeconds;
         run.selection = o.selection;
         run.metrics = o.metrics;
-        for (size_t l = 0; l < capture->stats.size(); ++l) {
-            auto add = [&](int32_t head, const HeadAttentionSummary& h) {
-                const int32_t layer = int32_t(l);
-                run.layerStats.push_back({"entropy", layer, head, h.entropy});
-                run.layerStats.push_back({"effective_positions", layer, head, h.effectivePositions});
-                run.layerStats.push_back({"positions_90pct", layer, head, h.positions90});
-                run.layerStats.push_back({"sink_mass", layer, head, h.sinkMass});
-                run.layerStats.push_back({"local_mass", layer, head, h.localMass});
-            };
-            add(-1, capture->stats[l].mean);
-            for (size_t h = 0; h < capture->stats[l].heads.size(); ++h) add(int32_t(h), capture->stats[l].heads[h]);
-        }
+        run.layerStats = sessions::LayerStatistics::of(capture->stats);
         run.fullText = o.fullText;
         run.text = o.text;
         const int64_t id = store_->saveRun(run);

@@ -6,8 +6,6 @@
 #include <QElapsedTimer>
 #include <QKeyEvent>
 #include <QMouseEvent>
-#include <QOpenGLContext>
-#include <QOpenGLFunctions>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cfloat>
@@ -114,10 +112,7 @@ AttentionView::AttentionView(QWidget* parent) : ImGuiCanvas(parent) {
         lut_.push_back(packRgba(c.r, c.g, c.b));
 }
 
-AttentionView::~AttentionView() {
-    QObject::disconnect(textureContextGone_);
-    releaseTexture();
-}
+AttentionView::~AttentionView() { texture_.release(); }
 
 void AttentionView::setMap(std::shared_ptr<const viz::TilePyramid> pyramid, int layer, int head,
                            const QString& title) {
@@ -456,48 +451,6 @@ void AttentionView::rasteriseGrid(const IndexGrid& grid, const AxisSpans& cols,
     }
 }
 
-void AttentionView::uploadTexture(int width, int height) {
-    QOpenGLFunctions* gl = context()->functions();
-    if (texture_ == 0) {
-        gl->glGenTextures(1, &texture_);
-        textureWidth_ = textureHeight_ = 0;
-        QObject::disconnect(textureContextGone_);
-        // The texture lives in this context: free it before the context goes.
-        textureContextGone_ = connect(
-            context(), &QOpenGLContext::aboutToBeDestroyed, this, [this] { releaseTexture(); },
-            Qt::DirectConnection);
-    }
-    gl->glBindTexture(GL_TEXTURE_2D, texture_);
-    gl->glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    if (width != textureWidth_ || height != textureHeight_) {
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-        gl->glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE,
-                         raster_.data());
-        textureWidth_ = width;
-        textureHeight_ = height;
-    } else {
-        gl->glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, width, height, GL_RGBA, GL_UNSIGNED_BYTE,
-                            raster_.data());
-    }
-    gl->glBindTexture(GL_TEXTURE_2D, 0);
-    rasterUploaded_ = true;
-}
-
-void AttentionView::releaseTexture() {
-    if (texture_ == 0) return;
-    if (context() != nullptr) {
-        makeCurrent();
-        context()->functions()->glDeleteTextures(1, &texture_);
-        doneCurrent();
-    }
-    texture_ = 0;
-    textureWidth_ = textureHeight_ = 0;
-    rasterUploaded_ = false;
-}
-
 // ---- drawing ----------------------------------------------------------------------------
 
 void AttentionView::drawFrame() {
@@ -520,10 +473,11 @@ void AttentionView::drawFrame() {
         rasterUploaded_ = false;
         ++rasterBuilds_;
     }
-    if (!rasterUploaded_ || texture_ == 0) {
+    if (!rasterUploaded_ || texture_.id() == 0) {
         QElapsedTimer timer;
         timer.start();
-        uploadTexture(w, h);
+        texture_.upload(*this, w, h, raster_.data());
+        rasterUploaded_ = true;
         lastUploadMs_ = static_cast<double>(timer.nsecsElapsed()) * 1e-6;
     }
     if (opaque_.isValid()) {
@@ -536,8 +490,8 @@ void AttentionView::drawFrame() {
                          static_cast<float>(opaque_.top()) / h);
         const ImVec2 uv1(static_cast<float>(opaque_.right() + 1) / w,
                          static_cast<float>(opaque_.bottom() + 1) / h);
-        list->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture_)), p0, p1, uv0,
-                       uv1);
+        list->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture_.id())), p0, p1,
+                       uv0, uv1);
     }
 
     list->AddText(ImVec2(8, 5), kText, utf8(titleText()).c_str());

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "ui/CanvasTexture.h"
 #include "ui/ImGuiCanvas.h"
 
 namespace kvlens::viz {
@@ -147,8 +148,6 @@ private:
     void rasterise(int width, int height);
     void rasteriseGrid(const IndexGrid& grid, const AxisSpans& cols, const AxisSpans& rows, int px0,
                        int px1, int py0, int py1, int width);
-    void uploadTexture(int width, int height);
-    void releaseTexture();
     const ExactRegion* exactAt(int64_t row, int64_t col) const;
     QString tokenLabel(int64_t position) const;
 
@@ -189,9 +188,7 @@ private:
         }
     } rasterKey_;
     bool rasterUploaded_ = false;
-    unsigned int texture_ = 0;
-    int textureWidth_ = 0, textureHeight_ = 0;
-    QMetaObject::Connection textureContextGone_;
+    CanvasTexture texture_;
     double lastRasterMs_ = 0, lastUploadMs_ = 0;
     std::uint64_t rasterBuilds_ = 0;
 };

@@ -4,8 +4,6 @@
 
 #include <QKeyEvent>
 #include <QMouseEvent>
-#include <QOpenGLContext>
-#include <QOpenGLFunctions>
 #include <QStringList>
 #include <QWheelEvent>
 #include <algorithm>
@@ -120,10 +118,7 @@ void addText(ImDrawList* list, float x, float y, ImU32 color, const std::string&
 
 KeptPositionsView::KeptPositionsView(QWidget* parent) : ImGuiCanvas(parent) {}
 
-KeptPositionsView::~KeptPositionsView() {
-    QObject::disconnect(textureContextGone_);
-    releaseTexture();
-}
+KeptPositionsView::~KeptPositionsView() { texture_.release(); }
 
 QColor KeptPositionsView::keptColor() {
     const viz::Rgb c = paletteColor(1);
@@ -581,7 +576,7 @@ void KeptPositionsView::updateRaster(const Layout& l) {
     const int columns = static_cast<int>(l.plotX1 - l.plotX0);
     const int rows = l.layers + l.heads;
     const RasterKey key{generation_, columns, first_, visible_, focusedLayer_};
-    if (texture_ != 0 && key == rasterKey_) return;
+    if (texture_.id() != 0 && key == rasterKey_) return;
     if (columns <= 0 || rows <= 0) return;
     std::vector<ImU32> pixels(static_cast<size_t>(columns) * static_cast<size_t>(rows));
     const int64_t window = windowStart();
@@ -594,52 +589,17 @@ void KeptPositionsView::updateRaster(const Layout& l) {
         fillShareRow(&pixels[static_cast<size_t>(l.layers + head) * columns], columns,
                      prefixes[static_cast<size_t>(head)], 1, first_, visible_, window);
 
-    QOpenGLFunctions* gl = context()->functions();
-    if (texture_ == 0) {
-        gl->glGenTextures(1, &texture_);
-        textureWidth_ = textureHeight_ = 0;
-        QObject::disconnect(textureContextGone_);
-        // The texture lives in this context: free it before the context goes.
-        textureContextGone_ = connect(
-            context(), &QOpenGLContext::aboutToBeDestroyed, this, [this] { releaseTexture(); },
-            Qt::DirectConnection);
-    }
-    gl->glBindTexture(GL_TEXTURE_2D, texture_);
-    gl->glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    if (columns != textureWidth_ || rows != textureHeight_) {
-        // Nearest: one texel per pixel column, each row sampled at its centre.
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-        gl->glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, columns, rows, 0, GL_RGBA, GL_UNSIGNED_BYTE,
-                         pixels.data());
-        textureWidth_ = columns;
-        textureHeight_ = rows;
-    } else {
-        gl->glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, columns, rows, GL_RGBA, GL_UNSIGNED_BYTE,
-                            pixels.data());
-    }
+    // Nearest: one texel per pixel column, each row sampled at its centre.
+    texture_.upload(*this, columns, rows, pixels.data());
     rasterKey_ = key;
 }
 
 void KeptPositionsView::drawRasterRow(int row, float x0, float x1, float y0, float y1) {
-    if (texture_ == 0 || textureHeight_ == 0 || y1 <= y0) return;
-    const float v = (static_cast<float>(row) + 0.5f) / static_cast<float>(textureHeight_);
+    if (texture_.id() == 0 || texture_.height() == 0 || y1 <= y0) return;
+    const float v = (static_cast<float>(row) + 0.5f) / static_cast<float>(texture_.height());
     ImGui::GetBackgroundDrawList()->AddImage(
-        reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture_)), ImVec2(x0, y0),
+        reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture_.id())), ImVec2(x0, y0),
         ImVec2(x1, y1), ImVec2(0.0f, v), ImVec2(1.0f, v));
-}
-
-void KeptPositionsView::releaseTexture() {
-    if (texture_ == 0) return;
-    if (context() != nullptr) {
-        makeCurrent();
-        context()->functions()->glDeleteTextures(1, &texture_);
-        doneCurrent();
-    }
-    texture_ = 0;
-    textureWidth_ = textureHeight_ = 0;
 }
 
 void KeptPositionsView::drawTokenRow(const Layout& l) {

@@ -22,7 +22,6 @@
 #pragma once
 
 #include <QColor>
-#include <QMetaObject>
 #include <QPointF>
 #include <QRectF>
 #include <QString>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "engine/Selection.h"
+#include "ui/CanvasTexture.h"
 #include "ui/ImGuiCanvas.h"
 
 namespace kvlens::ui {
@@ -138,7 +138,6 @@ private:
     // Rebuilds and uploads the cells' texture if what it shows changed (GL context current).
     void updateRaster(const Layout& l);
     void drawRasterRow(int row, float x0, float x1, float y0, float y1);
-    void releaseTexture();
 
     std::shared_ptr<const kvlens::Selection> selection_;
     QString label_;
@@ -168,9 +167,7 @@ private:
     };
     uint64_t generation_ = 0;
     RasterKey rasterKey_;
-    unsigned int texture_ = 0;
-    int textureWidth_ = 0, textureHeight_ = 0;
-    QMetaObject::Connection textureContextGone_;
+    CanvasTexture texture_;
 };
 
 }  // namespace kvlens::ui

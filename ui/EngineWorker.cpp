@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "engine/Error.h"
+#include "sessions/ModelFile.h"
 #include "viz/TilePyramid.h"
 
 namespace kvlens::ui {
@@ -102,7 +103,7 @@ bool EngineWorker::selectPending() {
 void EngineWorker::cancel() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        for (Slot s : {Load, Prompt, Attention, Evaluate}) pending_[s].reset();
+        for (Slot s : {Load, Prompt, Attention, Evaluate, Hash}) pending_[s].reset();
     }
     cancel_ = true;
 }
@@ -210,6 +211,19 @@ void EngineWorker::evaluate(const PressParams& params, int64_t newTokens) {
                             bench_.evaluate(params, newTokens, progressFor("decode"), &cancel_));
                         toGui([this, out] { emit evaluated(out); });
                     }});
+}
+
+void EngineWorker::hashFile(const QString& path, const QString& key) {
+    const std::string file = path.toStdString();
+    post(Hash, {"hash", true, [this, file, key] {
+                    const Workbench::Progress progress = progressFor("hashing " + QString::fromStdString(file));
+                    const std::string sha = sessions::ModelFile::sha256(file, [&](double f) {
+                        if (cancel_.load()) throw Cancelled();
+                        progress(f, "SHA-256");
+                    });
+                    const QString hex = QString::fromStdString(sha);
+                    toGui([this, key, hex] { emit fileHashed(key, hex); });
+                }});
 }
 
 void EngineWorker::pieces(qint64 tag, const std::vector<int32_t>& first, const std::vector<int32_t>& second) {

@@ -61,6 +61,8 @@ public:
     void evaluate(const PressParams& params, int64_t newTokens);
     // The display pieces of two token lists (a stored run's continuations).
     void pieces(qint64 tag, const std::vector<int32_t>& first, const std::vector<int32_t>& second);
+    // The SHA-256 of a model file (long for big files; cancellable); `key` comes back.
+    void hashFile(const QString& path, const QString& key);
     // Stops the long job that runs (load, prompt, attention, evaluate) and drops the
     // pending long ones.
     void cancel();
@@ -81,6 +83,7 @@ signals:
     void regionReady(int layer, int head, qint64 row0, qint64 col0, qint64 rows, qint64 cols,
                      std::shared_ptr<const std::vector<float>> values);
     void evaluated(std::shared_ptr<const kvlens::WorkbenchOutputs> outputs);
+    void fileHashed(const QString& key, const QString& sha256);
     void piecesReady(qint64 tag, const std::vector<std::string>& first, const std::vector<std::string>& second);
     // `job` names the request ("load", "prompt", "select", ...); one line each.
     void failed(const QString& job, const QString& message);
@@ -92,7 +95,7 @@ private:
         bool longRunning = false;
         std::function<void()> run;  // on the worker thread
     };
-    enum Slot { Load, Prompt, Select, Count, Pieces, Others, Attention, Region, Evaluate, SlotCount };
+    enum Slot { Load, Prompt, Select, Count, Pieces, Others, Attention, Region, Evaluate, Hash, SlotCount };
 
     void post(Slot slot, Job job);
     void loop();

@@ -258,6 +258,10 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                 }
             });
     connect(w, &EngineWorker::evaluated, this, &MainWindow::onEvaluated);
+    connect(w, &EngineWorker::fileHashed, this, [this](const QString& key, const QString& sha256) {
+        hashes_.insert(key, sha256);
+        if (auto pending = std::move(hashPendingSave_)) saveOutputs(*pending);
+    });
     connect(w, &EngineWorker::piecesReady, this,
             [this](qint64 runId, const std::vector<std::string>& full, const std::vector<std::string>& mine) {
                 if (storedRun_ && storedRun_->id == runId)
@@ -274,11 +278,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
             return;
         }
         if (job == "decode") pendingSave_.reset();
+        if (job == "hash") hashPendingSave_.reset();
         if (job == "load") runWhenLoaded_ = false;
         reportError(job, message);
     });
     connect(w, &EngineWorker::cancelled, this, [this](const QString& job) {
         pendingSave_.reset();
+        hashPendingSave_.reset();
         if (job == "load") runWhenLoaded_ = false;
         status_->setText(job + " cancelled; the session is as it was");
         log(job + " cancelled");
@@ -412,7 +418,8 @@ QString MainWindow::statusText() const { return status_->text(); }
 QStringList MainWindow::logLines() const { return log_->toPlainText().split('\n', Qt::SkipEmptyParts); }
 
 void MainWindow::setBusy(bool busy, const QString& what) {
-    const bool longJob = what == "load" || what == "prompt" || what == "decode" || what == "attention map";
+    const bool longJob =
+        what == "load" || what == "prompt" || what == "decode" || what == "attention map" || what == "hash";
     if (!longJob) return;
     progress_->setVisible(busy);
     cancel_->setVisible(busy);
@@ -666,12 +673,17 @@ void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
                 const auto st = sessions::ModelFile::stat(r.path);
                 r.sizeBytes = st.sizeBytes;
                 r.mtimeNs = st.mtimeNs;
+                const QString key = QString("%1|%2|%3").arg(QString::fromStdString(r.path)).arg(r.sizeBytes).arg(r.mtimeNs);
                 if (auto known = store_->knownSha256(r.path, r.sizeBytes, r.mtimeNs)) {
                     r.sha256 = *known;
+                } else if (hashes_.contains(key)) {
+                    r.sha256 = hashes_.value(key).toStdString();
                 } else {
-                    status_->setText("hashing " + QString::fromStdString(r.path) + "...");
-                    status_->repaint();
-                    r.sha256 = sessions::ModelFile::sha256(r.path, {});
+                    // A model file is hashed once, on the engine thread (seconds per GB);
+                    // the save resumes when the hash arrives.
+                    hashPendingSave_ = std::make_shared<const WorkbenchOutputs>(o);
+                    worker_->hashFile(QString::fromStdString(r.path), key);
+                    return;
                 }
             }
             sessions::PromptRecord pr;

@@ -3,6 +3,7 @@
 // engine worker; menus with shortcuts; the layout and recent models kept in QSettings.
 #pragma once
 
+#include <QHash>
 #include <QMainWindow>
 #include <QString>
 #include <QStringList>
@@ -149,6 +150,9 @@ private:
     std::shared_ptr<const sessions::RunRecord> storedRun_;  // the stored run shown, if any
     // The parameters and decode length Save asked for, until that decode arrives.
     std::optional<std::pair<PressParams, int64_t>> pendingSave_;
+    // A save waiting for its model file's SHA-256; the hashes computed, by path|size|mtime.
+    std::shared_ptr<const WorkbenchOutputs> hashPendingSave_;
+    QHash<QString, QString> hashes_;
     // The (layer, query head) of the attention map shown; -1: none.
     int shownMapLayer_ = -1, shownMapHead_ = -1;
     uint64_t lastSelectRequest_ = 0;

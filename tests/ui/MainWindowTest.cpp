@@ -15,7 +15,9 @@
 #include <filesystem>
 #include <memory>
 
+#include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
+#include "support/TinyModelFile.h"
 #include "ui/AttentionView.h"
 #include "ui/KeptPositionsView.h"
 #include "ui/MethodsPanel.h"
@@ -141,6 +143,30 @@ TEST(MainWindowTest, SaveKeepsTheParametersAskedLast) {
     const auto runs = store.runs(store.session("default").id);
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].params.budget, 77);
+}
+
+TEST(MainWindowTest, AFileModelIsHashedOffTheGuiThreadAndSaved) {
+    Fixture f;
+    test::TinyModelShape shape;
+    shape.context = 512;
+    const std::string path = f.dir.filePath("tiny.gguf").toStdString();
+    test::makeTinyModelFile(shape).builder.writeFile(path);
+    MainWindow w(f.options());
+    w.show();
+    loadAndRun(w, QString::fromStdString(path), "the a the a the a the a the a the a the a the a the a");
+    QSignalSpy saved(&w, &MainWindow::runSaved);
+    w.methodsPanel()->setBudgetEntries(8);
+    PressParams p = w.methodsPanel()->params();
+    p.window = 4;
+    w.methodsPanel()->setParams(p);
+    w.saveRun();
+    ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
+    sessions::SessionStore store(f.options().store.toStdString());
+    const auto models = store.models(store.session("default").id);
+    ASSERT_EQ(models.size(), 1u);
+    EXPECT_TRUE(models[0].isFile);
+    EXPECT_EQ(models[0].sha256, sessions::ModelFile::sha256(path));
+    EXPECT_EQ(models[0].sha256.size(), 64u);
 }
 
 TEST(MainWindowTest, LayoutIsRestored) {

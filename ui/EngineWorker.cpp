@@ -79,7 +79,6 @@ void EngineWorker::loop() {
             pending_[slot].reset();
             if (job.longRunning) cancel_ = false;
         }
-        busy_ = true;
         const QString name = job.name;
         toGui([this, name] { emit busyChanged(true, name); });
         try {
@@ -90,7 +89,6 @@ void EngineWorker::loop() {
             const QString message = QString::fromStdString(e.what());
             toGui([this, name, message] { emit failed(name, message); });
         }
-        busy_ = false;
         toGui([this, name] { emit busyChanged(false, name); });
     }
 }

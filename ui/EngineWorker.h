@@ -67,7 +67,6 @@ public:
     // pending long ones.
     void cancel();
 
-    bool busy() const { return busy_.load(); }
     // How many select requests were computed (coalesced ones are not).
     uint64_t selectionsComputed() const { return selectionsComputed_.load(); }
 
@@ -110,7 +109,6 @@ private:
     std::optional<Job> pending_[SlotCount];
     bool stopping_ = false;
     std::atomic<bool> cancel_{false};
-    std::atomic<bool> busy_{false};
     std::atomic<uint64_t> selectRequests_{0};
     std::atomic<uint64_t> selectionsComputed_{0};
     std::thread thread_;

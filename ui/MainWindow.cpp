@@ -406,7 +406,6 @@ void MainWindow::log(const QString& line) {
 
 void MainWindow::reportError(const QString& job, const QString& message) {
     // The engine's messages name their file, flag or field already.
-    errorLine_ = message;
     status_->setText("Error: " + message);
     status_->setStyleSheet("color: #d55e00;");
     log("error (" + job + "): " + message);

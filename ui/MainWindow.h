@@ -162,7 +162,6 @@ private:
     // The prompt saved in the store for this capture, per session id.
     std::vector<std::pair<int64_t, int64_t>> savedPrompts_;
     int focusLayer_ = 0;
-    QString errorLine_;
 };
 
 }  // namespace kvlens::ui

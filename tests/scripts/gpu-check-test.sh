@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-check's argument handling and preflight failures, on any machine:
 # each failure is one line on stderr, exit 1 (2 for bad arguments), and, once
-# the arguments are valid, a gpu-check.json that says why. A stub python stands
+# the arguments are valid, a gpu-check.json that says why. A stand-in python stands
 # in for PyTorch so that the outcome does not depend on what is installed.
 # Usage: gpu-check-test.sh SOURCE_DIR WORK_DIR
 set -uo pipefail
@@ -23,7 +23,7 @@ expect() {
   grep -qF -- "$want" "$work/stderr" || fail "'$*': stderr lacks '$want': $(cat "$work/stderr")"
 }
 
-# A stub python: prints the probe's answers from $STUB_ANSWERS, or fails like a missing module.
+# A stand-in python: prints the probe's answers from $STUB_ANSWERS, or fails like a missing module.
 stub="$work/python"
 cat > "$stub" <<'STUB'
 #!/usr/bin/env bash
@@ -46,7 +46,7 @@ expect 2 "unknown argument '--bogus'" -- "$check" --bogus
 expect 2 "--time-limit 'soon' is not a number of seconds" -- "$check" --time-limit soon
 expect 2 "--bench-lengths '4k' is not a list of numbers" -- "$check" --bench-lengths 4k
 
-# A Debian package the build needs is missing (a stub dpkg-query says so for Qt).
+# A Debian package the build needs is missing (a stand-in dpkg-query says so for Qt).
 mkdir -p "$work/bin"
 cat > "$work/bin/dpkg-query" <<'STUB'
 #!/usr/bin/env bash

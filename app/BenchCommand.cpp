@@ -19,7 +19,7 @@
 #include "app/ProgressBar.h"
 #include "engine/CompressedCache.h"
 #include "engine/DType.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/Sampler.h"
 #include "engine/presses/Press.h"
 #include "kernels/CpuFeatures.h"

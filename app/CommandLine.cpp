@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

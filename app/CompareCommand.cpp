@@ -13,7 +13,7 @@
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/MethodEvaluator.h"
 #include "engine/presses/Press.h"
 
@@ -83,7 +83,7 @@ int runCompare(const std::vector<std::string>& argv) {
         }
     }
     // Settings that do not depend on the prompt fail before the model loads.
-    for (const PressParams& p : runs) p.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
+    for (const PressParams& p : runs) p.validateSettings();
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::string prompt = readPrompt(args);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here

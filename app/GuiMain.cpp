@@ -37,7 +37,13 @@ int main(int argc, char** argv) {
         return 2;
     }
     kvlens::ui::MainWindow::Options options;
-    options.model = parser.value("model");
+    // Without --model, the model the CLI would pick: $KVLENS_MODEL, then the shared
+    // stories260K.gguf; with neither the window opens empty and says how to open one.
+    options.model = parser.isSet("model") ? parser.value("model") : kvlens::ui::MainWindow::defaultModel();
+    if (parser.isSet("model") && options.model.isEmpty()) {
+        std::fprintf(stderr, "kvlens-gui: error: --model is empty\n");
+        return 2;
+    }
     options.promptFile = parser.value("prompt-file");
     options.store = parser.value("store");
     options.settings = parser.value("settings");

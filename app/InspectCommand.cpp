@@ -16,11 +16,11 @@
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/analysis/AttentionMap.h"
 #include "engine/analysis/AttentionStats.h"
 #include "engine/analysis/HitRate.h"
-#include "engine/analysis/SelectionOverlap.h"
+#include "core/SelectionOverlap.h"
 #include "engine/presses/Press.h"
 
 namespace kvlens {
@@ -94,7 +94,7 @@ int runInspect(const std::vector<std::string>& argv) {
                     "compared at it)");
     }
     PressParams params = PressOptions::fromCommandLine(args);
-    params.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
+    params.validateSettings();
     const int64_t n = args.getInt("-n", 16, 1, 1 << 20);
     const int64_t hitK = args.getInt("--hit-k", 16, 1, std::numeric_limits<int32_t>::max());
     std::vector<std::pair<int64_t, int64_t>> heads;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/Selection.h"
-#include "engine/analysis/AttentionSummary.h"
+#include "core/Selection.h"
+#include "core/AttentionSummary.h"
 #include "engine/analysis/HitRate.h"
 #include "viz/TilePyramid.h"
 

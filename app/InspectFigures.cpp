@@ -10,7 +10,10 @@
 #include "viz/CategoricalPalette.h"
 #include "viz/Colormap.h"
 #include "viz/CsvTable.h"
+#include "viz/FunnelChart.h"
 #include "viz/HeatmapFigure.h"
+#include "viz/KeptPositionsFigure.h"
+#include "viz/MethodColor.h"
 #include "viz/OutputFile.h"
 #include "viz/Scale.h"
 #include "viz/SvgChart.h"
@@ -37,50 +40,16 @@ std::string budgetText(const PressParams& p) {
     return p.budget > 0 ? std::to_string(p.budget) : fmt("%g", 100.0 * p.budgetRatio) + "%";
 }
 
-// One colour per method in every chart: its place in the list of methods.
-int methodColor(const std::string& method) {
-    const auto& names = PressParams::methodNames();
-    return int(std::find(names.begin(), names.end(), method) - names.begin());
-}
-
-// Rows of a layer's selection image: KV heads, or query heads in query-head mode.
-std::vector<std::string> headLabels(const Selection& s) {
-    std::vector<std::string> labels;
-    for (int64_t h = 0; h < s.headsPerLayer(); ++h) {
-        labels.push_back((s.gqa == GqaMode::KvHead ? "KV " : "H ") + std::to_string(h));
-    }
-    return labels;
-}
-
-// Layer `l` of a selection as heads x positions: 1 kept, 0 not.
-std::vector<float> keptMatrix(const Selection& s, int64_t l) {
-    const int64_t T = s.promptLength, heads = s.headsPerLayer();
-    std::vector<float> m(heads * T, 0.0f);
-    for (int64_t h = 0; h < heads; ++h)
-        for (int32_t p : s.kept[l][h]) m[h * T + p] = 1.0f;
-    return m;
-}
-
 // The kept positions of layers [first, last] as a compact table: one row per head.
 viz::CsvTable keptTable(const Selection& s, int64_t first, int64_t last) {
     viz::CsvTable table({"layer", s.gqa == GqaMode::KvHead ? "kv_head" : "query_head", "kept", "positions"});
     for (int64_t l = first; l <= last; ++l) {
         for (int64_t h = 0; h < s.headsPerLayer(); ++h) {
-            std::string list;
-            for (int32_t pos : s.kept[l][h]) list += (list.empty() ? "" : " ") + std::to_string(pos);
-            table.addRow({std::to_string(l), std::to_string(h), std::to_string(s.kept[l][h].size()), list});
+            table.addRow({std::to_string(l), std::to_string(h), std::to_string(s.kept[l][h].size()),
+                          viz::KeptPositionsFigure::positionList(s.kept[l][h])});
         }
     }
     return table;
-}
-
-// The same as codes: 0 not kept, 1 kept, 2 kept in the observation window.
-std::vector<uint8_t> keptCodes(const Selection& s, int64_t l, int64_t windowStart) {
-    const int64_t T = s.promptLength, heads = s.headsPerLayer();
-    std::vector<uint8_t> c(heads * T, 0);
-    for (int64_t h = 0; h < heads; ++h)
-        for (int32_t p : s.kept[l][h]) c[h * T + p] = p >= windowStart ? 2 : 1;
-    return c;
 }
 
 }  // namespace
@@ -93,34 +62,28 @@ std::string InspectFigures::path(const std::string& name) const {
 
 std::vector<std::string> InspectFigures::writeFunnel() const {
     const InspectData& d = data_;
-    const std::vector<double> x = layerAxis(d.layers);
-    std::vector<double> effective, positions90, sink, local, budget, prompt;
+    viz::FunnelChartData f;
+    f.layers = d.layers;
+    f.promptLength = d.promptLength;
+    f.sinkPositions = AttentionStats::kSinkPositions;
+    f.localPositions = AttentionStats::kLocalPositions;
     for (const LayerAttentionSummary& s : d.stats) {
-        effective.push_back(s.mean.effectivePositions);
-        positions90.push_back(s.mean.positions90);
-        sink.push_back(s.mean.sinkMass);
-        local.push_back(s.mean.localMass);
+        f.effectivePositions.push_back(s.mean.effectivePositions);
+        f.positions90.push_back(s.mean.positions90);
+        f.sinkMass.push_back(s.mean.sinkMass);
+        f.localMass.push_back(s.mean.localMass);
     }
     const Selection& sel = d.chosen().selection;
-    for (int64_t l = 0; l < d.layers; ++l) {
-        budget.push_back(l < int64_t(sel.layerBudgets.size()) ? double(sel.layerBudgets[l]) : double(d.promptLength));
-        prompt.push_back(double(d.promptLength));
-    }
-    viz::SvgChart chart(880, 250);
-    chart.setTitle("Attention funnel: how widely each layer attends, and what " + d.chosen().params.method + " keeps",
-                   d.context() + " · last " + std::to_string(std::min<int64_t>(Capture::kMaxWindow, d.promptLength)) +
-                       " queries, mean over heads · " + d.methodLabel);
-    chart.setXAxis("layer", "", true);
-    chart.addPanel("attended positions", "positions")
-        .setLogY()
-        .addLine({"effective positions exp(entropy)", x, effective})
-        .addLine({"positions holding 90% of attention", x, positions90})
-        .addLine({d.chosen().params.method + " budget per head", x, budget, viz::LineStyle::Dashed, false, 6})
-        .addLine({"prompt length", x, prompt, viz::LineStyle::Dotted, false});
-    chart.addPanel("attention mass", "fraction")
-        .setYRange(0, 1)
-        .addLine({"on the first " + std::to_string(AttentionStats::kSinkPositions) + " positions (sinks)", x, sink})
-        .addLine({"on the last " + std::to_string(AttentionStats::kLocalPositions) + " positions (local)", x, local});
+    viz::FunnelChartData::Budget budget;
+    budget.label = d.chosen().params.method + " budget per head";
+    budget.color = viz::MethodColor::of(d.chosen().params.method);
+    for (int64_t l = 0; l < d.layers; ++l)
+        budget.perLayer.push_back(l < int64_t(sel.layerBudgets.size()) ? double(sel.layerBudgets[l]) : double(d.promptLength));
+    f.budgets.push_back(budget);
+    const viz::SvgChart chart = viz::FunnelChart::build(
+        f, 880, 250, "Attention funnel: how widely each layer attends, and what " + d.chosen().params.method + " keeps",
+        d.context() + " · last " + std::to_string(std::min<int64_t>(Capture::kMaxWindow, d.promptLength)) +
+            " queries, mean over heads · " + d.methodLabel);
     const std::string svg = path("funnel.svg");
     chart.write(svg);
     // The chart draws layer means; every head's own figures go beside them.
@@ -147,20 +110,8 @@ std::vector<std::string> InspectFigures::writeSelection() const {
     const int64_t windowStart = p.usesWindow() ? T - p.window : T;
     // One pixel or more per position: exact categories. Fewer: each pixel shows
     // the share of its positions kept (a "highest wins" colour would overstate it).
-    // Probe figures with the real labels tell how wide the plot area is.
     auto plotWidth = [&](bool categories) {
-        viz::HeatmapFigure probe(kSelectionWidth, 400);
-        if (categories) {
-            probe.setLegend(viz::CategoricalPalette::selection());
-            probe.addCategoryPanel(std::vector<uint8_t>(heads * T, 0), heads, T, "L" + std::to_string(d.layers - 1),
-                                   headLabels(sel));
-        } else {
-            probe.setColorBar(viz::Colormap::viridis(), viz::Scale::linear(0, 1), "share of positions kept", "");
-            probe.addMatrixPanel(std::vector<float>(heads * T, 0.0f), heads, T, viz::Reduction::Mean,
-                                 "L" + std::to_string(d.layers - 1), headLabels(sel));
-        }
-        probe.setYAxis(sel.gqa == GqaMode::KvHead ? "KV head" : "query head", "");
-        return probe.plotWidth();
+        return viz::KeptPositionsFigure::plotWidth(sel, kSelectionWidth, 400, categories);
     };
     const bool exact = T <= plotWidth(true);
     const std::string how = exact ? "each column one prompt position"
@@ -172,19 +123,11 @@ std::vector<std::string> InspectFigures::writeSelection() const {
     auto setUp = [&](viz::HeatmapFigure& fig, const std::string& title) {
         fig.setTitle(title, d.methodLabel + " | " + d.context() + " | " + how + window);
         fig.setXAxis("prompt position", "token");
-        fig.setYAxis(sel.gqa == GqaMode::KvHead ? "KV head" : "query head", "");
-        if (exact) {
-            fig.setLegend(viz::CategoricalPalette::selection());
-        } else {
-            fig.setColorBar(viz::Colormap::viridis(), viz::Scale::linear(0, 1), "share of positions kept", "");
-        }
+        fig.setYAxis(viz::KeptPositionsFigure::headAxis(sel), "");
+        viz::KeptPositionsFigure::setScale(fig, exact);
     };
     auto addLayer = [&](viz::HeatmapFigure& fig, int64_t l, const std::string& name) {
-        if (exact) {
-            fig.addCategoryPanel(keptCodes(sel, l, windowStart), heads, T, name, headLabels(sel));
-        } else {
-            fig.addMatrixPanel(keptMatrix(sel, l), heads, T, viz::Reduction::Mean, name, headLabels(sel));
-        }
+        viz::KeptPositionsFigure::addLayer(fig, sel, l, windowStart, exact, name);
     };
     std::vector<std::string> written;
     const int layerHeight = int(std::clamp<int64_t>(170 + heads * 28, 300, 1100));
@@ -266,8 +209,8 @@ std::vector<std::string> InspectFigures::writeHitRate() const {
         for (double v : r.hitRate.perLayerOutsideWindow) o.push_back(100.0 * v);
         const bool chosen = &r == &d.chosen();
         const auto style = chosen ? viz::LineStyle::Solid : viz::LineStyle::Dashed;
-        all.addLine({r.params.method, x, a, style, chosen, methodColor(r.params.method)});
-        outside.addLine({r.params.method, x, o, style, chosen, methodColor(r.params.method)});
+        all.addLine({r.params.method, x, a, style, chosen, viz::MethodColor::of(r.params.method)});
+        outside.addLine({r.params.method, x, o, style, chosen, viz::MethodColor::of(r.params.method)});
     }
     const std::string svg = path("hitrate.svg");
     chart.write(svg);
@@ -285,7 +228,7 @@ std::vector<std::string> InspectFigures::writeOverlap() const {
     viz::ChartPanel& panel = chart.addPanel("Jaccard overlap", "fraction").setYRange(0, 1);
     for (size_t i = 1; i < d.methods.size(); ++i) {
         const std::string& method = d.methods[i].params.method;
-        panel.addLine({method, x, d.methods[i].overlap, viz::LineStyle::Solid, true, methodColor(method)});
+        panel.addLine({method, x, d.methods[i].overlap, viz::LineStyle::Solid, true, viz::MethodColor::of(method)});
     }
     if (d.methods.size() == 1) panel.addLine({d.chosen().params.method + " (itself)", x, d.chosen().overlap});
     const std::string svg = path("overlap.svg");
@@ -319,7 +262,7 @@ std::vector<std::string> InspectFigures::writeMemory() const {
     chart.setXAxis("layer", "", true);
     chart.addPanel("KV bytes", mb ? "MB" : "KB")
         .addBars({"full cache", x, full, 0})
-        .addBars({d.chosen().params.method + " kept", x, kept, std::max(1, methodColor(d.chosen().params.method))});
+        .addBars({d.chosen().params.method + " kept", x, kept, std::max(1, viz::MethodColor::of(d.chosen().params.method))});
     const std::string svg = path("memory.svg");
     chart.write(svg);
     return {svg, viz::csvPathBeside(svg)};

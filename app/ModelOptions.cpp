@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "app/ProgressBar.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

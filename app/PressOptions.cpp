@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

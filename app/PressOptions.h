@@ -7,7 +7,7 @@
 #include <string>
 
 #include "app/CommandLine.h"
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 
 namespace kvlens {
 

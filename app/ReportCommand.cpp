@@ -8,7 +8,7 @@
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/RunSaver.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "reports/ReportData.h"
 #include "reports/ReportWriter.h"
 #include "sessions/ModelFile.h"

@@ -11,7 +11,7 @@
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/MethodEvaluator.h"
 #include "engine/presses/Press.h"
 
@@ -77,7 +77,7 @@ int runRun(const std::vector<std::string>& argv) {
     }
     PressParams params = PressOptions::fromCommandLine(args);
     // Settings that do not depend on the prompt fail before the model loads.
-    params.validate(std::numeric_limits<int64_t>::max() / 4, Capture::kMaxWindow);
+    params.validateSettings();
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::string prompt = readPrompt(args);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here

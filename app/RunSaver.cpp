@@ -7,12 +7,12 @@
 #include "app/ProgressBar.h"
 #include "engine/Capture.h"
 #include "engine/DType.h"
-#include "engine/Error.h"
-#include "engine/RunMetrics.h"
-#include "engine/Selection.h"
+#include "core/Error.h"
+#include "core/RunMetrics.h"
+#include "core/Selection.h"
 #include "engine/analysis/AttentionStats.h"
 #include "sessions/LayerStatistics.h"
-#include "sessions/ModelFile.h"
+#include "sessions/RunRecorder.h"
 #include "sessions/SessionStore.h"
 
 #ifndef KVLENS_VERSION
@@ -26,9 +26,11 @@ using sessions::SessionStore;
 
 struct RunSaver::State {
     std::unique_ptr<SessionStore> store;
+    std::unique_ptr<sessions::RunRecorder> recorder;
     std::string sessionName;
-    sessions::SessionInfo session;
-    int64_t promptId = 0;
+    sessions::ModelRecord model;
+    sessions::PromptRecord prompt;
+    bool begun = false;
     int64_t newTokens = 0;
     std::string device, dtype;
     int64_t threads = 0;
@@ -65,6 +67,7 @@ std::unique_ptr<RunSaver> RunSaver::fromCommandLine(const CommandLine& args) {
     }
     auto state = std::make_unique<State>();
     state->store = std::make_unique<SessionStore>(RunSaver::storePath(args), SessionStore::Access::ReadWrite);
+    state->recorder = std::make_unique<sessions::RunRecorder>(*state->store);
     const std::string name = args.get("--session", "default");
     if (args.has("--session") && name.empty()) throw Error("--session: the name is empty");
     // The session is made when the first run is saved, so a run that fails
@@ -77,11 +80,11 @@ void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
                      const std::string& prompt, bool addBos, int64_t newTokens,
                      const Capture& capture) {
     State& s = *state_;
-    s.session = s.store->openSession(s.sessionName);
     const ModelConfig& c = loaded.model->config();
     sessions::ModelRecord m;
     m.spec = options.model;
     m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
+    m.path = m.isFile ? loaded.spec.path : "";
     m.architecture = c.architecture;
     m.name = c.name;
     m.layers = c.nLayers;
@@ -93,27 +96,16 @@ void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
     m.vocabSize = c.vocabSize;
     m.contextLength = c.contextLength;
     m.ropeTheta = c.ropeTheta;
-    if (m.isFile) {
-        m.path = sessions::ModelFile::absolutePath(loaded.spec.path);
-        const auto st = sessions::ModelFile::stat(m.path);
-        m.sizeBytes = st.sizeBytes;
-        m.mtimeNs = st.mtimeNs;
-        if (auto known = s.store->knownSha256(m.path, m.sizeBytes, m.mtimeNs)) {
-            m.sha256 = *known;
-        } else {
-            ProgressBar bar("hashing " + m.path);
-            m.sha256 =
-                sessions::ModelFile::sha256(m.path, [&](double f) { bar.update(f, "SHA-256"); });
-            bar.finish();
-        }
+    {
+        ProgressBar bar("hashing " + m.path);  // silent when the store knows the file
+        s.model = s.recorder->describeFile(m, [&](double f) { bar.update(f, "SHA-256"); });
+        bar.finish();
     }
-    sessions::PromptRecord p;
-    p.sessionId = s.session.id;
-    p.modelId = s.store->saveModel(m);
-    p.text = prompt;
-    p.addBos = addBos && loaded.tokenizer->addBosByDefault();
-    p.tokenIds = capture.prompt();  // what was prefilled
-    s.promptId = s.store->savePrompt(p);
+    s.prompt = {};
+    s.prompt.text = prompt;
+    s.prompt.addBos = addBos && loaded.tokenizer->addBosByDefault();  // what was prefilled
+    s.prompt.tokenIds = capture.prompt();
+    s.begun = true;
     s.newTokens = newTokens;
     s.device = options.device.str();
     s.dtype = dtypeName(options.dtype);
@@ -131,10 +123,8 @@ int64_t RunSaver::save(const PressParams& params, const Selection& selection,
                        const RunMetrics& metrics, const std::string& fullText,
                        const std::string& text) {
     State& s = *state_;
-    if (s.promptId == 0) throw std::logic_error("RunSaver::save before begin");
+    if (!s.begun) throw std::logic_error("RunSaver::save before begin");
     sessions::RunRecord r;
-    r.sessionId = s.session.id;
-    r.promptId = s.promptId;
     r.params = params;
     r.newTokens = s.newTokens;
     r.engineVersion = KVLENS_VERSION;
@@ -147,7 +137,7 @@ int64_t RunSaver::save(const PressParams& params, const Selection& selection,
     r.layerStats = s.layerStats;
     r.fullText = fullText;
     r.text = text;
-    const int64_t id = s.store->saveRun(r);
+    const int64_t id = s.recorder->save(s.sessionName, s.model, s.prompt, r);
     s.saved.push_back(id);
     return id;
 }
@@ -157,7 +147,7 @@ void RunSaver::report() const {
     std::string ids;
     for (size_t i = 0; i < s.saved.size(); ++i) ids += (i ? "," : "") + std::to_string(s.saved[i]);
     std::fprintf(stderr, "kvlens: saved %zu run%s (id %s) to session '%s' in %s\n", s.saved.size(),
-                 s.saved.size() == 1 ? "" : "s", ids.c_str(), s.session.name.c_str(),
+                 s.saved.size() == 1 ? "" : "s", ids.c_str(), s.sessionName.c_str(),
                  s.store->path().c_str());
 }
 

@@ -14,7 +14,7 @@
 #include "app/Commands.h"
 #include "app/PressOptions.h"
 #include "engine/Capture.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/presses/Press.h"
 
 namespace kvlens {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "app/Commands.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/LlamaModel.h"
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens {
@@ -45,6 +45,32 @@ private:
     int64_t promptLength_;
 };
 
+const char* const kPrefill = "the prefill produced";
+
+// Throws when `t` [heads, ...] holds a NaN or an Inf, naming the first layer
+// and head that does: the methods would otherwise each treat it their own way
+// (max pool drops it, a sum spreads it, AdaKV's normalisation flattens it).
+void requireFinite(const at::Tensor& t, int64_t layer, const char* headKind, const std::string& what,
+                   const std::string& source) {
+    if (!t.defined() || t.numel() == 0) return;
+    const at::Tensor bad = at::logical_not(at::isfinite(t)).flatten(1).any(1);  // [heads]
+    if (!bad.any().item<bool>()) return;
+    const int64_t head = bad.nonzero()[0][0].item<int64_t>();
+    const bool nan = at::isnan(t.select(0, head)).any().item<bool>();
+    throw Error(source + " " + (nan ? "NaN" : "Inf") + " in layer " + std::to_string(layer) + " " +
+                headKind + " " + std::to_string(head) + "'s " + what + ": it cannot be compressed" +
+                (source == kPrefill ? " (an f16 overflow? try --dtype bf16 or f32)" : ""));
+}
+
+void requireFiniteCapture(const Capture& c, const std::string& source) {
+    for (int64_t l = 0; l < c.layers(); ++l) {
+        requireFinite(c.windowQueries(l), l, "query head", "window queries", source);
+        requireFinite(c.keys(l), l, "KV head", "keys", source);
+        requireFinite(c.values(l), l, "KV head", "values", source);
+        if (c.hasH2oScores()) requireFinite(c.h2oScores(l), l, "query head", "accumulated attention", source);
+    }
+}
+
 }  // namespace
 
 std::shared_ptr<Capture> Capture::fromPrefill(
@@ -78,6 +104,7 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     capture->windowQueries_ = std::move(observer.queries);
     capture->h2oScores_ = std::move(observer.sums);
     capture->fullQueries_ = std::move(observer.fullQueries);
+    requireFiniteCapture(*capture, kPrefill);
     // The default window's votes are part of the capture: the first SnapKV,
     // PyramidKV or AdaKV selection after a prefill is as quick as any other.
     const int64_t window = std::min<int64_t>(PressParams().window, capture->promptLength_ - 1);
@@ -104,6 +131,7 @@ std::shared_ptr<Capture> Capture::fromTensors(const std::vector<at::Tensor>& win
         capture->cache_->append(l, keys[l], values[l]);
         capture->windowQueries_.push_back(windowQueries[l].to(at::kFloat).contiguous());
     }
+    requireFiniteCapture(*capture, "the inputs hold");
     return capture;
 }
 
@@ -125,7 +153,10 @@ at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
         throw Error("window " + std::to_string(window) + " needs between 1 and " +
                     std::to_string(std::min(windowCapacity(), T - 1)) + " window queries");
     }
-    return kernels::windowVotes(windowQueries_[layer], keys(layer), window);
+    at::Tensor votes = kernels::windowVotes(windowQueries_[layer], keys(layer), window);
+    requireFinite(votes, layer, "query head", "votes (window " + std::to_string(window) + ")",
+                  kPrefill);
+    return votes;
 }
 
 namespace {

@@ -4,7 +4,9 @@
 // RoPE), the last 64 queries (after RoPE), the attention each key got from all
 // prompt queries (H2O's score), and the SnapKV votes of the default window (32).
 // Votes of other window sizes are derived from the window queries and keys on
-// first use, then cached.
+// first use, then cached. A capture holding a NaN or an Inf (window queries,
+// keys, values, H2O scores, votes) is refused with one line naming the layer
+// and head, so no method ever ranks one.
 //
 // Memory, for T prompt tokens, L layers, H query heads, KV heads, head dim D,
 // compute dtype of b bytes:

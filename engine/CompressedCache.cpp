@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

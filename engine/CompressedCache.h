@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/Capture.h"
-#include "engine/Selection.h"
+#include "core/Selection.h"
 
 namespace kvlens {
 

@@ -3,7 +3,7 @@
 #include <ATen/Context.h>
 
 #include "kernels/CpuFeatures.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

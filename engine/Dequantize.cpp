@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

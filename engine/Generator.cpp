@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "engine/Dequantize.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

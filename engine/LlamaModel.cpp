@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/HeapTuning.h"
 #include "kernels/CausalAttention.h"
 #include "kernels/Linear.h"

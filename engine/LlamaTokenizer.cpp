@@ -6,7 +6,7 @@
 #include <queue>
 #include <utility>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/GgufFile.h"
 
 namespace kvlens {

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/Sampler.h"
 #include "engine/presses/Press.h"
 

@@ -8,8 +8,8 @@
 
 #include "engine/Capture.h"
 #include "engine/LlamaModel.h"
-#include "engine/RunMetrics.h"
-#include "engine/Selection.h"
+#include "core/RunMetrics.h"
+#include "core/Selection.h"
 #include "engine/analysis/HitRate.h"
 
 namespace kvlens {

@@ -1,6 +1,6 @@
 #include "engine/ModelConfig.h"
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/GgufFile.h"
 
 namespace kvlens {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "engine/ByteTokenizer.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/GgufFile.h"
 #include "engine/LlamaTokenizer.h"
 

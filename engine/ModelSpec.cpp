@@ -5,7 +5,7 @@
 #include <fstream>
 #include <map>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 #ifndef KVLENS_DEFAULT_SHARED_DIR
 #define KVLENS_DEFAULT_SHARED_DIR "../shared"

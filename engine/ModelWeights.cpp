@@ -6,7 +6,7 @@
 #include <map>
 
 #include "engine/Dequantize.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/GgufFile.h"
 
 namespace kvlens {

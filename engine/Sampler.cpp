@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

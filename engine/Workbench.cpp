@@ -10,7 +10,7 @@
 
 #include "engine/Capture.h"
 #include "engine/DType.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/MethodEvaluator.h"
 #include "engine/ModelLoader.h"
 #include "engine/analysis/AttentionMap.h"
@@ -165,7 +165,7 @@ WorkbenchCapture Workbench::capture(const std::string& text, bool addBos, int64_
     result.stats = AttentionStats::fromCapture(
         *capture, [&](double f, const std::string& w) { check(0.9 + 0.1 * f, w); });
     result.text = text;
-    result.addBos = addBos;
+    result.addBos = addBos && tok.addBosByDefault();  // what the prefill did
     result.tokenIds = ids;
     result.pieces.reserve(ids.size());
     for (int32_t id : ids) result.pieces.push_back(tok.piece(id));
@@ -193,12 +193,17 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (layer < 0 || layer >= c.layers()) throw Error("layer " + std::to_string(layer) + " does not exist");
     params.validate(c.promptLength(), Capture::kMaxWindow);
     const std::string& m = params.method;
+    // A budget that holds the whole prompt keeps everything, whatever the window:
+    // a window the capture cannot vote with then has no scores to show.
+    if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};
     presses::HeadScores prefix;
     if (m == "snapkv" || m == "pyramidkv" || m == "adakv") {
         prefix = presses::windowVotes(c, layer, params.window, params.gqa);
         for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
     } else if (m == "h2o" && c.hasH2oScores()) {
-        prefix = presses::accumulatedAttention(c, layer, params.window, params.gqa);
+        // H2O selects per KV head whatever the GQA mode (Press::select): its scores
+        // must have the selection's rows.
+        prefix = presses::accumulatedAttention(c, layer, params.window, GqaMode::KvHead);
     } else {
         return {};
     }

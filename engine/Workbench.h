@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/PressParams.h"
-#include "engine/RunMetrics.h"
-#include "engine/Selection.h"
-#include "engine/analysis/AttentionSummary.h"
+#include "core/PressParams.h"
+#include "core/RunMetrics.h"
+#include "core/Selection.h"
+#include "core/AttentionSummary.h"
 
 namespace kvlens {
 
@@ -41,7 +41,7 @@ struct WorkbenchModel {
 
 struct WorkbenchCapture {
     std::string text;     // the prompt as given
-    bool addBos = true;   // as asked (the vocabulary may still add none)
+    bool addBos = true;   // as applied: asked for, and the vocabulary adds one
     std::vector<int32_t> tokenIds;
     std::vector<std::string> pieces;  // display form of every prompt token
     std::vector<LayerAttentionSummary> stats;

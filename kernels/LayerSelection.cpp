@@ -107,14 +107,20 @@ std::vector<float> pool1d(const float* scores, int64_t n, int64_t kernel, VotePo
     const int64_t pad = kernel / 2;
     std::vector<float> out(n);
     if (pooling == VotePooling::Avg) {
-        // Sliding sum in double: the window's sum divided by the kernel (pads are zeros).
-        double sum = 0.0;
-        for (int64_t j = 0; j < std::min(n, pad + 1); ++j) sum += scores[j];
+        // Each window summed on its own, left to right, in double with Neumaier's
+        // compensation (exact for any window of floats short of denormal spreads),
+        // divided by the kernel (pads count as zeros). A running sum would leave
+        // residues (+-1e-17 where the window holds only zeros) that break the
+        // "equal scores: lower position wins" rule; this costs n * kernel adds.
         for (int64_t i = 0; i < n; ++i) {
-            out[i] = static_cast<float>(sum / double(kernel));
-            const int64_t enter = i + pad + 1, leave = i - pad;
-            if (enter < n) sum += scores[enter];
-            if (leave >= 0) sum -= scores[leave];
+            double sum = 0.0, compensation = 0.0;
+            for (int64_t j = std::max<int64_t>(0, i - pad); j <= std::min(n - 1, i + pad); ++j) {
+                const double x = scores[j];
+                const double t = sum + x;
+                compensation += std::fabs(sum) >= std::fabs(x) ? (sum - t) + x : (x - t) + sum;
+                sum = t;
+            }
+            out[i] = static_cast<float>((sum + compensation) / double(kernel));
         }
         return out;
     }

@@ -6,7 +6,7 @@
 #include <limits>
 #include <set>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 
@@ -85,12 +85,6 @@ int64_t ReportData::budgetEntries(const sessions::RunRecord& run) const {
 double ReportData::hitRate(const RunMetrics& metrics) { return metrics.hitRate; }
 
 std::vector<double> ReportData::hitRatePerLayer(const RunMetrics& metrics) { return metrics.hitRatePerLayer; }
-
-int ReportData::methodColor(const std::string& method) {
-    static const std::vector<std::string> names = {"full", "snapkv", "pyramidkv", "streamingllm",
-                                                   "h2o",  "adakv",  "random"};
-    return int(std::find(names.begin(), names.end(), method) - names.begin());
-}
 
 std::vector<size_t> ReportData::selectionRuns() const {
     std::vector<size_t> out;

@@ -40,9 +40,6 @@ struct ReportData {
     // the run did not measure it.
     static double hitRate(const RunMetrics& metrics);
     static std::vector<double> hitRatePerLayer(const RunMetrics& metrics);
-    // Index of the method in the engine's list (full, snapkv, pyramidkv, streamingllm,
-    // h2o, adakv, random): its colour in every chart, as in kvlens inspect.
-    static int methodColor(const std::string& method);
 
     int64_t promptLength() const { return int64_t(prompt.tokenIds.size()); }
     // Runs with a selection to draw and compare (not "full", with kept positions).

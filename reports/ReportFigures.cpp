@@ -7,11 +7,14 @@
 
 #include "reports/Base64.h"
 #include "reports/ReportText.h"
-#include "engine/analysis/SelectionOverlap.h"
+#include "core/SelectionOverlap.h"
 #include "reports/SvgRasterizer.h"
 #include "viz/CategoricalPalette.h"
 #include "viz/Colormap.h"
+#include "viz/FunnelChart.h"
 #include "viz/HeatmapFigure.h"
+#include "viz/KeptPositionsFigure.h"
+#include "viz/MethodColor.h"
 #include "viz/Png.h"
 #include "viz/Scale.h"
 #include "viz/SvgChart.h"
@@ -75,14 +78,6 @@ viz::LineStyle budgetStyle(const ReportData& d, size_t run) {
     return styles[rank % 3];
 }
 
-std::vector<std::string> headLabels(const Selection& s) {
-    std::vector<std::string> labels;
-    for (int64_t h = 0; h < s.headsPerLayer(); ++h) {
-        labels.push_back((s.gqa == GqaMode::KvHead ? "KV " : "H ") + std::to_string(h));
-    }
-    return labels;
-}
-
 }  // namespace
 
 ReportFigure ReportFigures::funnel(const ReportData& d) {
@@ -90,36 +85,26 @@ ReportFigure ReportFigures::funnel(const ReportData& d) {
     for (const auto& r : d.runs) layers = std::max<int64_t>(layers, int64_t(r.selection.layerBudgets.size()));
     const std::vector<double> x = layerAxis(layers);
     const sessions::RunRecord& first = d.runs.front();
-    const std::vector<double> effective = layerStatistic(first, "effective_positions", layers);
-    const std::vector<double> p90 = layerStatistic(first, "positions_90pct", layers);
-    const std::vector<double> sink = layerStatistic(first, "sink_mass", layers);
-    const std::vector<double> local = layerStatistic(first, "local_mass", layers);
-    size_t budgetLines = 0;
-    for (const auto& r : d.runs) budgetLines += r.params.method != "full" && !r.selection.layerBudgets.empty();
-    viz::SvgChart chart(kChartWidth, panelHeight(budgetLines + 3, 260));
-    chart.setTitle("Attention funnel and every run's budget per layer",
-                   context(d) + " · prompt statistics: last window queries, mean over heads");
-    chart.setXAxis("layer", "", true);
-    viz::ChartPanel& top = chart.addPanel("positions", "positions").setLogY();
-    // Colours 0 (full's, never a budget line) and 7 (no method's) for the prompt's own lines.
-    if (!effective.empty()) top.addLine({"effective positions exp(entropy)", x, effective, viz::LineStyle::Solid, true, 0});
-    if (!p90.empty()) top.addLine({"positions holding 90% of attention", x, p90, viz::LineStyle::Solid, true, 7});
+    viz::FunnelChartData f;
+    f.layers = layers;
+    f.promptLength = d.promptLength();
+    f.effectivePositions = layerStatistic(first, "effective_positions", layers);
+    f.positions90 = layerStatistic(first, "positions_90pct", layers);
+    f.sinkMass = layerStatistic(first, "sink_mass", layers);
+    f.localMass = layerStatistic(first, "local_mass", layers);
     for (size_t i = 0; i < d.runs.size(); ++i) {
         const auto& r = d.runs[i];
         if (r.params.method == "full" || r.selection.layerBudgets.empty()) continue;
-        std::vector<double> b;
-        for (int64_t v : r.selection.layerBudgets) b.push_back(double(v));
-        b.resize(size_t(layers), std::nan(""));
-        top.addLine({ReportData::label(r) + " budget", x, b, budgetStyle(d, i), false,
-                     ReportData::methodColor(r.params.method)});
+        viz::FunnelChartData::Budget b;
+        b.label = ReportData::label(r) + " budget";
+        for (int64_t v : r.selection.layerBudgets) b.perLayer.push_back(double(v));
+        b.style = budgetStyle(d, i);
+        b.color = viz::MethodColor::of(r.params.method);
+        f.budgets.push_back(std::move(b));
     }
-    top.addLine({"prompt length", x, std::vector<double>(size_t(layers), double(d.promptLength())),
-                 viz::LineStyle::Dotted, false, 7});
-    if (!sink.empty() || !local.empty()) {
-        viz::ChartPanel& mass = chart.addPanel("attention mass", "fraction").setYRange(0, 1);
-        if (!sink.empty()) mass.addLine({"on the first 4 positions (sinks)", x, sink});
-        if (!local.empty()) mass.addLine({"on the last 64 positions (local)", x, local});
-    }
+    const viz::SvgChart chart = viz::FunnelChart::build(
+        f, kChartWidth, 260, "Attention funnel and every run's budget per layer",
+        context(d) + " · prompt statistics: last window queries, mean over heads");
     return chartFigure("funnel", "Attention funnel and layer budgets",
                        "Upper panel: how widely each layer of the prompt attends (from the statistics stored with "
                        "run #" + std::to_string(first.id) +
@@ -152,33 +137,12 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
             viz::HeatmapFigure fig(kMapWidth, height);
             fig.setXAxis("prompt position", "token");
             fig.setYAxis("head", "");
-            if (categories) {
-                fig.setLegend(viz::CategoricalPalette::selection());
-            } else {
-                fig.setColorBar(viz::Colormap::viridis(), viz::Scale::linear(0, 1), "share of positions kept", "");
-            }
+            viz::KeptPositionsFigure::setScale(fig, categories);
             for (size_t i : drawn) {
                 const auto& r = d.runs[i];
-                const Selection& s = r.selection;
-                const int64_t heads = s.headsPerLayer();
                 const int64_t windowStart = ReportData::usesWindow(r.params) ? T - r.params.window : T;
-                if (categories) {
-                    std::vector<uint8_t> codes(size_t(heads * T), 0);
-                    for (int64_t h = 0; h < heads; ++h) {
-                        for (int32_t p : s.kept[layer][h]) {
-                            if (p >= 0 && p < T) codes[size_t(h * T + p)] = p >= windowStart ? 2 : 1;
-                        }
-                    }
-                    fig.addCategoryPanel(codes, heads, T, ReportData::label(r), headLabels(s));
-                } else {
-                    std::vector<float> m(size_t(heads * T), 0.0f);
-                    for (int64_t h = 0; h < heads; ++h) {
-                        for (int32_t p : s.kept[layer][h]) {
-                            if (p >= 0 && p < T) m[size_t(h * T + p)] = 1.0f;
-                        }
-                    }
-                    fig.addMatrixPanel(m, heads, T, viz::Reduction::Mean, ReportData::label(r), headLabels(s));
-                }
+                viz::KeptPositionsFigure::addLayer(fig, r.selection, layer, windowStart, categories,
+                                                   ReportData::label(r));
             }
             return fig;
         };
@@ -205,11 +169,10 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
         for (size_t i : drawn) {
             const auto& r = d.runs[i];
             for (int64_t h = 0; h < r.selection.headsPerLayer(); ++h) {
-                std::string list;
-                for (int32_t p : r.selection.kept[layer][h]) list += (list.empty() ? "" : " ") + std::to_string(p);
                 f.csv.addRow({std::to_string(r.id), r.params.method, ReportData::budgetText(r.params),
                               std::to_string(layer), std::to_string(h),
-                              std::to_string(r.selection.kept[layer][h].size()), list});
+                              std::to_string(r.selection.kept[layer][h].size()),
+                              viz::KeptPositionsFigure::positionList(r.selection.kept[layer][h])});
             }
         }
         f.width = fig.width();
@@ -247,7 +210,7 @@ ReportFigure ReportFigures::overlap(const ReportData& d) {
         const auto& r = d.runs[runs[k]];
         if (!SelectionOverlap::comparable(ref.selection, r.selection)) continue;
         panel.addLine({ReportData::label(r), x, SelectionOverlap::jaccardPerLayer(ref.selection, r.selection),
-                       budgetStyle(d, runs[k]), true, ReportData::methodColor(r.params.method)});
+                       budgetStyle(d, runs[k]), true, viz::MethodColor::of(r.params.method)});
     }
     return chartFigure("overlap", "Selection overlap per layer",
                        "Per layer, how many of the positions " + ReportData::label(ref) +
@@ -287,7 +250,7 @@ ReportFigure ReportFigures::hitRate(const ReportData& d) {
         std::vector<double> y;
         for (double v : per) y.push_back(100.0 * v);
         panel.addLine({ReportData::label(r), layerAxis(int64_t(per.size())), y, budgetStyle(d, i), true,
-                       ReportData::methodColor(r.params.method)});
+                       viz::MethodColor::of(r.params.method)});
     }
     return chartFigure("hitrate", "Hit rate per layer",
                        "The SnapKV paper's hit rate: of each query head's most attended prompt positions during "
@@ -342,7 +305,7 @@ ReportFigure ReportFigures::sweep(const ReportData& d) {
             rat.push_back(100.0 * m.ratio);
             h.push_back(100.0 * ReportData::hitRate(m));
         }
-        const int color = ReportData::methodColor(method);
+        const int color = viz::MethodColor::of(method);
         agreement.addLine({method, x, agree, viz::LineStyle::Solid, true, color});
         top1.addLine({method, x, t1, viz::LineStyle::Solid, true, color});
         kl.addLine({method, x, k, viz::LineStyle::Solid, true, color});

@@ -9,7 +9,7 @@
 #include <QTextDocument>
 #include <QUrl>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "reports/QtRuntime.h"
 #include "reports/ReportHtml.h"
 

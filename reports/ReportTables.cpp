@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "reports/ReportText.h"
-#include "engine/analysis/SelectionOverlap.h"
+#include "core/SelectionOverlap.h"
 #include "sessions/ParamText.h"
 
 namespace kvlens {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "reports/ReportFigures.h"
 #include "reports/ReportHtml.h"
 #include "reports/ReportPdf.h"

@@ -7,7 +7,7 @@
 #include <QSvgRenderer>
 #include <cmath>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "reports/QtRuntime.h"
 
 namespace kvlens {

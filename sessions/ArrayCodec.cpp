@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens::sessions {
 

@@ -3,7 +3,7 @@
 
 #include <sqlite3.h>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/Statement.h"
 
 namespace kvlens::sessions {

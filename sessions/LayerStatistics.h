@@ -1,10 +1,10 @@
-// The prompt's per-layer attention statistics (engine/analysis/AttentionSummary.h) as
+// The prompt's per-layer attention statistics (core/AttentionSummary.h) as
 // the rows a run stores: five figures for each layer's mean (head -1) and each query head.
 #pragma once
 
 #include <vector>
 
-#include "engine/analysis/AttentionSummary.h"
+#include "core/AttentionSummary.h"
 #include "sessions/StoreRecords.h"
 
 namespace kvlens::sessions {

@@ -1,7 +1,7 @@
 // Runs pending schema steps in one transaction and sets user_version.
 #include "sessions/Migrations.h"
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/Database.h"
 #include "sessions/Transaction.h"
 

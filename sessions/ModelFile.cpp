@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/Sha256.h"
 
 namespace kvlens::sessions {

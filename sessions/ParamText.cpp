@@ -5,34 +5,24 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens::sessions {
 
-std::string ParamText::of(GqaMode mode) {
-    return mode == GqaMode::KvHead ? "kv-head" : "query-head";
-}
-std::string ParamText::of(Pooling pooling) { return pooling == Pooling::Max ? "max" : "avg"; }
-std::string ParamText::of(PyramidSchedule schedule) {
-    return schedule == PyramidSchedule::Exact ? "exact" : "factory";
-}
+std::string ParamText::of(GqaMode mode) { return gqaModeName(mode); }
+std::string ParamText::of(Pooling pooling) { return poolingName(pooling); }
+std::string ParamText::of(PyramidSchedule schedule) { return scheduleName(schedule); }
 
 GqaMode ParamText::gqa(const std::string& text, const std::string& what) {
-    if (text == "kv-head") return GqaMode::KvHead;
-    if (text == "query-head") return GqaMode::QueryHead;
-    throw Error(what + ": '" + text + "' is not kv-head or query-head");
+    return parseGqaMode(text, what + ":");
 }
 
 Pooling ParamText::pooling(const std::string& text, const std::string& what) {
-    if (text == "max") return Pooling::Max;
-    if (text == "avg") return Pooling::Avg;
-    throw Error(what + ": '" + text + "' is not max or avg");
+    return parsePooling(text, what + ":");
 }
 
 PyramidSchedule ParamText::schedule(const std::string& text, const std::string& what) {
-    if (text == "exact") return PyramidSchedule::Exact;
-    if (text == "factory") return PyramidSchedule::Factory;
-    throw Error(what + ": '" + text + "' is not exact or factory");
+    return parseSchedule(text, what + ":");
 }
 
 namespace {

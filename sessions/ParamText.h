@@ -1,11 +1,11 @@
 // The store's text for the enum knobs of a press (gqa, pooling, schedule).
-// Kept here rather than calling engine/PressParams.cpp, which lives in the
-// LibTorch engine library; the words are the CLI's, so the two read alike.
+// The words are core's (gqaModeName, ...), the CLI's; the parsers here name the
+// stored field that holds a bad word rather than a flag.
 #pragma once
 
 #include <string>
 
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 
 namespace kvlens::sessions {
 

@@ -3,7 +3,7 @@
 
 #include <zlib.h>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/ArrayCodec.h"
 
 namespace kvlens::sessions {

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <map>
 
-#include "engine/Error.h"
+#include "core/Error.h"
+#include "sessions/CrashPoint.h"
 #include "sessions/StoreFile.h"
+#include "sessions/TemporaryFiles.h"
 
 namespace kvlens::sessions {
 
@@ -47,25 +49,26 @@ int64_t SessionExport::exportSession(SessionStore& from, const std::string& name
                                      const std::string& file) {
     const SessionInfo info = from.session(name);
     if (StoreFile::exists(file)) throw Error(file + ": already exists; export writes a new file");
-    const std::string partial = file + ".partial-" + std::to_string(::getpid());
-    auto removePartial = [&] {
-        for (const char* suffix : {"", "-wal", "-shm", "-journal"})
-            ::unlink((partial + suffix).c_str());
-    };
-    removePartial();
+    // Written whole under a temporary name, then renamed: a crash leaves no
+    // half export at `file`, and the next export removes what it left.
+    TemporaryFiles::removeStale(file, ".partial-");
+    const std::string partial = TemporaryFiles::nameFor(file, ".partial-");
+    TemporaryFiles::remove(partial);
     try {
         {
             SessionStore out(partial, SessionStore::Access::ReadWrite);
             copySession(from, name, out, name);
             out.makeSelfContained();
         }
+        CrashPoint::reach("export: partial complete");
         if (StoreFile::exists(file))
             throw Error(file + ": already exists; export writes a new file");
         if (std::rename(partial.c_str(), file.c_str()) != 0) {
             throw Error(file + ": cannot write the export: " + std::strerror(errno));
         }
+        CrashPoint::reach("export: renamed");
     } catch (...) {
-        removePartial();
+        TemporaryFiles::remove(partial);
         throw;
     }
     return info.runCount;

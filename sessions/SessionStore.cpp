@@ -9,13 +9,15 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/ArrayCodec.h"
 #include "sessions/Database.h"
 #include "sessions/Migrations.h"
 #include "sessions/ParamText.h"
 #include "sessions/SelectionCodec.h"
 #include "sessions/Statement.h"
+#include "sessions/TemporaryFiles.h"
+#include "sessions/StoreCreator.h"
 #include "sessions/StoreFile.h"
 #include "sessions/StoreSchema.h"
 #include "sessions/Transaction.h"
@@ -180,15 +182,34 @@ SessionStore::~SessionStore() = default;
 
 void SessionStore::open(Access access) {
     const uint32_t version = StoreSchema::version();
-    const StoreFile::Header header =
-        StoreFile::inspect(path_, StoreSchema::kApplicationId, version);
+    StoreFile::Header header = StoreFile::inspect(path_, StoreSchema::kApplicationId, version);
     const bool readOnly = access == Access::ReadOnly;
     if (readOnly) {
         if (!header.exists) {
             throw Error(path_ + ": no session store here yet (runs saved with --save create it)");
         }
+        if (header.fileSize == 0) {
+            throw Error(path_ + ": is an empty file, no session store yet (a run saved there with "
+                                "--save makes it one)");
+        }
         const std::string dir = StoreFile::directoryOf(path_);
         if (::access(dir.c_str(), W_OK) == 0) {
+            const bool leftovers =
+                StoreFile::exists(path_ + "-wal") || StoreFile::exists(path_ + "-journal");
+            if (leftovers && ::access(path_.c_str(), W_OK) == 0) {
+                // A writer killed mid-save leaves a WAL index, or a hot rollback
+                // journal, that only a read-write connection may recover (a
+                // read-only one fails with "read-only"): recover it, without
+                // checkpointing the WAL into the store file.
+                try {
+                    Database recover(path_, path_, SQLITE_OPEN_READWRITE);
+                    recover.leaveFileAsIs();
+                    sqlite3_busy_timeout(recover.handle(), kBusyTimeoutMs);
+                    recover.pragmaInt("application_id");
+                } catch (const Error&) {
+                    // The read-only open below says what is wrong.
+                }
+            }
             db_ = std::make_unique<Database>(path_, path_, SQLITE_OPEN_READONLY);
         } else {
             // A WAL store in a folder we cannot write has no -shm to share; nobody
@@ -198,8 +219,15 @@ void SessionStore::open(Access access) {
         }
     } else {
         StoreFile::requireWritable(path_, header.exists);
-        db_ = std::make_unique<Database>(
-            path_, path_, SQLITE_OPEN_READWRITE | (header.exists ? 0 : SQLITE_OPEN_CREATE));
+        // What killed creators left beside the store.
+        TemporaryFiles::removeStale(path_, StoreCreator::temporaryTag());
+        if (!header.exists || header.fileSize == 0) {
+            // Never created in place: SQLite would leave a 0-byte file at the
+            // first write, and a half-migrated one if killed during the schema.
+            StoreCreator::ensure(path_, [](Database& db) { Migrations::apply(db, StoreSchema::steps()); });
+            header = StoreFile::inspect(path_, StoreSchema::kApplicationId, version);
+        }
+        db_ = std::make_unique<Database>(path_, path_, SQLITE_OPEN_READWRITE);
     }
     sqlite3_busy_timeout(db_->handle(), kBusyTimeoutMs);
     try {

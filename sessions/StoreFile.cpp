@@ -10,7 +10,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens::sessions {
 
@@ -51,10 +51,7 @@ StoreFile::Header StoreFile::inspect(const std::string& path, uint32_t applicati
     if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not a session store file");
     if (!S_ISREG(st.st_mode)) throw Error(path + ": is not a regular file");
     h.fileSize = int64_t(st.st_size);
-    if (h.fileSize == 0) {
-        throw Error(path +
-                    ": is an empty file, not a KV Lens session store (choose another --store)");
-    }
+    if (h.fileSize == 0) return h;  // holds nothing: the caller refuses it or makes it a store
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error(path + ": cannot read: " + std::strerror(errno));
     unsigned char header[100] = {};

@@ -20,8 +20,10 @@ public:
     };
 
     // Throws kvlens::Error naming `path` when it is a directory, unreadable,
-    // empty, not a SQLite file, truncated, another program's SQLite database
+    // not a SQLite file, truncated, another program's SQLite database
     // (application_id not `applicationId`), or of a schema above `maxVersion`.
+    // An empty file passes with fileSize 0: it holds nothing, so a writer may
+    // make it a store (StoreCreator) and a reader says there is none yet.
     static Header inspect(const std::string& path, uint32_t applicationId, uint32_t maxVersion);
 
     // Throws kvlens::Error when the store (or, for a new one, its folder)

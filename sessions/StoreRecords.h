@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/RunMetrics.h"
-#include "engine/Selection.h"
+#include "core/RunMetrics.h"
+#include "core/Selection.h"
 
 namespace kvlens::sessions {
 

@@ -2,7 +2,7 @@
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/Database.h"
 
 namespace kvlens::sessions {

@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/Colormap.h"
 #include "viz/Scale.h"
 #include "viz/Ticks.h"

@@ -5,7 +5,7 @@
 #include <QString>
 #include <cstdint>
 
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 
 namespace kvlens::ui {
 

@@ -5,8 +5,9 @@
 #include <chrono>
 #include <exception>
 
-#include "engine/Error.h"
-#include "sessions/ModelFile.h"
+#include "core/Error.h"
+#include "sessions/RunRecorder.h"
+#include "sessions/SessionStore.h"
 #include "viz/TilePyramid.h"
 
 namespace kvlens::ui {
@@ -101,7 +102,8 @@ bool EngineWorker::selectPending() {
 void EngineWorker::cancel() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        for (Slot s : {Load, Prompt, Attention, Evaluate, Hash}) pending_[s].reset();
+        for (Slot s : {Load, Prompt, Attention, Evaluate, Save}) pending_[s].reset();
+        saves_.clear();
     }
     cancel_ = true;
 }
@@ -211,16 +213,44 @@ void EngineWorker::evaluate(const PressParams& params, int64_t newTokens) {
                     }});
 }
 
-void EngineWorker::hashFile(const QString& path, const QString& key) {
-    const std::string file = path.toStdString();
-    post(Hash, {"hash", true, [this, file, key] {
-                    const Workbench::Progress progress = progressFor("hashing " + QString::fromStdString(file));
-                    const std::string sha = sessions::ModelFile::sha256(file, [&](double f) {
-                        if (cancel_.load()) throw Cancelled();
-                        progress(f, "SHA-256");
-                    });
-                    const QString hex = QString::fromStdString(sha);
-                    toGui([this, key, hex] { emit fileHashed(key, hex); });
+void EngineWorker::save(SaveRequest request) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        saves_.push_back(std::move(request));
+    }
+    post(Save, {"save", true, [this] {
+                    for (;;) {
+                        SaveRequest r;
+                        {
+                            std::lock_guard<std::mutex> lock(mutex_);
+                            if (saves_.empty()) return;
+                            r = std::move(saves_.front());
+                            saves_.erase(saves_.begin());
+                        }
+                        try {
+                            // The worker's own connection: SQLite's are not shared between threads.
+                            sessions::SessionStore store(r.store.toStdString(),
+                                                         sessions::SessionStore::Access::ReadWrite);
+                            sessions::RunRecorder recorder(store);
+                            const Workbench::Progress progress =
+                                progressFor("hashing " + QString::fromStdString(r.model.path));
+                            const sessions::ModelRecord model = recorder.describeFile(r.model, [&](double f) {
+                                if (cancel_.load()) throw Cancelled();
+                                progress(f, "SHA-256");
+                            });
+                            const int64_t id = recorder.save(r.session, model, r.prompt, r.run);
+                            const QString session = QString::fromStdString(r.session);
+                            toGui([this, id, session, label = r.label] { emit runSaved(id, session, label); });
+                        } catch (const Cancelled&) {
+                            std::lock_guard<std::mutex> lock(mutex_);
+                            saves_.clear();
+                            throw;
+                        } catch (const std::exception& e) {
+                            // One failed save is one line; the saves queued after it still run.
+                            const QString message = QString("cannot save: ") + e.what();
+                            toGui([this, message] { emit failed("save", message); });
+                        }
+                    }
                 }});
 }
 

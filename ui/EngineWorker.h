@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/Workbench.h"
+#include "sessions/StoreRecords.h"
 
 namespace kvlens::viz {
 class TilePyramid;
@@ -36,6 +37,18 @@ struct SelectionResult {
     int64_t gpuBytes = -1;  // LibTorch's CUDA allocator, in live tensors; -1: not on a GPU
     double seconds = 0.0;
     uint64_t request = 0;  // which select() call this answers
+};
+
+// A run to save: the records as the window has them; the worker describes a
+// file model (hashing it when the store does not know it) and writes them all
+// in one transaction (sessions::RunRecorder) on its own connection to `store`.
+struct SaveRequest {
+    QString store;
+    std::string session;
+    sessions::ModelRecord model;
+    sessions::PromptRecord prompt;
+    sessions::RunRecord run;
+    QString label;  // how the window names the run; comes back with runSaved
 };
 
 using NamedSelections = std::vector<std::pair<std::string, std::shared_ptr<const Selection>>>;
@@ -61,8 +74,9 @@ public:
     void evaluate(const PressParams& params, int64_t newTokens);
     // The display pieces of two token lists (a stored run's continuations).
     void pieces(qint64 tag, const std::vector<int32_t>& first, const std::vector<int32_t>& second);
-    // The SHA-256 of a model file (long for big files; cancellable); `key` comes back.
-    void hashFile(const QString& path, const QString& key);
+    // Saves a run off the GUI thread (hashing a new model file is long and
+    // cancellable). Saves queue up: none replaces another.
+    void save(SaveRequest request);
     // Stops the long job that runs (load, prompt, attention, evaluate) and drops the
     // pending long ones.
     void cancel();
@@ -82,7 +96,7 @@ signals:
     void regionReady(int layer, int head, qint64 row0, qint64 col0, qint64 rows, qint64 cols,
                      std::shared_ptr<const std::vector<float>> values);
     void evaluated(std::shared_ptr<const kvlens::WorkbenchOutputs> outputs);
-    void fileHashed(const QString& key, const QString& sha256);
+    void runSaved(qint64 runId, const QString& session, const QString& label);
     void piecesReady(qint64 tag, const std::vector<std::string>& first, const std::vector<std::string>& second);
     // `job` names the request ("load", "prompt", "select", ...); one line each.
     void failed(const QString& job, const QString& message);
@@ -94,7 +108,7 @@ private:
         bool longRunning = false;
         std::function<void()> run;  // on the worker thread
     };
-    enum Slot { Load, Prompt, Select, Count, Pieces, Others, Attention, Region, Evaluate, Hash, SlotCount };
+    enum Slot { Load, Prompt, Select, Count, Pieces, Others, Attention, Region, Evaluate, Save, SlotCount };
 
     void post(Slot slot, Job job);
     void loop();
@@ -111,6 +125,7 @@ private:
     std::atomic<bool> cancel_{false};
     std::atomic<uint64_t> selectRequests_{0};
     std::atomic<uint64_t> selectionsComputed_{0};
+    std::vector<SaveRequest> saves_;  // under mutex_, drained by the Save job
     std::thread thread_;
 };
 

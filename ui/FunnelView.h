@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/analysis/AttentionSummary.h"
+#include "core/AttentionSummary.h"
 #include "ui/ImGuiCanvas.h"
 
 namespace kvlens::ui {

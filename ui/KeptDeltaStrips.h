@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/Selection.h"
+#include "core/Selection.h"
 
 namespace kvlens::ui {
 

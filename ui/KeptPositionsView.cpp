@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/CategoricalPalette.h"
 #include "viz/Ticks.h"
 
@@ -179,6 +179,7 @@ void KeptPositionsView::setSelection(std::shared_ptr<const kvlens::Selection> se
     selection_ = std::move(selection);
     ++generation_;
     label_ = label;
+    scores_.clear();  // they were the previous selection's; setScores brings this one's
     headPrefix_ = std::move(headPrefix);
     layerPrefix_ = std::move(layerPrefix);
     setFocusedLayer(focusedLayer_);

@@ -32,7 +32,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/Selection.h"
+#include "core/Selection.h"
 #include "ui/CanvasTexture.h"
 #include "ui/ImGuiCanvas.h"
 

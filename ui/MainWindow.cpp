@@ -27,7 +27,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "engine/Error.h"
+#include "core/Error.h"
+#include "engine/ModelSpec.h"
 #include "sessions/LayerStatistics.h"
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
@@ -258,10 +259,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                 }
             });
     connect(w, &EngineWorker::evaluated, this, &MainWindow::onEvaluated);
-    connect(w, &EngineWorker::fileHashed, this, [this](const QString& key, const QString& sha256) {
-        hashes_.insert(key, sha256);
-        if (auto pending = std::move(hashPendingSave_)) saveOutputs(*pending);
-    });
+    connect(w, &EngineWorker::runSaved, this, &MainWindow::onRunSaved);
     connect(w, &EngineWorker::piecesReady, this,
             [this](qint64 runId, const std::vector<std::string>& full, const std::vector<std::string>& mine) {
                 if (storedRun_ && storedRun_->id == runId)
@@ -278,13 +276,11 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
             return;
         }
         if (job == "decode") pendingSave_.reset();
-        if (job == "hash") hashPendingSave_.reset();
         if (job == "load") runWhenLoaded_ = false;
         reportError(job, message);
     });
     connect(w, &EngineWorker::cancelled, this, [this](const QString& job) {
         pendingSave_.reset();
-        hashPendingSave_.reset();
         if (job == "load") runWhenLoaded_ = false;
         status_->setText(job + " cancelled; the session is as it was");
         log(job + " cancelled");
@@ -304,6 +300,14 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
         runWhenLoaded_ = options.runAtStart;
         modelPanel_->setModelText(options.model);
         loadModel();
+    }
+}
+
+QString MainWindow::defaultModel() {
+    try {
+        return QString::fromStdString(ModelSpec::resolveDefault("", false));
+    } catch (const Error&) {
+        return QString();
     }
 }
 
@@ -436,7 +440,6 @@ void MainWindow::openStore(const QString& path) {
     try {
         store_ = std::make_shared<sessions::SessionStore>(path.toStdString());
         sessionsPanel_->setStore(store_);
-        savedPrompts_.clear();
         log("session store " + path);
     } catch (const std::exception& e) {
         // The window keeps working without a store; saving says why it cannot.
@@ -507,7 +510,6 @@ void MainWindow::runPrompt() {
 void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> capture) {
     capture_ = std::move(capture);
     clearPromptViews("Decode (Ctrl+D) to compare the full-cache and compressed continuations.");
-    savedPrompts_.clear();
     pieces_ = std::shared_ptr<const std::vector<std::string>>(capture_, &capture_->pieces);
     const int64_t T = static_cast<int64_t>(capture_->tokenIds.size());
     methodsPanel_->setPromptLength(T);
@@ -522,6 +524,8 @@ void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> captur
     log(status_->text());
     emit promptReady();
     requestSelection();
+    // The focused layer's first head at once, rather than an empty panel until asked.
+    showAttention(focusLayer_, 0);
 }
 
 void MainWindow::requestSelection() {
@@ -540,6 +544,8 @@ void MainWindow::onSelected(const SelectionResult& r) {
     const QString label = DisplayText::method(s.params);
     keptView_->setSelection(r.selection, label);
     keptView_->setFocusedLayer(focusLayer_);
+    // setSelection dropped the previous method's scores: a method without scores
+    // (StreamingLLM, Random) shows none rather than those.
     if (r.scores && !r.scores->empty()) keptView_->setScores(r.focusLayer, r.scores);
     funnelView_->setLayerBudgets(s.layerBudgets, label);
     if (capture_) memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
@@ -641,85 +647,54 @@ void MainWindow::saveRun() {
 
 void MainWindow::saveOutputs(const WorkbenchOutputs& o) {
     if (!store_ || !capture_ || !model_) return;
-    // What is saved stays fixed through the save, whatever arrives meanwhile.
-    const std::shared_ptr<const WorkbenchCapture> capture = capture_;
-    const WorkbenchModel model = *model_;
-    try {
-        QString name = sessionsPanel_->currentSession();
-        if (name.isEmpty()) name = "default";
-        const sessions::SessionInfo session = store_->openSession(name.toStdString());
-        int64_t promptId = 0;
-        for (const auto& [sessionId, id] : savedPrompts_)
-            if (sessionId == session.id) promptId = id;
-        if (promptId == 0) {
-            const WorkbenchModel& m = model;
-            sessions::ModelRecord r;
-            r.spec = m.spec;
-            r.isFile = m.isFile;
-            r.architecture = m.architecture;
-            r.name = m.name;
-            r.layers = m.layers;
-            r.heads = m.heads;
-            r.kvHeads = m.kvHeads;
-            r.headDim = m.headDim;
-            r.embedDim = m.embedDim;
-            r.ffnDim = m.ffnDim;
-            r.vocabSize = m.vocabSize;
-            r.contextLength = m.contextLength;
-            r.ropeTheta = m.ropeTheta;
-            if (m.isFile) {
-                r.path = sessions::ModelFile::absolutePath(m.path);
-                const auto st = sessions::ModelFile::stat(r.path);
-                r.sizeBytes = st.sizeBytes;
-                r.mtimeNs = st.mtimeNs;
-                const QString key = QString("%1|%2|%3").arg(QString::fromStdString(r.path)).arg(r.sizeBytes).arg(r.mtimeNs);
-                if (auto known = store_->knownSha256(r.path, r.sizeBytes, r.mtimeNs)) {
-                    r.sha256 = *known;
-                } else if (hashes_.contains(key)) {
-                    r.sha256 = hashes_.value(key).toStdString();
-                } else {
-                    // A model file is hashed once, on the engine thread (seconds per GB);
-                    // the save resumes when the hash arrives.
-                    hashPendingSave_ = std::make_shared<const WorkbenchOutputs>(o);
-                    worker_->hashFile(QString::fromStdString(r.path), key);
-                    return;
-                }
-            }
-            sessions::PromptRecord pr;
-            pr.sessionId = session.id;
-            pr.modelId = store_->saveModel(r);
-            pr.text = capture->text;
-            pr.addBos = capture->addBos;
-            pr.tokenIds = capture->tokenIds;
-            promptId = store_->savePrompt(pr);
-            savedPrompts_.emplace_back(session.id, promptId);
-        }
-        sessions::RunRecord run;
-        run.sessionId = session.id;
-        run.promptId = promptId;
-        run.createdMs = nowMs();
-        run.params = o.params;
-        run.newTokens = int64_t(o.metrics.tokens.size());
-        run.engineVersion = KVLENS_VERSION;
-        run.device = model.device;
-        run.dtype = model.dtype;
-        run.threads = model.threads;
-        run.prefillSeconds = capture->prefillSeconds;
-        run.selection = o.selection;
-        run.metrics = o.metrics;
-        run.layerStats = sessions::LayerStatistics::of(capture->stats);
-        run.fullText = o.fullText;
-        run.text = o.text;
-        const int64_t id = store_->saveRun(run);
-        if (sessionsPanel_->currentSession() != name) sessionsPanel_->openSession(name);
-        sessionsPanel_->refresh();
-        status_->setStyleSheet("");
-        status_->setText(QString("Saved run %1 (%2) to session '%3'").arg(id).arg(DisplayText::method(o.params), name));
-        log(status_->text());
-        emit runSaved(id);
-    } catch (const std::exception& e) {
-        reportError("save", "cannot save: " + QString::fromStdString(e.what()));
-    }
+    const WorkbenchModel& m = *model_;
+    SaveRequest r;
+    r.store = QString::fromStdString(store_->path());
+    QString name = sessionsPanel_->currentSession();
+    r.session = name.isEmpty() ? "default" : name.toStdString();
+    r.model.spec = m.spec;
+    r.model.isFile = m.isFile;
+    r.model.path = m.isFile ? m.path : "";
+    r.model.architecture = m.architecture;
+    r.model.name = m.name;
+    r.model.layers = m.layers;
+    r.model.heads = m.heads;
+    r.model.kvHeads = m.kvHeads;
+    r.model.headDim = m.headDim;
+    r.model.embedDim = m.embedDim;
+    r.model.ffnDim = m.ffnDim;
+    r.model.vocabSize = m.vocabSize;
+    r.model.contextLength = m.contextLength;
+    r.model.ropeTheta = m.ropeTheta;
+    r.prompt.text = capture_->text;
+    r.prompt.addBos = capture_->addBos;  // as the prefill applied it
+    r.prompt.tokenIds = capture_->tokenIds;
+    r.run.createdMs = nowMs();
+    r.run.params = o.params;
+    r.run.newTokens = int64_t(o.metrics.tokens.size());
+    r.run.engineVersion = KVLENS_VERSION;
+    r.run.device = m.device;
+    r.run.dtype = m.dtype;
+    r.run.threads = m.threads;
+    r.run.prefillSeconds = capture_->prefillSeconds;
+    r.run.selection = o.selection;
+    r.run.metrics = o.metrics;
+    r.run.layerStats = sessions::LayerStatistics::of(capture_->stats);
+    r.run.fullText = o.fullText;
+    r.run.text = o.text;
+    // What is saved is fixed here, whatever arrives meanwhile; the worker hashes
+    // a new model file and writes, off the GUI thread.
+    r.label = DisplayText::method(o.params);
+    worker_->save(std::move(r));
+}
+
+void MainWindow::onRunSaved(qint64 id, const QString& session, const QString& label) {
+    if (sessionsPanel_->currentSession() != session) sessionsPanel_->openSession(session);
+    sessionsPanel_->refresh();
+    status_->setStyleSheet("");
+    status_->setText(QString("Saved run %1 (%2) to session '%3'").arg(id).arg(label, session));
+    log(status_->text());
+    emit runSaved(id);
 }
 
 void MainWindow::showStoredRun(qint64 runId) {

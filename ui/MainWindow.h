@@ -53,6 +53,9 @@ public:
         bool runAtStart = false;  // run the prompt as soon as the start model has loaded
     };
 
+    // The model a start without --model loads, as the CLI picks it ($KVLENS_MODEL,
+    // then the shared stories260K.gguf); empty when there is none.
+    static QString defaultModel();
     explicit MainWindow(const Options& options, QWidget* parent = nullptr);
     ~MainWindow() override;
 
@@ -119,6 +122,7 @@ private:
     void onSelected(const SelectionResult& result);
     void onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs);
     void saveOutputs(const WorkbenchOutputs& outputs);
+    void onRunSaved(qint64 id, const QString& session, const QString& label);
     void showStoredRun(qint64 runId);
     void updateAttentionKept();
 
@@ -151,8 +155,6 @@ private:
     // The parameters and decode length Save asked for, until that decode arrives.
     std::optional<std::pair<PressParams, int64_t>> pendingSave_;
     // A save waiting for its model file's SHA-256; the hashes computed, by path|size|mtime.
-    std::shared_ptr<const WorkbenchOutputs> hashPendingSave_;
-    QHash<QString, QString> hashes_;
     // The (layer, query head) of the attention map shown; -1: none.
     int shownMapLayer_ = -1, shownMapHead_ = -1;
     uint64_t lastSelectRequest_ = 0;
@@ -160,7 +162,6 @@ private:
     uint64_t storedWatermark_ = 0;
     bool runWhenLoaded_ = false;
     // The prompt saved in the store for this capture, per session id.
-    std::vector<std::pair<int64_t, int64_t>> savedPrompts_;
     int focusLayer_ = 0;
 };
 

@@ -234,8 +234,12 @@ void MethodsPanel::updateEnabled() {
     pooling_->setEnabled(scored);
     beta_->setEnabled(m == "pyramidkv");
     alpha_->setEnabled(m == "adakv");
-    window_->setEnabled(m != "full" && m != "random");
-    gqa_->setEnabled(m != "full");
+    PressParams probe;
+    probe.method = m;
+    window_->setEnabled(probe.usesWindow());
+    // Only the voting methods select per query head; the others always keep one
+    // selection per KV head (Press::select), so the control would do nothing.
+    gqa_->setEnabled(scored);
 }
 
 }  // namespace kvlens::ui

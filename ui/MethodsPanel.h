@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 
 class QComboBox;
 class QDoubleSpinBox;

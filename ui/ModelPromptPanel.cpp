@@ -14,7 +14,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "ui/DisplayText.h"
 
 namespace kvlens::ui {

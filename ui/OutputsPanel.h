@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/RunMetrics.h"
+#include "core/RunMetrics.h"
 
 class QLabel;
 class QTextDocument;

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/analysis/SelectionOverlap.h"
+#include "core/SelectionOverlap.h"
 #include "ui/DisplayText.h"
 #include "ui/KeptDeltaStrips.h"
 

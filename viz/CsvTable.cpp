@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/OutputFile.h"
 
 namespace kvlens::viz {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/OutputFile.h"
 #include "viz/Png.h"
 #include "viz/Ticks.h"

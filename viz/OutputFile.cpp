@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens::viz {
 

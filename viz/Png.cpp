@@ -8,7 +8,7 @@
 #include <cstring>
 #include <cerrno>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/OutputFile.h"
 
 namespace kvlens::viz {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens::viz {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/CategoricalPalette.h"
 #include "viz/Image.h"
 #include "viz/OutputFile.h"

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "engine/Capture.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 namespace {

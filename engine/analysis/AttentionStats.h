@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/analysis/AttentionSummary.h"
+#include "core/AttentionSummary.h"
 #include "engine/ModelWeights.h"
 
 namespace kvlens {

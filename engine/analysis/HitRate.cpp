@@ -7,7 +7,7 @@
 
 #include "engine/Capture.h"
 #include "engine/CompressedCache.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/LlamaModel.h"
 #include "engine/Sampler.h"
 #include "engine/presses/Press.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/ModelWeights.h"
-#include "engine/Selection.h"
+#include "core/Selection.h"
 
 namespace kvlens {
 

@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/presses/AdaKvPress.h"
 #include "engine/presses/FullKvPress.h"
 #include "engine/presses/H2oPress.h"

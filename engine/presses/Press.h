@@ -7,8 +7,8 @@
 #include <string>
 
 #include "engine/Capture.h"
-#include "engine/PressParams.h"
-#include "engine/Selection.h"
+#include "core/PressParams.h"
+#include "core/Selection.h"
 
 namespace kvlens {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/Capture.h"
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens::presses {

@@ -107,16 +107,31 @@ TEST(RunCli, JsonHasTheMetricsAndBothContinuations) {
     EXPECT_GT(j["capture_bytes"].get<int64_t>(), j["metrics"]["kv_bytes_full"].get<int64_t>());
 }
 
+// A budget at or above the prompt keeps everything whatever the window: a
+// 6-token prompt with the default window 32 and budget 64 is a full cache.
+TEST(RunCli, BudgetAboveAShortPromptKeepsEverythingWhateverTheWindow) {
+    for (const char* method : {"snapkv", "pyramidkv", "adakv", "h2o", "random", "streamingllm"}) {
+        const Result r = runCli(std::string("run --model random:tiny:layers=1 --prompt hello -n 4 --method ") +
+                                method + " --budget 64 --json");
+        ASSERT_EQ(r.exitCode, 0) << method << ": " << r.err;
+        const auto j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["metrics"]["kv_ratio"].get<double>(), 1.0) << method;
+        EXPECT_EQ(j["metrics"]["token_agreement"].get<double>(), 1.0) << method;
+    }
+}
+
 TEST(RunCli, BadMethodSettingsGiveOneLine) {
     const std::string base = "run --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 4 ";
     expectOneLineError(runCli(base + "--method snapkv2 --budget 64"), {"--method 'snapkv2'", "pyramidkv"});
     expectOneLineError(runCli(base + "--method snapkv --budget 32"), {"--budget 32 must exceed --window 32"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --kernel 6"), {"--kernel 6 must be odd"});
     expectOneLineError(runCli(base + "--method adakv --budget 64 --alpha 1.5"), {"--alpha 1.5 must be in [0, 1]"});
-    expectOneLineError(runCli(base + "--method snapkv --budget 4000 --window 2000"), {"--window 2000"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 100 --window 2000"), {"--window 2000"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --window 65"), {"--window 65", "64 window queries"});
-    expectOneLineError(runCli("run --model random:tiny:layers=1 --prompt hello -n 4 --method snapkv --budget 64"),
+    expectOneLineError(runCli("run --model random:tiny:layers=1 --prompt hello -n 4 --method snapkv --budget 4"),
                        {"--window 32 must be below the prompt length 6"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 1%"),
+                       {"--budget 1% of the ", "-token prompt rounds to ", "which must exceed --window 32"});
     expectOneLineError(runCli(base + "--method snapkv --budget 0"), {"--budget '0'"});
     expectOneLineError(runCli(base + "--method snapkv"), {"--budget is required"});
     expectOneLineError(runCli("run --model random:tiny:layers=1:ctx=100 --prompt-file " + promptFile() +

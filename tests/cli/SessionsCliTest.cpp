@@ -194,6 +194,20 @@ TEST(SessionsCli, ShowWarnsWhenTheModelFileChangedOrIsMissing) {
     EXPECT_NE(r.out.find("[MISSING]"), std::string::npos) << r.out;
 }
 
+// The dead store an older kvlens left when killed at its first save (a 0-byte
+// file): reading says there is no store yet, the next --save makes it whole.
+TEST(SessionsCli, AnEmptyStoreFileBecomesAStoreAtTheNextSave) {
+    const std::string store = storeFile("empty.db");
+    { std::ofstream(store) << ""; }
+    expectOneLineError(runKvlens("sessions list --store " + store),
+                       {store + ": is an empty file, no session store yet (a run saved there with --save "
+                                "makes it one)"});
+    const CliResult run = runKvlens("run " + kRandom + "--prompt-file " + promptFile() +
+                                    " --method snapkv --budget 64 -n 4 --save --store " + store);
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    ASSERT_EQ(showJson(store, "default")["runs"].size(), 1u);
+}
+
 TEST(SessionsCli, BadStoresAndFlagsGiveOneLineAndStayUnchanged) {
     const std::string base =
         "run " + kRandom + "--prompt-file " + promptFile() + " --method snapkv --budget 64 -n 4 ";

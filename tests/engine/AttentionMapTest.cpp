@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "engine/Capture.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/LlamaModel.h"
 #include "engine/ModelLoader.h"
 #include "engine/analysis/AttentionMap.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/Dequantize.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 
 using kvlens::GgmlType;
 

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "engine/Dequantize.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/Generator.h"
 #include "engine/GgufFile.h"
 #include "engine/ModelLoader.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/GgufFile.h"
 #include "tests/support/GgufBuilder.h"
 

@@ -4,17 +4,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
+#include <limits>
 
 #include "engine/Capture.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/LlamaModel.h"
 #include "engine/ModelLoader.h"
 #include "engine/presses/Press.h"
 #include "engine/presses/PressScores.h"
 #include "engine/presses/PyramidKvPress.h"
+#include "support/TinyModelFile.h"
 
 namespace kvlens {
 namespace {
@@ -506,6 +510,110 @@ void expectError(F f, std::initializer_list<std::string> parts) {
     }
 }
 
+// Keep-all wins whenever B >= T, whatever W (the reference code keeps everything
+// when the prompt fits the budget): a 20-token prompt with the default window 32
+// and budget 128 keeps all 20 positions in every method.
+TEST(Press, BudgetAtOrAboveThePromptKeepsEverythingWhateverTheWindow) {
+    Shape shortShape;
+    shortShape.promptLength = 20;
+    shortShape.windowQueries = 20;
+    const auto capture = randomCapture(shortShape, 11);
+    std::vector<int32_t> all(20);
+    std::iota(all.begin(), all.end(), 0);
+    for (const std::string& method : PressParams::methodNames()) {
+        if (method == "h2o") continue;  // needs a prefill: below
+        for (int64_t W : {32, 20, 64, 100}) {
+            for (int64_t B : {20, 128}) {
+                const Selection s = select(*capture, params(method, B, W));
+                EXPECT_EQ(s.layerBudgets, std::vector<int64_t>(shortShape.layers, 20)) << method;
+                for (const auto& layer : s.kept)
+                    for (const auto& head : layer) EXPECT_EQ(head, all) << method << " W=" << W << " B=" << B;
+            }
+        }
+        PressParams ratio = params(method, 0, 32);
+        ratio.budgetRatio = 1.0;
+        EXPECT_EQ(select(*capture, ratio).kept.front().front(), all) << method;
+    }
+    const Capture& c = *prefilled().capture;
+    const int64_t T = c.promptLength();
+    const Selection h2o = select(c, params("h2o", T + 1, T + 10));
+    for (const auto& layer : h2o.kept)
+        for (const auto& head : layer) EXPECT_EQ(int64_t(head.size()), T);
+}
+
+// A ratio budget that rounds to the window or below says which ratio, which
+// prompt length, what it rounded to and which window (or sinks).
+TEST(Press, RatioBudgetAtOrBelowTheWindowNamesRatioPromptAndWindow) {
+    const auto capture = randomCapture(Shape(), 12);  // 160 positions
+    PressParams p = params("snapkv", 0, 32);
+    p.budgetRatio = 0.1;
+    expectError([&] { select(*capture, p); },
+                {"--budget 10% of the 160-token prompt rounds to 16, which must exceed --window 32 "
+                 "(the budget includes the window)"});
+    PressParams sinks = params("streamingllm", 0);
+    sinks.budgetRatio = 0.02;
+    expectError([&] { select(*capture, sinks); },
+                {"--budget 2% of the 160-token prompt rounds to 3, which must exceed --sinks 4 (the "
+                 "budget includes the sinks)"});
+    expectError([&] { select(*capture, params("snapkv", 32, 32)); },
+                {"--budget 32 must exceed --window 32 (the budget includes the window)"});
+}
+
+// NaN or Inf in what the methods rank is refused when the capture is made,
+// naming the layer and head, rather than each method treating it its own way.
+TEST(Press, CaptureWithNaNOrInfIsRefusedNamingLayerAndHead) {
+    const Shape s;
+    auto tensors = [&](uint64_t seed) {
+        at::manual_seed(seed);
+        std::vector<at::Tensor> q, k, v;
+        for (int64_t l = 0; l < s.layers; ++l) {
+            q.push_back(at::randn({s.heads, s.windowQueries, s.headDim}));
+            k.push_back(at::randn({s.kvHeads, s.promptLength, s.headDim}));
+            v.push_back(at::randn({s.kvHeads, s.promptLength, s.headDim}));
+        }
+        return std::make_tuple(q, k, v);
+    };
+    {
+        auto [q, k, v] = tensors(1);
+        k[1][1][77][3] = std::numeric_limits<float>::quiet_NaN();
+        expectError([&] { Capture::fromTensors(q, k, v); },
+                    {"the inputs hold NaN in layer 1 KV head 1's keys: it cannot be compressed"});
+    }
+    {
+        auto [q, k, v] = tensors(2);
+        q[0][2][5][0] = std::numeric_limits<float>::infinity();
+        expectError([&] { Capture::fromTensors(q, k, v); },
+                    {"the inputs hold Inf in layer 0 query head 2's window queries"});
+    }
+    {
+        auto [q, k, v] = tensors(3);
+        v[1][0][0][0] = -std::numeric_limits<float>::infinity();
+        expectError([&] { Capture::fromTensors(q, k, v); }, {"layer 1 KV head 0's values"});
+    }
+}
+
+// An Inf reaching the keys during a prefill (as an f16 overflow on a GPU would)
+// is refused with the layer and KV head it reached first.
+TEST(Press, PrefillThatOverflowsIsRefusedNamingLayerAndHead) {
+    test::TinyModelShape shape;  // 2 layers, 4 query heads, 2 KV heads, head dim 8
+    test::TinyModelFile m = test::makeTinyModelFile(shape);
+    const int64_t headDim = shape.embed / shape.heads;
+    for (size_t i = 0; i < m.builder.tensorCount(); ++i) {
+        test::GgufBuilder::Tensor& t = m.builder.tensor(i);
+        if (t.name != "blk.1.attn_k.weight") continue;
+        const float inf = std::numeric_limits<float>::infinity();
+        const size_t element = size_t(1 * headDim) * size_t(shape.embed);  // KV head 1's first row
+        std::memcpy(t.data.data() + 4 * element, &inf, 4);
+    }
+    const std::string path = test::testOutputPath("press_overflow.gguf");
+    m.builder.writeFile(path);
+    LoadedModel loaded = loadModel(path, c10::Device(c10::kCPU), c10::kFloat);
+    const std::vector<int32_t> prompt = {1, 260, 17, 270, 5, 99, 42, 262, 8, 3, 211, 64};
+    expectError([&] { Capture::fromPrefill(*loaded.model, prompt); },
+                {"the prefill produced ", " in layer 1 KV head 1's keys: it cannot be compressed",
+                 "--dtype bf16 or f32"});
+}
+
 TEST(Press, ErrorsNameTheFlagInOneLine) {
     Shape shortShape;
     shortShape.promptLength = 40;
@@ -513,7 +621,7 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     const auto shortCapture = randomCapture(shortShape, 9);
     const auto capture = randomCapture(Shape(), 9);
 
-    expectError([&] { select(*shortCapture, params("snapkv", 45, 40)); },
+    expectError([&] { select(*shortCapture, params("snapkv", 30, 40)); },
                 {"--window 40", "prompt length 40"});
     expectError([&] { select(*capture, params("snapkv", 100, 65)); }, {"--window 65", "64"});
     PressParams even = params("snapkv", 48);

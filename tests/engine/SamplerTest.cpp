@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/Sampler.h"
 
 namespace kvlens {

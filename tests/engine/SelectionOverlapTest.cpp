@@ -1,8 +1,8 @@
 // Jaccard overlap of two selections, by hand and across GQA modes.
 #include <gtest/gtest.h>
 
-#include "engine/Error.h"
-#include "engine/analysis/SelectionOverlap.h"
+#include "core/Error.h"
+#include "core/SelectionOverlap.h"
 
 namespace kvlens {
 namespace {

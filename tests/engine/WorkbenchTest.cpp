@@ -11,7 +11,7 @@
 #include <string>
 
 #include "engine/Capture.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/ModelLoader.h"
 #include "engine/presses/Press.h"
 
@@ -115,6 +115,46 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
     PressParams streaming = p;
     streaming.method = "streamingllm";
     EXPECT_TRUE(w.scores(streaming, 0).empty());
+
+    // In query-head mode only the voting methods select per query head: H2O's
+    // scores have one row per KV head, as its selection does, and rank it;
+    // StreamingLLM and Random have none.
+    for (const std::string method : {"h2o", "streamingllm", "random", "snapkv"}) {
+        PressParams q = p;
+        q.method = method;
+        q.gqa = GqaMode::QueryHead;
+        const Selection sq = w.select(q);
+        const auto sc = w.scores(q, 1);
+        if (method == "streamingllm" || method == "random") {
+            EXPECT_TRUE(sc.empty()) << method;
+            continue;
+        }
+        ASSERT_EQ(static_cast<int64_t>(sc.size()), sq.headsPerLayer()) << method;
+        for (size_t h = 0; h < sc.size(); ++h) {
+            std::vector<bool> kept(tokens, false);
+            for (int32_t pos : sq.kept[1][h]) kept[pos] = true;
+            float lowestKept = 1e30f, highestDropped = -1e30f;
+            for (int64_t t = 0; t < tokens - q.window; ++t) {
+                if (kept[t]) {
+                    lowestKept = std::min(lowestKept, sc[h][t]);
+                } else {
+                    highestDropped = std::max(highestDropped, sc[h][t]);
+                }
+            }
+            EXPECT_LE(highestDropped, lowestKept) << method << " head " << h;
+        }
+    }
+    EXPECT_EQ(w.select([&] { PressParams h = p; h.method = "h2o"; h.gqa = GqaMode::QueryHead; return h; }())
+                  .headsPerLayer(),
+              4);
+
+    // A budget over the prompt keeps everything, whatever the window; there is
+    // then nothing to rank with a window the capture cannot vote with.
+    PressParams all = p;
+    all.budget = tokens + 10;
+    all.window = tokens + 5;
+    EXPECT_EQ(w.select(all).entries(1), 4 * tokens);
+    EXPECT_TRUE(w.scores(all, 1).empty());
 }
 
 TEST(WorkbenchTest, AttentionRowsAreCausalDistributions) {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "engine/Dequantize.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "engine/GgufFile.h"
 #include "support/GgufBuilder.h"
 

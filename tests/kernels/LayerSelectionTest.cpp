@@ -87,6 +87,25 @@ TEST(LayerSelection, PoolingPadsAsTorchDoes) {
     EXPECT_FLOAT_EQ(twoAvg[1], 4.0f / 7.0f);
 }
 
+// Votes whose avg pool a running double sum got wrong: after the nonzero
+// values leave the window, it carried -1.85e-17 into the windows of zeros, so
+// those tied zeros no longer compared equal and "lower position wins" failed.
+TEST(LayerSelection, AvgPoolKeepsWindowsOfZerosExactlyZeroSoTiesGoToTheLowerPosition) {
+    const std::vector<float> x = {0x1.4d305cp-1f, 0x1.72d8cap-31f, 0x1.12d33ep-11f, 0x1.05b73p-10f,
+                                  0x1.feb12cp-25f, 0, 0, 0, 0, 0, 0};
+    const std::vector<float> avg = pool1d(x.data(), int64_t(x.size()), 3, VotePooling::Avg);
+    for (size_t i = 6; i < x.size(); ++i) EXPECT_EQ(avg[i], 0.0f) << "position " << i;
+    // Every nonzero window, then the tied zeros from the lowest position up.
+    EXPECT_EQ(topPositions(avg.data(), int64_t(avg.size()), 8),
+              (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    // Windows holding the same values in any order pool to bit-identical scores,
+    // so the lowest of them wins.
+    const std::vector<float> periodic = {0.1f, 0.2f, 0.7f, 0.1f, 0.2f, 0.7f, 0.1f, 0.2f, 0.7f};
+    const std::vector<float> p = pool1d(periodic.data(), 9, 3, VotePooling::Avg);
+    for (int i = 2; i <= 7; ++i) EXPECT_EQ(p[size_t(i)], p[1]) << "position " << i;
+    EXPECT_EQ(topPositions(p.data(), 9, 3), (std::vector<int32_t>{1, 2, 3}));
+}
+
 TEST(LayerSelection, TopPositionsBreakTiesTowardsTheLowerPosition) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const std::vector<float> s = {0.5f, 0.9f, 0.5f, nan, 0.9f, 0.5f, -1.0f, 0.5f};

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "ReportSampleStore.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "reports/Base64.h"
 #include "reports/ReportData.h"
 #include "reports/ReportHtml.h"

@@ -1,6 +1,7 @@
 // Files that are not usable stores get one line naming the file and stay
 // byte-for-byte unchanged: not SQLite, another program's SQLite database, a
-// truncated copy, a newer schema, an empty file, a read-only location.
+// truncated copy, a newer schema, a read-only location; and what an empty
+// file is (no store yet, which a write makes whole).
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -11,7 +12,7 @@
 
 #include "SampleRecords.h"
 #include "TestPaths.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/SessionStore.h"
 
 namespace kvlens::sessions {
@@ -126,11 +127,47 @@ TEST(BadStore, NewerSchemaStillInTheWalIsRefusedUnchanged) {
     EXPECT_TRUE(test::fileBytes(path + "-wal") == walBefore);
 }
 
-TEST(BadStore, EmptyFileAndDirectory) {
+// An empty file holds nothing to lose (a user's `touch`, or an older KV Lens
+// killed while creating the store): reading says there is no store yet and
+// leaves it; the first write makes it a whole store.
+TEST(BadStore, EmptyFileIsNoStoreYetForReadingAndBecomesOneForWriting) {
     const std::string path = test::storePath("empty.db");
     test::writeFile(path, "");
-    expectRefusedUnchanged(
-        path, path + ": is an empty file, not a KV Lens session store (choose another --store)");
+    EXPECT_EQ(openError(path, Access::ReadOnly),
+              path + ": is an empty file, no session store yet (a run saved there with --save "
+                     "makes it one)");
+    EXPECT_EQ(test::fileBytes(path), "");
+    {
+        SessionStore store(path);
+        const int64_t s = store.createSession("s").id;
+        const int64_t model = store.saveModel(test::sampleModel());
+        store.saveRun(test::sampleRun(1, s, store.savePrompt(test::samplePrompt(s, model))));
+        EXPECT_EQ(store.integrityCheck(), "ok");
+    }
+    SessionStore reread(path, Access::ReadOnly);
+    EXPECT_EQ(reread.sessions().size(), 1u);
+}
+
+// A -wal beside an empty or missing store may hold a store's last writes: it is
+// never replaced by a new store.
+TEST(BadStore, WalBesideAnEmptyOrMissingStoreIsLeftAlone) {
+    const std::string path = test::storePath("wal-only.db");
+    test::writeFile(path + "-wal", "not empty");
+    EXPECT_EQ(openError(path, Access::ReadWrite),
+              path + ": is missing but " + path +
+                  "-wal beside it holds 9 bytes (a store's last writes?); left unchanged: move "
+                  "both away, or recover them with sqlite3");
+    EXPECT_FALSE(std::ifstream(path).good());
+    test::writeFile(path, "");
+    EXPECT_EQ(openError(path, Access::ReadWrite),
+              path + ": is empty but " + path +
+                  "-wal beside it holds 9 bytes (a store's last writes?); left unchanged: move "
+                  "both away, or recover them with sqlite3");
+    EXPECT_EQ(test::fileBytes(path), "");
+    EXPECT_EQ(test::fileBytes(path + "-wal"), "not empty");
+}
+
+TEST(BadStore, Directory) {
     const std::string dir = test::storePath("dir.db");
     ::mkdir(dir.c_str(), 0755);
     EXPECT_EQ(openError(dir, Access::ReadWrite),

@@ -8,7 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/ArrayCodec.h"
 #include "sessions/SelectionCodec.h"
 

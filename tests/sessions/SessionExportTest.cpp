@@ -5,7 +5,7 @@
 #include "RecordEquality.h"
 #include "SampleRecords.h"
 #include "TestPaths.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/SessionExport.h"
 
 namespace kvlens::sessions {

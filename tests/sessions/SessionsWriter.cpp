@@ -7,7 +7,7 @@
 #include <string>
 
 #include "SampleRecords.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/SessionStore.h"
 
 int main(int argc, char** argv) {

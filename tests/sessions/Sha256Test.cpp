@@ -5,7 +5,7 @@
 #include <string>
 
 #include "TestPaths.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/ModelFile.h"
 #include "sessions/Sha256.h"
 

@@ -18,7 +18,7 @@
 #include "RecordEquality.h"
 #include "SampleRecords.h"
 #include "TestPaths.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "sessions/Database.h"
 #include "sessions/SessionStore.h"
 #include "sessions/Statement.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "ui/AttentionView.h"
 #include "viz/Colormap.h"
 #include "viz/Scale.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "ui/KeptPositionsView.h"
 #include "viz/Rgb.h"
 
@@ -314,6 +314,17 @@ TEST(KeptPositionsViewTest, ZoomedOutPixelsAreShadedByTheShareKept) {
             << p;
     }
     EXPECT_EQ(view.focusedLayerSummary(), QStringLiteral("L0: 2048/4096 kept per head, 50.0%"));
+}
+
+// A new selection (another method, e.g. StreamingLLM, which has no scores)
+// never shows the scores of the one before it.
+TEST(KeptPositionsViewTest, ANewSelectionDropsThePreviousScores) {
+    KeptPositionsView view;
+    view.setSelection(smallSelection(), kLabel);
+    view.setScores(0, std::make_shared<std::vector<std::vector<float>>>(2, std::vector<float>(40, 0.5f)));
+    ASSERT_TRUE(view.hoverText(0, 10).contains(QStringLiteral("\nscore 0.5")));
+    view.setSelection(smallSelection(), QStringLiteral("streamingllm B=14"));
+    EXPECT_FALSE(view.hoverText(0, 10).contains(QStringLiteral("score"))) << view.hoverText(0, 10).toStdString();
 }
 
 TEST(KeptPositionsViewTest, HoverTextNamesTokenHeadScoreAndTheMethodsKeepingIt) {

@@ -58,5 +58,37 @@ TEST(MethodsPanelTest, AShorterPromptDoesNotChangeTheBudget) {
     EXPECT_EQ(panel.params().budget, 0);
 }
 
+// Controls a method does not use are disabled: the GQA mode is only the voting
+// methods' (H2O, StreamingLLM and Random always select per KV head), the window
+// every method that keeps one (Random included), kernel and pooling SnapKV's kin.
+TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
+    MethodsPanel panel;
+    panel.setPromptLength(1000);
+    struct Want {
+        const char* method;
+        bool gqa, window, kernel, beta, alpha;
+    };
+    const Want wants[] = {{"full", false, false, false, false, false},
+                          {"snapkv", true, true, true, false, false},
+                          {"pyramidkv", true, true, true, true, false},
+                          {"adakv", true, true, true, false, true},
+                          {"h2o", false, true, false, false, false},
+                          {"streamingllm", false, false, false, false, false},
+                          {"random", false, true, false, false, false}};
+    for (const Want& w : wants) {
+        PressParams p = panel.params();
+        p.method = w.method;
+        p.budget = 128;
+        panel.setParams(p);
+        ASSERT_EQ(panel.params().method, w.method);
+        EXPECT_EQ(panel.findChild<QWidget*>("gqa")->isEnabled(), w.gqa) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("window")->isEnabled(), w.window) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("kernel")->isEnabled(), w.kernel) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("pooling")->isEnabled(), w.kernel) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("beta")->isEnabled(), w.beta) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("alpha")->isEnabled(), w.alpha) << w.method;
+    }
+}
+
 }  // namespace
 }  // namespace kvlens::ui

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/Colormap.h"
 
 using kvlens::viz::Colormap;

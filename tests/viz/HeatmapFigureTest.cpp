@@ -6,7 +6,7 @@
 #include <random>
 
 #include "VizTestSupport.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/HeatmapFigure.h"
 #include "viz/Png.h"
 

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/HeatmapRaster.h"
 
 using namespace kvlens::viz;

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/Image.h"
 
 using namespace kvlens::viz;

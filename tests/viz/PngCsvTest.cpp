@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "VizTestSupport.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/CsvTable.h"
 #include "viz/OutputFile.h"
 #include "viz/Png.h"

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/Scale.h"
 
 using kvlens::viz::Scale;

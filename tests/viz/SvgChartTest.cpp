@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "VizTestSupport.h"
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/SvgChart.h"
 
 using namespace kvlens::viz;

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <random>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 #include "viz/TilePyramid.h"
 
 using kvlens::viz::TilePyramid;

@@ -1,6 +1,6 @@
-#include "engine/analysis/SelectionOverlap.h"
+#include "core/SelectionOverlap.h"
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 

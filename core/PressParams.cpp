@@ -1,16 +1,31 @@
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
-#include "engine/Error.h"
+#include "core/Error.h"
 
 namespace kvlens {
 
 const char* gqaModeName(GqaMode mode) { return mode == GqaMode::KvHead ? "kv-head" : "query-head"; }
 const char* poolingName(Pooling pooling) { return pooling == Pooling::Max ? "max" : "avg"; }
 const char* scheduleName(PyramidSchedule s) { return s == PyramidSchedule::Exact ? "exact" : "factory"; }
+
+std::string PressParams::budgetTooSmall(int64_t promptLength, int64_t resolved, const char* flag,
+                                        int64_t floor, const char* why) const {
+    std::ostringstream s;
+    s << "--budget ";
+    if (budget > 0) {
+        s << budget;
+    } else {
+        // Say which ratio, which prompt and what it rounded to.
+        s << budgetRatio * 100 << "% of the " << promptLength << "-token prompt rounds to "
+          << resolved << ", which";
+    }
+    s << " must exceed " << flag << " " << floor << " (" << why << ")";
+    return s.str();
+}
 
 const std::vector<std::string>& PressParams::methodNames() {
     static const std::vector<std::string> names = {"full", "snapkv",  "pyramidkv", "streamingllm",
@@ -41,20 +56,21 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         throw Error("--budget as a ratio must be in (0, 100%]");
     }
     const int64_t B = resolveBudget(promptLength);
+    // Keep-all wins whenever the budget holds the whole prompt, whatever the
+    // window (the reference code keeps everything when T <= B): the window and
+    // sink checks below only matter when something is dropped.
+    const bool keepsAll = B >= promptLength;
     if (usesWindow()) {
         if (window < 1) throw Error("--window must be at least 1");
-        if (window >= promptLength) {
+        if (!keepsAll && window >= promptLength) {
             throw Error("--window " + std::to_string(window) + " must be below the prompt length " +
-                        std::to_string(promptLength));
+                        std::to_string(promptLength) + " (or the budget must hold the whole prompt)");
         }
-        if (window > maxWindow) {
+        if (!keepsAll && window > maxWindow) {
             throw Error("--window " + std::to_string(window) + " is above the " +
                         std::to_string(maxWindow) + " window queries the capture holds");
         }
-        if (B <= window) {
-            throw Error("--budget " + std::to_string(B) + " must exceed --window " +
-                        std::to_string(window) + " (the budget includes the window)");
-        }
+        if (!keepsAll && B <= window) throw Error(budgetTooSmall(promptLength, B, "--window", window, "the budget includes the window"));
     }
     if (method == "snapkv" || method == "pyramidkv" || method == "adakv") {
         if (kernel < 1 || kernel % 2 == 0) {
@@ -75,10 +91,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (method == "streamingllm") {
         if (sinks < 0) throw Error("--sinks must be >= 0");
-        if (B <= sinks) {
-            throw Error("--budget " + std::to_string(B) + " must exceed the " +
-                        std::to_string(sinks) + " sink tokens");
-        }
+        if (!keepsAll && B <= sinks) throw Error(budgetTooSmall(promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
     }
 }
 
@@ -102,22 +115,22 @@ std::string PressParams::describe() const {
     return s.str();
 }
 
-GqaMode parseGqaMode(const std::string& t) {
+GqaMode parseGqaMode(const std::string& t, const std::string& what) {
     if (t == "kv-head") return GqaMode::KvHead;
     if (t == "query-head") return GqaMode::QueryHead;
-    throw Error("--gqa '" + t + "' is not kv-head or query-head");
+    throw Error(what + " '" + t + "' is not kv-head or query-head");
 }
 
-Pooling parsePooling(const std::string& t) {
+Pooling parsePooling(const std::string& t, const std::string& what) {
     if (t == "max") return Pooling::Max;
     if (t == "avg") return Pooling::Avg;
-    throw Error("--pool '" + t + "' is not max or avg");
+    throw Error(what + " '" + t + "' is not max or avg");
 }
 
-PyramidSchedule parseSchedule(const std::string& t) {
+PyramidSchedule parseSchedule(const std::string& t, const std::string& what) {
     if (t == "exact") return PyramidSchedule::Exact;
     if (t == "factory") return PyramidSchedule::Factory;
-    throw Error("--schedule '" + t + "' is not exact or factory");
+    throw Error(what + " '" + t + "' is not exact or factory");
 }
 
 }  // namespace kvlens

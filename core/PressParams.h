@@ -39,22 +39,37 @@ struct PressParams {
     // Entries per head for a prompt of `promptLength` tokens (ratio rounded, at least 1).
     int64_t resolveBudget(int64_t promptLength) const;
 
-    // Throws kvlens::Error naming the flag: unknown method, window >= prompt or
-    // above `maxWindow`, an even or non-positive kernel, budget <= window (for
-    // window-based methods) or <= sinks, alpha outside [0, 1], beta < 1.
+    // Throws kvlens::Error naming the flag: unknown method, an even or
+    // non-positive kernel, alpha outside [0, 1], beta < 1, and, unless the
+    // budget holds the whole prompt (then everything is kept, whatever the
+    // window): window >= prompt or above `maxWindow`, budget <= window (for
+    // window-based methods) or <= sinks. A ratio budget's message names the
+    // ratio, the prompt length and what it rounded to.
     void validate(int64_t promptLength, int64_t maxWindow) const;
+    // The checks that hold for any prompt (method, budget sign and ratio range,
+    // kernel, beta, alpha, sinks, window >= 1), made before a model loads: the
+    // window and budget against each other wait for the prompt, since a budget
+    // that holds the whole prompt keeps everything whatever the window.
+    void validateSettings() const { validate(0, 0); }
 
     // One line for tables: "snapkv B=128 W=32 k=7 max kv-head".
     std::string describe() const;
 
     static const std::vector<std::string>& methodNames();
+
+private:
+    std::string budgetTooSmall(int64_t promptLength, int64_t resolved, const char* flag,
+                               int64_t floor, const char* why) const;
+
+public:
     // Methods that keep the observation window (and so need budget > window).
     bool usesWindow() const;
 };
 
-// Parsers for the CLI; each throws kvlens::Error naming the flag and value.
-GqaMode parseGqaMode(const std::string& text);
-Pooling parsePooling(const std::string& text);
-PyramidSchedule parseSchedule(const std::string& text);
+// Parsers of the words above; each throws kvlens::Error naming `what` (the CLI
+// flag by default, or a stored field) and the value.
+GqaMode parseGqaMode(const std::string& text, const std::string& what = "--gqa");
+Pooling parsePooling(const std::string& text, const std::string& what = "--pool");
+PyramidSchedule parseSchedule(const std::string& text, const std::string& what = "--schedule");
 
 }  // namespace kvlens

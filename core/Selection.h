@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/PressParams.h"
+#include "core/PressParams.h"
 
 namespace kvlens {
 

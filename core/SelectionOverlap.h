@@ -1,12 +1,12 @@
 // How much two methods' selections agree: per layer, the Jaccard index
 // |A ∩ B| / |A ∪ B| of the positions each query head reads, averaged over the
 // query heads (a KV-head selection is read by its whole group). Plain C++, in
-// the kvlens_engine_plain library that reports/ and the GUI link without LibTorch.
+// the kvlens_core library that reports/ and the GUI link without LibTorch.
 #pragma once
 
 #include <vector>
 
-#include "engine/Selection.h"
+#include "core/Selection.h"
 
 namespace kvlens {
 

@@ -150,14 +150,14 @@ TEST(MainWindowTest, SaveKeepsTheParametersAskedLast) {
     EXPECT_EQ(runs[0].params.budget, 77);
 }
 
-TEST(MainWindowTest, AFileModelIsHashedOffTheGuiThreadAndSaved) {
-    Fixture f;
-    test::TinyModelShape shape;
-    shape.context = 512;
-    const std::string path = f.dir.filePath("tiny.gguf").toStdString();
-    test::makeTinyModelFile(shape).builder.writeFile(path);
+// Opens the tiny GGUF `model` in a window on `f`'s store, runs a short prompt and
+// saves it at budget 8, window 4; returns the store to look at.
+std::unique_ptr<sessions::SessionStore> saveOneFileRun(const Fixture& f, const test::TinyModelFile& model,
+                                                       const std::string& path) {
+    model.builder.writeFile(path);
     MainWindow w(f.options());
     w.show();
+    EXPECT_TRUE(w.modelPanel()->addBos());
     loadAndRun(w, QString::fromStdString(path), "the a the a the a the a the a the a the a the a the a");
     QSignalSpy saved(&w, &MainWindow::runSaved);
     w.methodsPanel()->setBudgetEntries(8);
@@ -165,9 +165,17 @@ TEST(MainWindowTest, AFileModelIsHashedOffTheGuiThreadAndSaved) {
     p.window = 4;
     w.methodsPanel()->setParams(p);
     w.saveRun();
-    ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
-    sessions::SessionStore store(f.options().store.toStdString());
-    const auto models = store.models(store.session("default").id);
+    EXPECT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
+    return std::make_unique<sessions::SessionStore>(f.options().store.toStdString());
+}
+
+TEST(MainWindowTest, AFileModelIsHashedOffTheGuiThreadAndSaved) {
+    Fixture f;
+    test::TinyModelShape shape;
+    shape.context = 512;
+    const std::string path = f.dir.filePath("tiny.gguf").toStdString();
+    const auto store = saveOneFileRun(f, test::makeTinyModelFile(shape), path);
+    const auto models = store->models(store->session("default").id);
     ASSERT_EQ(models.size(), 1u);
     EXPECT_TRUE(models[0].isFile);
     EXPECT_EQ(models[0].sha256, sessions::ModelFile::sha256(path));
@@ -182,21 +190,8 @@ TEST(MainWindowTest, SavedPromptRecordsTheBosThePrefillApplied) {
     shape.context = 512;
     test::TinyModelFile m = test::makeTinyModelFile(shape);
     m.builder.addBool("tokenizer.ggml.add_bos_token", false);
-    const std::string path = f.dir.filePath("nobos.gguf").toStdString();
-    m.builder.writeFile(path);
-    MainWindow w(f.options());
-    w.show();
-    ASSERT_TRUE(w.modelPanel()->addBos());
-    loadAndRun(w, QString::fromStdString(path), "the a the a the a the a the a the a the a the a the a");
-    QSignalSpy saved(&w, &MainWindow::runSaved);
-    w.methodsPanel()->setBudgetEntries(8);
-    PressParams p = w.methodsPanel()->params();
-    p.window = 4;
-    w.methodsPanel()->setParams(p);
-    w.saveRun();
-    ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
-    sessions::SessionStore store(f.options().store.toStdString());
-    const auto prompts = store.prompts(store.session("default").id);
+    const auto store = saveOneFileRun(f, m, f.dir.filePath("nobos.gguf").toStdString());
+    const auto prompts = store->prompts(store->session("default").id);
     ASSERT_EQ(prompts.size(), 1u);
     EXPECT_FALSE(prompts[0].addBos);
     EXPECT_NE(prompts[0].tokenIds.front(), 1);  // no BOS id 1 in front

@@ -85,17 +85,7 @@ void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
     m.spec = options.model;
     m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
     m.path = m.isFile ? loaded.spec.path : "";
-    m.architecture = c.architecture;
-    m.name = c.name;
-    m.layers = c.nLayers;
-    m.heads = c.nHeads;
-    m.kvHeads = c.nKvHeads;
-    m.headDim = c.headDim;
-    m.embedDim = c.embedDim;
-    m.ffnDim = c.ffnDim;
-    m.vocabSize = c.vocabSize;
-    m.contextLength = c.contextLength;
-    m.ropeTheta = c.ropeTheta;
+    static_cast<ModelShape&>(m) = c.shape();
     {
         ProgressBar bar("hashing " + m.path);  // silent when the store knows the file
         s.model = s.recorder->describeFile(m, [&](double f) { bar.update(f, "SHA-256"); });

@@ -41,6 +41,22 @@ ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
     return c;
 }
 
+ModelShape ModelConfig::shape() const {
+    ModelShape s;
+    s.architecture = architecture;
+    s.name = name;
+    s.layers = nLayers;
+    s.heads = nHeads;
+    s.kvHeads = nKvHeads;
+    s.headDim = headDim;
+    s.embedDim = embedDim;
+    s.ffnDim = ffnDim;
+    s.vocabSize = vocabSize;
+    s.contextLength = contextLength;
+    s.ropeTheta = ropeTheta;
+    return s;
+}
+
 void ModelConfig::validate(const std::string& source) const {
     auto bad = [&](const std::string& what) { throw Error(source + ": " + what); };
     auto positive = [&](int64_t v, const char* field) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/ModelShape.h"
+
 namespace kvlens {
 
 class GgufFile;
@@ -36,6 +38,8 @@ struct ModelConfig {
         return 2 * nLayers * nKvHeads * headDim * bytesPerElement;
     }
     int64_t groupSize() const { return nHeads / nKvHeads; }
+    // What the GUI, the store and the reports record of it.
+    ModelShape shape() const;
 
     // Reads and checks `<arch>.*` metadata. Throws kvlens::Error naming the
     // file and key on a missing key, an unknown architecture or bad values.

@@ -88,17 +88,7 @@ WorkbenchModel Workbench::load(const LoadOptions& options, const Progress& progr
     m.spec = options.model;
     m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
     m.path = m.isFile ? loaded.spec.path : "";
-    m.architecture = c.architecture;
-    m.name = c.name;
-    m.layers = c.nLayers;
-    m.heads = c.nHeads;
-    m.kvHeads = c.nKvHeads;
-    m.headDim = c.headDim;
-    m.embedDim = c.embedDim;
-    m.ffnDim = c.ffnDim;
-    m.vocabSize = c.vocabSize;
-    m.contextLength = c.contextLength;
-    m.ropeTheta = c.ropeTheta;
+    static_cast<ModelShape&>(m) = c.shape();
     m.parameters = parameterCount(loaded.model->weights());
     m.weightBytes = loaded.model->weights().bytes();
     m.kvBytesPerToken = c.kvBytesPerToken(static_cast<int64_t>(c10::elementSize(dtype)));

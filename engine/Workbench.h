@@ -15,6 +15,7 @@
 #include "core/RunMetrics.h"
 #include "core/Selection.h"
 #include "core/AttentionSummary.h"
+#include "core/ModelShape.h"
 
 namespace kvlens {
 
@@ -24,14 +25,10 @@ public:
     Cancelled() : std::runtime_error("cancelled") {}
 };
 
-struct WorkbenchModel {
+struct WorkbenchModel : ModelShape {
     std::string spec;  // as given
     bool isFile = true;
     std::string path;  // for a file model
-    std::string architecture, name;
-    int64_t layers = 0, heads = 0, kvHeads = 0, headDim = 0, embedDim = 0, ffnDim = 0;
-    int64_t vocabSize = 0, contextLength = 0;
-    double ropeTheta = 0.0;
     int64_t parameters = 0;
     int64_t weightBytes = 0;      // as loaded, in the compute dtype
     int64_t kvBytesPerToken = 0;  // K and V of every layer, in the compute dtype

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ModelShape.h"
 #include "core/RunMetrics.h"
 #include "core/Selection.h"
 
@@ -24,7 +25,7 @@ struct SessionInfo {
     int64_t promptCount = 0;
 };
 
-struct ModelRecord {
+struct ModelRecord : ModelShape {
     int64_t id = 0;
     std::string spec;    // as given to --model
     bool isFile = true;  // false: a random:<preset> spec, no file to hash
@@ -32,10 +33,6 @@ struct ModelRecord {
     int64_t sizeBytes = 0;
     int64_t mtimeNs = 0;
     std::string sha256;  // lower-case hex
-    std::string architecture, name;
-    int64_t layers = 0, heads = 0, kvHeads = 0, headDim = 0, embedDim = 0, ffnDim = 0;
-    int64_t vocabSize = 0, contextLength = 0;
-    double ropeTheta = 0.0;
 };
 
 struct PromptRecord {

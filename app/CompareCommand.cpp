@@ -14,8 +14,8 @@
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
-#include "engine/MethodEvaluator.h"
-#include "engine/presses/Press.h"
+#include "engine/compress/MethodEvaluator.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 

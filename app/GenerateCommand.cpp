@@ -7,7 +7,7 @@
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
 #include "app/ProgressBar.h"
-#include "engine/Generator.h"
+#include "engine/model/Generator.h"
 
 namespace kvlens {
 

@@ -5,11 +5,11 @@
 
 #include "app/CommandLine.h"
 #include "app/Commands.h"
-#include "engine/Dequantize.h"
-#include "engine/GgufFile.h"
-#include "engine/LlamaTokenizer.h"
-#include "engine/ModelConfig.h"
-#include "engine/ModelSpec.h"
+#include "engine/gguf/Dequantize.h"
+#include "engine/gguf/GgufFile.h"
+#include "engine/tokenizer/LlamaTokenizer.h"
+#include "engine/model/ModelConfig.h"
+#include "engine/model/ModelSpec.h"
 
 namespace kvlens {
 namespace {

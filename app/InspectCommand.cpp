@@ -21,7 +21,7 @@
 #include "engine/analysis/AttentionStats.h"
 #include "engine/analysis/HitRate.h"
 #include "core/SelectionOverlap.h"
-#include "engine/presses/Press.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 namespace {

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "engine/analysis/AttentionStats.h"
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 #include "viz/CategoricalPalette.h"
 #include "viz/Colormap.h"
 #include "viz/CsvTable.h"

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "app/CommandLine.h"
-#include "engine/Capture.h"
-#include "engine/ModelLoader.h"
+#include "engine/compress/Capture.h"
+#include "engine/model/ModelLoader.h"
 
 namespace kvlens {
 

@@ -13,9 +13,9 @@
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/PressOptions.h"
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 #include "core/Error.h"
-#include "engine/presses/Press.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 namespace {

@@ -13,7 +13,7 @@
 #include "app/ModelOptions.h"
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
-#include "engine/DType.h"
+#include "engine/model/DType.h"
 #include "core/Error.h"
 #include "core/RunMetrics.h"
 #include "core/Selection.h"

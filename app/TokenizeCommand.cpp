@@ -5,8 +5,8 @@
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
-#include "engine/ModelLoader.h"
-#include "engine/ModelSpec.h"
+#include "engine/model/ModelLoader.h"
+#include "engine/model/ModelSpec.h"
 
 namespace kvlens {
 

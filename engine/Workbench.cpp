@@ -8,15 +8,15 @@
 #include <map>
 #include <thread>
 
-#include "engine/Capture.h"
-#include "engine/DType.h"
+#include "engine/compress/Capture.h"
+#include "engine/model/DType.h"
 #include "core/Error.h"
-#include "engine/MethodEvaluator.h"
-#include "engine/ModelLoader.h"
+#include "engine/compress/MethodEvaluator.h"
+#include "engine/model/ModelLoader.h"
 #include "engine/analysis/AttentionMap.h"
 #include "engine/analysis/AttentionStats.h"
-#include "engine/presses/Press.h"
-#include "engine/presses/PressScores.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
 #include "kernels/DeviceMemory.h"
 
 namespace kvlens {

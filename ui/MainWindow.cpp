@@ -28,7 +28,7 @@
 #include <cmath>
 
 #include "core/Error.h"
-#include "engine/ModelSpec.h"
+#include "engine/model/ModelSpec.h"
 #include "sessions/LayerStatistics.h"
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 #include "core/Error.h"
 
 namespace kvlens {

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "engine/ModelWeights.h"
+#include "engine/model/ModelWeights.h"
 
 namespace kvlens {
 

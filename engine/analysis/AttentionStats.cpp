@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 
 namespace kvlens {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/AttentionSummary.h"
-#include "engine/ModelWeights.h"
+#include "engine/model/ModelWeights.h"
 
 namespace kvlens {
 

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/Capture.h"
-#include "engine/CompressedCache.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/CompressedCache.h"
 #include "core/Error.h"
-#include "engine/LlamaModel.h"
-#include "engine/Sampler.h"
-#include "engine/presses/Press.h"
+#include "engine/model/LlamaModel.h"
+#include "engine/model/Sampler.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/ModelWeights.h"
+#include "engine/model/ModelWeights.h"
 #include "core/Selection.h"
 
 namespace kvlens {

@@ -7,9 +7,9 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
-#include "engine/Capture.h"
-#include "engine/CompressedCache.h"
-#include "engine/presses/Press.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/CompressedCache.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 namespace {

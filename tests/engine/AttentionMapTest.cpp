@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 #include "core/Error.h"
-#include "engine/LlamaModel.h"
-#include "engine/ModelLoader.h"
+#include "engine/model/LlamaModel.h"
+#include "engine/model/ModelLoader.h"
 #include "engine/analysis/AttentionMap.h"
 #include "viz/TilePyramid.h"
 

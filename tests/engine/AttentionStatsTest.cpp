@@ -7,9 +7,9 @@
 #include <cmath>
 #include <random>
 
-#include "engine/Capture.h"
-#include "engine/LlamaModel.h"
-#include "engine/ModelLoader.h"
+#include "engine/compress/Capture.h"
+#include "engine/model/LlamaModel.h"
+#include "engine/model/ModelLoader.h"
 #include "engine/analysis/AttentionStats.h"
 
 namespace kvlens {

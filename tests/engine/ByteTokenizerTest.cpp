@@ -1,6 +1,6 @@
 // ByteTokenizer: the fixed layout (<unk>, <s>, </s>, 256 bytes, filler ids)
 // and lossless round trips of arbitrary bytes.
-#include "engine/ByteTokenizer.h"
+#include "engine/tokenizer/ByteTokenizer.h"
 
 #include <gtest/gtest.h>
 

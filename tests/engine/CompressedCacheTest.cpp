@@ -5,12 +5,12 @@
 
 #include <cmath>
 
-#include "engine/Capture.h"
-#include "engine/CompressedCache.h"
-#include "engine/MethodEvaluator.h"
-#include "engine/ModelLoader.h"
-#include "engine/Sampler.h"
-#include "engine/presses/Press.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/CompressedCache.h"
+#include "engine/compress/MethodEvaluator.h"
+#include "engine/model/ModelLoader.h"
+#include "engine/model/Sampler.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 namespace {

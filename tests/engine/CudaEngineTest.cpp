@@ -8,13 +8,13 @@
 #include <cmath>
 #include <set>
 
-#include "engine/Capture.h"
-#include "engine/CompressedCache.h"
-#include "engine/LlamaModel.h"
-#include "engine/MethodEvaluator.h"
-#include "engine/ModelLoader.h"
-#include "engine/presses/Press.h"
-#include "engine/presses/PressScores.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/CompressedCache.h"
+#include "engine/model/LlamaModel.h"
+#include "engine/compress/MethodEvaluator.h"
+#include "engine/model/ModelLoader.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens {

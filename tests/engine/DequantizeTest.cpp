@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/Dequantize.h"
+#include "engine/gguf/Dequantize.h"
 #include "core/Error.h"
 
 using kvlens::GgmlType;

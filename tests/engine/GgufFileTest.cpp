@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/Dequantize.h"
+#include "engine/gguf/Dequantize.h"
 #include "core/Error.h"
-#include "engine/GgufFile.h"
+#include "engine/gguf/GgufFile.h"
 #include "support/GgufBuilder.h"
 
 using kvlens::Error;

@@ -5,14 +5,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 #include "core/Error.h"
-#include "engine/LlamaModel.h"
-#include "engine/CompressedCache.h"
-#include "engine/ModelLoader.h"
-#include "engine/Sampler.h"
+#include "engine/model/LlamaModel.h"
+#include "engine/compress/CompressedCache.h"
+#include "engine/model/ModelLoader.h"
+#include "engine/model/Sampler.h"
 #include "engine/analysis/HitRate.h"
-#include "engine/presses/Press.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 namespace {

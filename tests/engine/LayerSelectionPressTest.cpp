@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "engine/Capture.h"
-#include "engine/presses/Press.h"
-#include "engine/presses/PressScores.h"
-#include "engine/presses/PyramidKvPress.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
+#include "engine/compress/presses/PyramidKvPress.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens {

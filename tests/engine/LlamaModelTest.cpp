@@ -5,11 +5,11 @@
 #include <cmath>
 #include <random>
 
-#include "engine/Dequantize.h"
+#include "engine/gguf/Dequantize.h"
 #include "core/Error.h"
-#include "engine/Generator.h"
-#include "engine/GgufFile.h"
-#include "engine/ModelLoader.h"
+#include "engine/model/Generator.h"
+#include "engine/gguf/GgufFile.h"
+#include "engine/model/ModelLoader.h"
 #include "support/TinyModelFile.h"
 
 namespace kvlens {

@@ -1,7 +1,7 @@
 // LlamaTokenizer: the SentencePiece merge order on vocabularies built in memory
 // (expected ids worked out by hand), byte fallback, decoding, the GGUF error
 // paths, and the real stories260K vocabulary against llama.cpp's reference.
-#include "engine/LlamaTokenizer.h"
+#include "engine/tokenizer/LlamaTokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/Error.h"
-#include "engine/GgufFile.h"
+#include "engine/gguf/GgufFile.h"
 #include "tests/support/GgufBuilder.h"
 
 namespace kvlens {

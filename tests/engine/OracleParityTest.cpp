@@ -10,10 +10,10 @@
 #include <set>
 #include <stdexcept>
 
-#include "engine/Capture.h"
-#include "engine/presses/Press.h"
-#include "engine/presses/PressScores.h"
-#include "engine/presses/PyramidKvPress.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
+#include "engine/compress/presses/PyramidKvPress.h"
 
 namespace kvlens {
 namespace {

@@ -11,13 +11,13 @@
 #include <tuple>
 #include <limits>
 
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 #include "core/Error.h"
-#include "engine/LlamaModel.h"
-#include "engine/ModelLoader.h"
-#include "engine/presses/Press.h"
-#include "engine/presses/PressScores.h"
-#include "engine/presses/PyramidKvPress.h"
+#include "engine/model/LlamaModel.h"
+#include "engine/model/ModelLoader.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
+#include "engine/compress/presses/PyramidKvPress.h"
 #include "support/TinyModelFile.h"
 
 namespace kvlens {

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "engine/Capture.h"
-#include "engine/presses/Press.h"
-#include "engine/presses/PyramidKvPress.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PyramidKvPress.h"
 
 namespace kvlens {
 namespace {

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/Generator.h"
-#include "engine/ModelLoader.h"
+#include "engine/model/Generator.h"
+#include "engine/model/ModelLoader.h"
 
 namespace kvlens {
 namespace {

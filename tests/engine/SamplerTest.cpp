@@ -6,7 +6,7 @@
 #include <map>
 
 #include "core/Error.h"
-#include "engine/Sampler.h"
+#include "engine/model/Sampler.h"
 
 namespace kvlens {
 namespace {

@@ -10,10 +10,10 @@
 #include <cmath>
 #include <string>
 
-#include "engine/Capture.h"
+#include "engine/compress/Capture.h"
 #include "core/Error.h"
-#include "engine/ModelLoader.h"
-#include "engine/presses/Press.h"
+#include "engine/model/ModelLoader.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 namespace {

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/Dequantize.h"
+#include "engine/gguf/Dequantize.h"
 #include "core/Error.h"
-#include "engine/GgufFile.h"
+#include "engine/gguf/GgufFile.h"
 #include "support/GgufBuilder.h"
 
 #ifndef KVLENS_SHARED_DIR

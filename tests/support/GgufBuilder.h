@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/GgufValue.h"
+#include "engine/gguf/GgufValue.h"
 
 namespace kvlens::test {
 

@@ -1,0 +1,225 @@
+#include "engine/compress/Capture.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/Error.h"
+#include "engine/model/LlamaModel.h"
+#include "core/PressParams.h"
+#include "kernels/LayerSelection.h"
+
+namespace kvlens {
+namespace {
+
+class CaptureObserver : public ForwardObserver {
+public:
+    CaptureObserver(int64_t layers, int64_t promptLength,
+                    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads)
+        : queries(layers), sums(layers), promptLength_(promptLength) {
+        for (const auto& lh : fullQueryHeads) fullQueries[lh] = at::Tensor();
+    }
+
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override {
+        for (auto& [lh, t] : fullQueries) {
+            if (lh.first == layer && firstPosition == 0 && q.size(0) == promptLength_) {
+                t = q.select(1, lh.second).to(at::kFloat).contiguous();
+            }
+        }
+        // Keep the queries of the last kMaxWindow prompt positions, [H, w, D] fp32.
+        const int64_t T = q.size(0), w = std::min<int64_t>(Capture::kMaxWindow, promptLength_);
+        const int64_t start = promptLength_ - w - firstPosition;
+        if (start < 0 || start + w > T) return;  // the prompt arrives in one prefill
+        queries[layer] = q.narrow(0, start, w).permute({1, 0, 2}).to(at::kFloat).contiguous();
+    }
+    bool wantsAttentionColumnSums() const override { return true; }
+    void onAttentionColumnSums(int64_t layer, const at::Tensor& s) override { sums[layer] = s; }
+
+    std::vector<at::Tensor> queries, sums;
+    std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries;
+
+private:
+    int64_t promptLength_;
+};
+
+const char* const kPrefill = "the prefill produced";
+
+// Throws when `t` [heads, ...] holds a NaN or an Inf, naming the first layer
+// and head that does: the methods would otherwise each treat it their own way
+// (max pool drops it, a sum spreads it, AdaKV's normalisation flattens it).
+void requireFinite(const at::Tensor& t, int64_t layer, const char* headKind, const std::string& what,
+                   const std::string& source) {
+    if (!t.defined() || t.numel() == 0) return;
+    const at::Tensor bad = at::logical_not(at::isfinite(t)).flatten(1).any(1);  // [heads]
+    if (!bad.any().item<bool>()) return;
+    const int64_t head = bad.nonzero()[0][0].item<int64_t>();
+    const bool nan = at::isnan(t.select(0, head)).any().item<bool>();
+    throw Error(source + " " + (nan ? "NaN" : "Inf") + " in layer " + std::to_string(layer) + " " +
+                headKind + " " + std::to_string(head) + "'s " + what + ": it cannot be compressed" +
+                (source == kPrefill ? " (an f16 overflow? try --dtype bf16 or f32)" : ""));
+}
+
+void requireFiniteCapture(const Capture& c, const std::string& source) {
+    for (int64_t l = 0; l < c.layers(); ++l) {
+        requireFinite(c.windowQueries(l), l, "query head", "window queries", source);
+        requireFinite(c.keys(l), l, "KV head", "keys", source);
+        requireFinite(c.values(l), l, "KV head", "values", source);
+        if (c.hasH2oScores()) requireFinite(c.h2oScores(l), l, "query head", "accumulated attention", source);
+    }
+}
+
+}  // namespace
+
+std::shared_ptr<Capture> Capture::fromPrefill(
+    LlamaModel& model, const std::vector<int32_t>& prompt, const ProgressFn& progress,
+    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads) {
+    const ModelConfig& c = model.config();
+    for (const auto& [layer, head] : fullQueryHeads) {
+        if (layer < 0 || layer >= c.nLayers || head < 0 || head >= c.nHeads) {
+            throw Error("head " + std::to_string(layer) + ":" + std::to_string(head) +
+                        " does not exist: the model has layers 0-" + std::to_string(c.nLayers - 1) +
+                        " and query heads 0-" + std::to_string(c.nHeads - 1));
+        }
+    }
+    if (prompt.size() < 2) throw Error("the prompt needs at least 2 tokens to compress");
+    if (static_cast<int64_t>(prompt.size()) > c.contextLength) {
+        throw Error("the prompt is " + std::to_string(prompt.size()) +
+                    " tokens, longer than the model's context of " + std::to_string(c.contextLength) +
+                    " tokens");
+    }
+    std::shared_ptr<Capture> capture(new Capture());
+    capture->promptLength_ = static_cast<int64_t>(prompt.size());
+    capture->queryHeads_ = c.nHeads;
+    capture->kvHeads_ = c.nKvHeads;
+    capture->headDim_ = c.headDim;
+    capture->prompt_ = prompt;
+    capture->cache_ = std::make_unique<KvCache>(model.makeCache(capture->promptLength_));
+    CaptureObserver observer(c.nLayers, capture->promptLength_, fullQueryHeads);
+    const auto start = std::chrono::steady_clock::now();
+    capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
+    capture->prefillSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    capture->windowQueries_ = std::move(observer.queries);
+    capture->h2oScores_ = std::move(observer.sums);
+    capture->fullQueries_ = std::move(observer.fullQueries);
+    requireFiniteCapture(*capture, kPrefill);
+    // The default window's votes are part of the capture: the first SnapKV,
+    // PyramidKV or AdaKV selection after a prefill is as quick as any other.
+    const int64_t window = std::min<int64_t>(PressParams().window, capture->promptLength_ - 1);
+    capture->votes(0, window);
+    return capture;
+}
+
+std::shared_ptr<Capture> Capture::fromTensors(const std::vector<at::Tensor>& windowQueries,
+                                              const std::vector<at::Tensor>& keys,
+                                              const std::vector<at::Tensor>& values) {
+    if (windowQueries.empty() || keys.size() != windowQueries.size() || values.size() != keys.size()) {
+        throw Error("need window queries, keys and values for every layer");
+    }
+    std::shared_ptr<Capture> capture(new Capture());
+    const at::Tensor& k0 = keys[0];
+    capture->queryHeads_ = windowQueries[0].size(0);
+    capture->kvHeads_ = k0.size(0);
+    capture->promptLength_ = k0.size(1);
+    capture->headDim_ = k0.size(2);
+    const int64_t L = static_cast<int64_t>(keys.size());
+    capture->cache_ = std::make_unique<KvCache>(L, capture->kvHeads_, capture->headDim_,
+                                                capture->promptLength_, k0.scalar_type(), k0.device());
+    for (int64_t l = 0; l < L; ++l) {
+        capture->cache_->append(l, keys[l], values[l]);
+        capture->windowQueries_.push_back(windowQueries[l].to(at::kFloat).contiguous());
+    }
+    requireFiniteCapture(*capture, "the inputs hold");
+    return capture;
+}
+
+at::Tensor Capture::votes(int64_t layer, int64_t window) const {
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    auto it = votes_.find(window);
+    if (it == votes_.end()) {
+        std::vector<at::Tensor> perLayer(layers());
+        for (int64_t l = 0; l < layers(); ++l) perLayer[l] = computeVotes(l, window);
+        it = votes_.emplace(window, std::move(perLayer)).first;
+    }
+    return it->second[layer];
+}
+
+at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
+    c10::InferenceMode guard;
+    const int64_t T = promptLength_;
+    if (window < 1 || window > windowCapacity() || window >= T) {
+        throw Error("window " + std::to_string(window) + " needs between 1 and " +
+                    std::to_string(std::min(windowCapacity(), T - 1)) + " window queries");
+    }
+    at::Tensor votes = kernels::windowVotes(windowQueries_[layer], keys(layer), window);
+    requireFinite(votes, layer, "query head", "votes (window " + std::to_string(window) + ")",
+                  kPrefill);
+    return votes;
+}
+
+namespace {
+
+// Keeps the queries of chosen (layer, head) pairs of a re-run prompt.
+class QueryKeeper : public ForwardObserver {
+public:
+    explicit QueryKeeper(std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted) : wanted_(wanted) {}
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t) override {
+        for (auto& [lh, t] : wanted_) {
+            if (lh.first == layer) t = q.select(1, lh.second).to(at::kFloat).contiguous();
+        }
+    }
+
+private:
+    std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted_;
+};
+
+}  // namespace
+
+void Capture::keepQueries(LlamaModel& model, const std::vector<std::pair<int64_t, int64_t>>& heads,
+                          const ProgressFn& progress) {
+    c10::InferenceMode guard;
+    if (prompt_.empty()) throw Error("recomputing queries needs a capture made by a model prefill");
+    const ModelConfig& c = model.config();
+    std::map<std::pair<int64_t, int64_t>, at::Tensor> wanted;
+    int64_t deepest = -1;
+    for (const auto& [layer, head] : heads) {
+        if (layer < 0 || layer >= c.nLayers || head < 0 || head >= c.nHeads || layer >= layers()) {
+            throw Error("head " + std::to_string(layer) + ":" + std::to_string(head) +
+                        " does not exist: the model has layers 0-" + std::to_string(c.nLayers - 1) +
+                        " and query heads 0-" + std::to_string(c.nHeads - 1));
+        }
+        if (hasQueries(layer, head)) continue;
+        wanted[{layer, head}] = at::Tensor();
+        deepest = std::max(deepest, layer);
+    }
+    if (wanted.empty()) return;
+    KvCache scratch(deepest + 1, c.nKvHeads, c.headDim, promptLength_, model.dtype(), model.device());
+    QueryKeeper keeper(wanted);
+    model.forward(prompt_, scratch, false, progress, &keeper, deepest);
+    for (auto& [lh, t] : wanted) fullQueries_[lh] = std::move(t);
+}
+
+const at::Tensor& Capture::queries(int64_t layer, int64_t head) const {
+    auto it = fullQueries_.find({layer, head});
+    if (it == fullQueries_.end() || !it->second.defined()) {
+        throw Error("the queries of layer " + std::to_string(layer) + " head " + std::to_string(head) +
+                    " were not kept by the prefill");
+    }
+    return it->second;
+}
+
+int64_t Capture::bytes() const {
+    int64_t total = cache_ ? cache_->bytes() : 0;
+    for (const auto& [lh, t] : fullQueries_)
+        if (t.defined()) total += t.numel() * t.element_size();
+    for (const at::Tensor& t : windowQueries_) total += t.numel() * t.element_size();
+    for (const at::Tensor& t : h2oScores_) total += t.numel() * t.element_size();
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    for (const auto& [w, perLayer] : votes_)
+        for (const at::Tensor& t : perLayer) total += t.numel() * t.element_size();
+    return total;
+}
+
+}  // namespace kvlens

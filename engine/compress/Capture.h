@@ -1,0 +1,109 @@
+// What a prefill leaves behind for the compression methods, so that any
+// method, budget, window (up to 64), kernel, pooling, beta or alpha can be
+// selected again without running the prefill: per layer, the full KV (after
+// RoPE), the last 64 queries (after RoPE), the attention each key got from all
+// prompt queries (H2O's score), and the SnapKV votes of the default window (32).
+// Votes of other window sizes are derived from the window queries and keys on
+// first use, then cached. A capture holding a NaN or an Inf (window queries,
+// keys, values, H2O scores, votes) is refused with one line naming the layer
+// and head, so no method ever ranks one.
+//
+// Memory, for T prompt tokens, L layers, H query heads, KV heads, head dim D,
+// compute dtype of b bytes:
+//   full KV         2 * L * KV * T * D * b
+//   window queries  L * H * 64 * D * 4
+//   H2O scores      L * H * T * 4
+//   votes           L * H * (T - W) * 4 for each window size W used
+// e.g. tinyllama-1.1b (L=22, H=32, KV=4, D=64), T=8192, bf16: KV 184.5 MB,
+// queries 11.5 MB, H2O 23.1 MB, votes for one window 23.0 MB.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "engine/model/KvCache.h"
+#include "engine/model/ModelWeights.h"
+
+namespace kvlens {
+
+class LlamaModel;
+
+class Capture {
+public:
+    static constexpr int64_t kMaxWindow = 64;
+
+    // Prefills `prompt` on `model`, keeping what the methods need, plus the
+    // queries of every prompt position for the (layer, query head) pairs in
+    // `fullQueryHeads` (T * D * 4 bytes each), for full attention maps.
+    static std::shared_ptr<Capture> fromPrefill(
+        LlamaModel& model, const std::vector<int32_t>& prompt, const ProgressFn& progress = {},
+        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
+
+    // From tensors dumped elsewhere (`kvlens select`): per layer, window queries
+    // [H, W, D] and keys/values [KV, T, D]. Has no H2O scores.
+    static std::shared_ptr<Capture> fromTensors(const std::vector<at::Tensor>& windowQueries,
+                                                const std::vector<at::Tensor>& keys,
+                                                const std::vector<at::Tensor>& values);
+
+    int64_t layers() const { return static_cast<int64_t>(windowQueries_.size()); }
+    int64_t promptLength() const { return promptLength_; }
+    int64_t queryHeads() const { return queryHeads_; }
+    int64_t kvHeads() const { return kvHeads_; }
+    int64_t headDim() const { return headDim_; }
+    int64_t windowCapacity() const { return windowQueries_.empty() ? 0 : windowQueries_[0].size(1); }
+
+    const KvCache& cache() const { return *cache_; }
+    at::Tensor keys(int64_t layer) const { return cache_->keys(layer); }
+    at::Tensor values(int64_t layer) const { return cache_->values(layer); }
+    const at::Tensor& windowQueries(int64_t layer) const { return windowQueries_[layer]; }
+    // Queries of all prompt positions for one (layer, query head), [T, D] fp32,
+    // when the prefill was asked to keep them; throws kvlens::Error otherwise.
+    bool hasQueries(int64_t layer, int64_t head) const {
+        auto it = fullQueries_.find({layer, head});
+        return it != fullQueries_.end() && it->second.defined();
+    }
+    const at::Tensor& queries(int64_t layer, int64_t head) const;
+    // Recomputes, for a map the prefill was not asked for, the queries of the
+    // (layer, query head) pairs not kept yet: a forward pass of the prompt
+    // through layers 0 .. the deepest one asked (its KV only for those layers).
+    // Same model as the prefill; not while other threads read this capture.
+    void keepQueries(LlamaModel& model, const std::vector<std::pair<int64_t, int64_t>>& heads,
+                     const ProgressFn& progress = {});
+
+    bool hasH2oScores() const { return !h2oScores_.empty(); }
+    const at::Tensor& h2oScores(int64_t layer) const { return h2oScores_[layer]; }  // [H, T]
+
+    // Sum over the last `window` queries of their causal softmax (fp32, over all
+    // keys, scaled by 1/sqrt(D)), for prefix columns: [H, T - window] fp32.
+    at::Tensor votes(int64_t layer, int64_t window) const;
+
+    // The prompt and the next-token logits after it (empty/undefined for fromTensors).
+    const std::vector<int32_t>& prompt() const { return prompt_; }
+    const at::Tensor& lastLogits() const { return lastLogits_; }
+    // Wall time of the prefill that made it (0 for fromTensors).
+    double prefillSeconds() const { return prefillSeconds_; }
+
+    int64_t bytes() const;
+
+private:
+    Capture() = default;
+    at::Tensor computeVotes(int64_t layer, int64_t window) const;
+
+    int64_t promptLength_ = 0, queryHeads_ = 0, kvHeads_ = 0, headDim_ = 0;
+    std::unique_ptr<KvCache> cache_;
+    std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
+    std::vector<at::Tensor> h2oScores_;      // [H, T] fp32
+    std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries_;  // (layer, head) -> [T, D] fp32
+    std::vector<int32_t> prompt_;
+    at::Tensor lastLogits_;
+    double prefillSeconds_ = 0.0;
+    mutable std::mutex votesMutex_;
+    mutable std::map<int64_t, std::vector<at::Tensor>> votes_;  // window -> per layer
+};
+
+}  // namespace kvlens

@@ -1,0 +1,143 @@
+#include "engine/compress/CompressedCache.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+
+#include "core/Error.h"
+
+namespace kvlens {
+
+CompressedCache::CompressedCache(const Capture& capture, const Selection& selection,
+                                 int64_t extraTokens)
+    : nextPosition_(capture.promptLength()) {
+    c10::InferenceMode guard;
+    if (selection.layers() != capture.layers() ||
+        selection.promptLength != capture.promptLength()) {
+        throw Error("the selection was made for another capture");
+    }
+    const int64_t H = capture.queryHeads(), KV = capture.kvHeads();
+    group_ = H / KV;
+    perQueryHead_ = selection.gqa == GqaMode::QueryHead;
+    for (int64_t h = 0; h < H; ++h) headOf_.push_back(perQueryHead_ ? h : h / group_);
+    const int64_t L = capture.layers(), heads = selection.headsPerLayer();
+    std::vector<int64_t> kvHeadOf(heads);
+    for (int64_t c = 0; c < heads; ++c) kvHeadOf[c] = perQueryHead_ ? c / group_ : c;
+    const c10::Device device = capture.keys(0).device();
+    kvHeadOf_ = at::tensor(kvHeadOf, at::kLong).to(device);
+    keys_.resize(L);
+    values_.resize(L);
+    nextRows_.resize(L);
+    offsets_.assign(L, std::vector<int64_t>(heads, 0));
+    capacities_.assign(L, std::vector<int64_t>(heads, 0));
+    lengths_.assign(L, std::vector<int64_t>(heads, 0));
+    for (int64_t l = 0; l < L; ++l) {
+        const at::Tensor k = capture.keys(l), v = capture.values(l);  // [KV, T, D]
+        int64_t rows = 0;
+        for (int64_t c = 0; c < heads; ++c) {
+            offsets_[l][c] = rows;
+            lengths_[l][c] = static_cast<int64_t>(selection.kept[l][c].size());
+            capacities_[l][c] = std::max<int64_t>(1, lengths_[l][c] + extraTokens);
+            rows += capacities_[l][c];
+        }
+        const int64_t D = k.size(2);
+        keys_[l] = at::empty({rows, D}, k.options());
+        values_[l] = at::empty({rows, D}, v.options());
+        for (int64_t c = 0; c < heads; ++c) {
+            const std::vector<int32_t>& kept = selection.kept[l][c];
+            const int64_t n = lengths_[l][c];
+            at::Tensor idx =
+                at::tensor(std::vector<int64_t>(kept.begin(), kept.end()), at::kLong).to(device);
+            keys_[l]
+                .narrow(0, offsets_[l][c], n)
+                .copy_(k.select(0, kvHeadOf[c]).index_select(0, idx));
+            values_[l]
+                .narrow(0, offsets_[l][c], n)
+                .copy_(v.select(0, kvHeadOf[c]).index_select(0, idx));
+        }
+        std::vector<int64_t> next(heads);
+        for (int64_t c = 0; c < heads; ++c) next[c] = offsets_[l][c] + lengths_[l][c];
+        nextRows_[l] = at::tensor(next, at::kLong).to(device);
+    }
+}
+
+CompressedCache CompressedCache::clone() const {
+    CompressedCache copy = *this;
+    for (auto* store : {&copy.keys_, &copy.values_, &copy.nextRows_})
+        for (at::Tensor& t : *store) t = t.clone();
+    return copy;
+}
+
+void CompressedCache::grow(int64_t layer) {
+    const int64_t heads = this->heads(), D = keys_[layer].size(1);
+    std::vector<int64_t> offsets(heads), capacities(heads), next(heads);
+    int64_t rows = 0;
+    for (int64_t c = 0; c < heads; ++c) {
+        offsets[c] = rows;
+        capacities[c] = std::max(lengths_[layer][c] + 1, 2 * capacities_[layer][c]);
+        rows += capacities[c];
+        next[c] = offsets[c] + lengths_[layer][c];
+    }
+    for (auto* store : {&keys_, &values_}) {
+        at::Tensor& old = (*store)[layer];
+        at::Tensor bigger = at::empty({rows, D}, old.options());
+        for (int64_t c = 0; c < heads; ++c) {
+            const int64_t n = lengths_[layer][c];
+            bigger.narrow(0, offsets[c], n).copy_(old.narrow(0, offsets_[layer][c], n));
+        }
+        old = bigger;
+    }
+    offsets_[layer] = offsets;
+    capacities_[layer] = capacities;
+    nextRows_[layer] = at::tensor(next, at::kLong).to(keys_[layer].device());
+}
+
+void CompressedCache::append(int64_t layer, const at::Tensor& k, const at::Tensor& v) {
+    c10::InferenceMode guard;
+    for (int64_t c = 0; c < heads(); ++c) {
+        if (lengths_[layer][c] == capacities_[layer][c]) {
+            grow(layer);
+            break;
+        }
+    }
+    // k, v: [1, KV, D] -> one row per cache head.
+    at::Tensor kr = k.select(0, 0), vr = v.select(0, 0);
+    if (perQueryHead_) {
+        kr = kr.index_select(0, kvHeadOf_);
+        vr = vr.index_select(0, kvHeadOf_);
+    }
+    keys_[layer].index_copy_(0, nextRows_[layer], kr.to(keys_[layer].scalar_type()));
+    values_[layer].index_copy_(0, nextRows_[layer], vr.to(values_[layer].scalar_type()));
+    nextRows_[layer].add_(1);
+    for (int64_t& n : lengths_[layer]) ++n;
+    if (layer == layers() - 1) ++nextPosition_;
+}
+
+std::vector<at::Tensor> CompressedCache::keys(int64_t layer) const {
+    std::vector<at::Tensor> out;
+    for (int64_t c = 0; c < heads(); ++c)
+        out.push_back(keys_[layer].narrow(0, offsets_[layer][c], lengths_[layer][c]));
+    return out;
+}
+
+std::vector<at::Tensor> CompressedCache::values(int64_t layer) const {
+    std::vector<at::Tensor> out;
+    for (int64_t c = 0; c < heads(); ++c) {
+        out.push_back(values_[layer].narrow(0, offsets_[layer][c], lengths_[layer][c]));
+    }
+    return out;
+}
+
+int64_t CompressedCache::bytes(int64_t layer) const {
+    int64_t rows = 0;
+    for (int64_t n : lengths_[layer]) rows += n;
+    return 2 * rows * keys_[layer].size(1) * keys_[layer].element_size();
+}
+
+int64_t CompressedCache::bytes() const {
+    int64_t total = 0;
+    for (int64_t l = 0; l < layers(); ++l) total += bytes(l);
+    return total;
+}
+
+}  // namespace kvlens

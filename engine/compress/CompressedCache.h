@@ -1,0 +1,63 @@
+// A KV cache holding only what a selection kept: per layer and selection head
+// (KV head, or query head in query-head mode) its own keys and values, so
+// heads of different lengths (AdaKV) take only their own memory. Decode
+// appends one entry per head per token; positions continue from the prompt.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "engine/compress/Capture.h"
+#include "core/Selection.h"
+
+namespace kvlens {
+
+class CompressedCache {
+public:
+    // Gathers the kept entries from the capture's full KV, with room for
+    // `extraTokens` decode steps before any buffer grows.
+    CompressedCache(const Capture& capture, const Selection& selection, int64_t extraTokens = 0);
+
+    // A deep copy (tensors are not shared), to fork a decode.
+    CompressedCache clone() const;
+
+    int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
+    int64_t heads() const { return lengths_.empty() ? 0 : static_cast<int64_t>(lengths_[0].size()); }
+    // The cache head query head `h` reads.
+    int64_t headOf(int64_t queryHead) const { return headOf_[queryHead]; }
+    const std::vector<int64_t>& headMap() const { return headOf_; }
+    int64_t length(int64_t layer, int64_t head) const { return lengths_[layer][head]; }
+    // The position the next token takes: prompt length + tokens decoded so far.
+    int64_t nextPosition() const { return nextPosition_; }
+
+    // Appends one token's k, v ([1, kvHeads, D], after RoPE) to every head of `layer`;
+    // after the last layer the position advances.
+    void append(int64_t layer, const at::Tensor& k, const at::Tensor& v);
+
+    // Views of the filled rows, one per cache head: [length, D].
+    std::vector<at::Tensor> keys(int64_t layer) const;
+    std::vector<at::Tensor> values(int64_t layer) const;
+
+    // Bytes of the kept entries (K and V), per layer and in total.
+    int64_t bytes(int64_t layer) const;
+    int64_t bytes() const;
+
+private:
+    // Gives every head of `layer` room for at least one more row (doubling).
+    void grow(int64_t layer);
+
+    // Per layer one K and one V buffer [rows, D] holding every head's segment
+    // (offset, capacity) back to back, so that a decode step appends to all
+    // heads with one indexed copy: on a GPU, 2 kernels a layer instead of 2 a head.
+    std::vector<at::Tensor> keys_, values_;
+    std::vector<std::vector<int64_t>> offsets_, capacities_, lengths_;
+    std::vector<at::Tensor> nextRows_;  // [layer] -> int64 [heads], offsets + lengths, on the device
+    at::Tensor kvHeadOf_;               // int64 [heads]: the KV head each cache head copies
+    std::vector<int64_t> headOf_;
+    int64_t group_ = 1;        // query heads per KV head
+    bool perQueryHead_ = false;
+    int64_t nextPosition_ = 0;
+};
+
+}  // namespace kvlens

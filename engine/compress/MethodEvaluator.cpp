@@ -1,0 +1,129 @@
+#include "engine/compress/MethodEvaluator.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/Error.h"
+#include "engine/model/Sampler.h"
+#include "engine/compress/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int32_t greedyToken(const at::Tensor& logits) {
+    return Sampler::argmax(logits.data_ptr<float>(), logits.numel());
+}
+
+// KL(p || q) of the softmaxes of two logit vectors, in double.
+double klDivergence(const at::Tensor& p, const at::Tensor& q) {
+    at::Tensor lp = at::log_softmax(p.to(at::kDouble), -1), lq = at::log_softmax(q.to(at::kDouble), -1);
+    return std::max(0.0, (lp.exp() * (lp - lq)).sum().item<double>());
+}
+
+Selection fullSelection(const Capture& capture) {
+    PressParams full;
+    full.method = "full";
+    return Press::create("full")->select(capture, full);
+}
+
+}  // namespace
+
+MethodEvaluator::MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture,
+                                 int64_t newTokens, ProgressFn progress)
+    : model_(model), capture_(std::move(capture)), n_(newTokens), progress_(std::move(progress)) {
+    if (n_ < 1) throw Error("-n must be at least 1 to compare outputs");
+    if (capture_->prompt().empty()) throw Error("outputs need a capture made by a model prefill");
+    const int64_t room = model_.config().contextLength - capture_->promptLength();
+    if (n_ > room) {
+        throw Error("-n " + std::to_string(n_) + " does not fit: the prompt leaves " +
+                    std::to_string(room) + " tokens of the model's context");
+    }
+    // The full cache's continuation, decoded on a compressed cache that kept
+    // everything (bit-identical to the plain cache).
+    CompressedCache cache(*capture_, fullSelection(*capture_), n_);
+    fullBytes_ = cache.bytes();
+    hitRate_ = std::make_unique<HitRate>(capture_, n_, std::min(kHitK, capture_->promptLength()));
+    int32_t token = greedyToken(capture_->lastLogits());
+    for (int64_t i = 0; i < n_; ++i) {
+        if (progress_) progress_(double(i) / double(n_), "full-cache decode, step " + std::to_string(i + 1));
+        fullTokens_.push_back(token);
+        at::Tensor logits = model_.decode(token, cache, hitRate_->stepObserver(i));
+        fullLogits_.push_back(logits);
+        token = greedyToken(logits);
+    }
+}
+
+RunMetrics MethodEvaluator::evaluate(const PressParams& params) {
+    const double t0 = now();
+    Selection selection = Press::create(params.method)->select(*capture_, params);
+    return evaluate(selection, now() - t0);
+}
+
+RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSeconds) {
+    RunMetrics m;
+    m.selectSeconds = selectSeconds;
+    m.fullTokens = fullTokens_;
+    m.fullBytes = fullBytes_;
+
+    double t0 = now();
+    CompressedCache forced(*capture_, selection, n_);
+    m.gatherSeconds = now() - t0;
+    m.bytes = forced.bytes();
+    m.ratio = double(m.bytes) / double(m.fullBytes);
+    const HitRate::Result hit = hitRate_->of(selection, selection.params.window);
+    m.hitRate = hit.mean;
+    m.hitRatePerLayer = hit.perLayer;
+    m.hitK = hitRate_->k();
+    m.hitSteps = hitRate_->steps();
+    for (int64_t l = 0; l < forced.layers(); ++l) {
+        m.bytesPerLayer.push_back(forced.bytes(l));
+        std::vector<int64_t> perHead;
+        for (int64_t c = 0; c < forced.heads(); ++c) {
+            perHead.push_back(2 * forced.length(l, c) * capture_->headDim() *
+                              capture_->keys(l).element_size());
+        }
+        m.bytesPerHead.push_back(std::move(perHead));
+    }
+
+    // Teacher-forced along the full continuation. The greedy run is the same
+    // until its first divergence; there it forks off a copy of the cache.
+    t0 = now();
+    int64_t top1 = 0;
+    std::unique_ptr<CompressedCache> free;
+    for (int64_t i = 0; i < n_; ++i) {
+        if (progress_) progress_(double(i) / double(n_), "compressed decode, step " + std::to_string(i + 1));
+        at::Tensor logits = model_.decode(fullTokens_[i], forced);
+        m.klPerStep.push_back(klDivergence(fullLogits_[i], logits));
+        const int32_t mine = greedyToken(logits), theirs = greedyToken(fullLogits_[i]);
+        if (mine == theirs) ++top1;
+        if (!free && i + 1 < n_) {
+            m.tokens.push_back(fullTokens_[i]);
+            if (mine != theirs) {
+                free = std::make_unique<CompressedCache>(forced.clone());
+                m.tokens.push_back(mine);
+            }
+        }
+    }
+    if (!free) m.tokens.push_back(fullTokens_[n_ - 1]);
+    while (free && static_cast<int64_t>(m.tokens.size()) < n_) {
+        m.tokens.push_back(greedyToken(model_.decode(m.tokens.back(), *free)));
+    }
+    m.decodeSeconds = now() - t0;
+
+    m.agreedPrefix = 0;
+    while (m.agreedPrefix < n_ && m.tokens[m.agreedPrefix] == fullTokens_[m.agreedPrefix]) ++m.agreedPrefix;
+    int64_t equal = 0;
+    for (int64_t i = 0; i < n_; ++i) equal += m.tokens[i] == fullTokens_[i];
+    m.tokenAgreement = double(equal) / double(n_);
+    double kl = 0.0;
+    for (double k : m.klPerStep) kl += k;
+    m.meanKl = kl / double(n_);
+    m.top1Agreement = double(top1) / double(n_);
+    return m;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,17 @@
+#include "engine/compress/presses/H2oPress.h"
+
+#include "engine/compress/presses/PressScores.h"
+
+namespace kvlens {
+
+void H2oPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
+    const int64_t T = capture.promptLength();
+    for (int64_t l = 0; l < capture.layers(); ++l) {
+        const presses::HeadScores scores = presses::accumulatedAttention(capture, l, p.window, p.gqa);
+        for (size_t h = 0; h < scores.size(); ++h) {
+            s.kept[l][h] = presses::withWindow(presses::topPositions(scores[h], budget - p.window), T, p.window);
+        }
+    }
+}
+
+}  // namespace kvlens

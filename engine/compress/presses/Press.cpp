@@ -1,0 +1,63 @@
+#include "engine/compress/presses/Press.h"
+
+#include <numeric>
+
+#include "core/Error.h"
+#include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/FullKvPress.h"
+#include "engine/compress/presses/H2oPress.h"
+#include "engine/compress/presses/PyramidKvPress.h"
+#include "engine/compress/presses/RandomPress.h"
+#include "engine/compress/presses/SnapKvPress.h"
+#include "engine/compress/presses/StreamingLlmPress.h"
+
+namespace kvlens {
+
+std::unique_ptr<Press> Press::create(const std::string& method) {
+    if (method == "full") return std::make_unique<FullKvPress>();
+    if (method == "snapkv") return std::make_unique<SnapKvPress>();
+    if (method == "pyramidkv") return std::make_unique<PyramidKvPress>();
+    if (method == "streamingllm") return std::make_unique<StreamingLlmPress>();
+    if (method == "h2o") return std::make_unique<H2oPress>();
+    if (method == "adakv") return std::make_unique<AdaKvPress>();
+    if (method == "random") return std::make_unique<RandomPress>();
+    PressParams probe;
+    probe.method = method;
+    probe.validate(2, 1);  // throws the one-line "not one of" message
+    throw Error("--method '" + method + "' is not known");
+}
+
+Selection Press::select(const Capture& capture, const PressParams& params) const {
+    const int64_t T = capture.promptLength();
+    params.validate(T, capture.windowCapacity());
+    if (params.method == "h2o" && !capture.hasH2oScores()) {
+        throw Error("--method h2o needs the attention of every prompt query, which only a model "
+                    "prefill records (not tensors given with --inputs)");
+    }
+    Selection s;
+    s.params = params;
+    s.promptLength = T;
+    s.queryHeads = capture.queryHeads();
+    s.kvHeads = capture.kvHeads();
+    // Query-head selections exist for the voting methods (as in the original
+    // SnapKV code); the others have one selection per KV head.
+    const bool voting = params.method == "snapkv" || params.method == "pyramidkv" || params.method == "adakv";
+    s.gqa = voting ? params.gqa : GqaMode::KvHead;
+    s.params.gqa = s.gqa;
+    const int64_t L = capture.layers(), heads = s.headsPerLayer();
+    s.kept.assign(L, std::vector<std::vector<int32_t>>(heads));
+    const int64_t budget = params.method == "full" ? T : params.resolveBudget(T);
+    if (budget >= T) {
+        std::vector<int32_t> all(T);
+        std::iota(all.begin(), all.end(), 0);
+        for (auto& layer : s.kept)
+            for (auto& head : layer) head = all;
+        s.layerBudgets.assign(L, T);
+        return s;
+    }
+    s.layerBudgets.assign(L, budget);
+    fill(capture, s.params, budget, s);  // with the GQA mode the selection really has
+    return s;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,47 @@
+// Building blocks the score-based presses share: per-head scores from the
+// capture (GQA group mean or per query head), 1-D pooling, top-k positions
+// with ties to the lower index, and the always-kept observation window.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/compress/Capture.h"
+#include "core/PressParams.h"
+#include "kernels/LayerSelection.h"
+
+namespace kvlens::presses {
+
+using HeadScores = std::vector<std::vector<float>>;  // [head][position]
+
+// SnapKV votes of `layer` for window W over prefix columns [0, T-W): per KV head
+// (mean of its query heads) or per query head.
+HeadScores windowVotes(const Capture& capture, int64_t layer, int64_t window, GqaMode mode);
+
+// The kernels' description of the voting parameters.
+kernels::VoteSpec voteSpec(const PressParams& params);
+
+// SnapKV's kept positions of every head of `layer` (prefixBudget prefix
+// positions, then the window): kernels::layerSelection, fused on a GPU capture,
+// or its CPU steps on the capture's cached votes.
+std::vector<std::vector<int32_t>> voteSelection(const Capture& capture, int64_t layer,
+                                                const PressParams& params, int64_t prefixBudget);
+
+// The pooled votes of `layer` per head (what voteSelection ranks), for AdaKV.
+HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams& params);
+
+// H2O's accumulated attention over prefix columns [0, T-W), grouped the same way.
+HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window,
+                                GqaMode mode);
+
+// pool1d with stride 1 and padding kernel/2: max (padding never wins) or avg
+// (padding counts as zeros in the mean, count_include_pad=True).
+std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling);
+
+// Indices of the k largest scores, ascending; equal scores prefer the lower index.
+std::vector<int32_t> topPositions(const std::vector<float>& scores, int64_t k);
+
+// `prefix` (ascending, all < T - W) followed by the window T-W .. T-1.
+std::vector<int32_t> withWindow(std::vector<int32_t> prefix, int64_t promptLength, int64_t window);
+
+}  // namespace kvlens::presses

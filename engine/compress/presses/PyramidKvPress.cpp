@@ -1,0 +1,71 @@
+#include "engine/compress/presses/PyramidKvPress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/compress/presses/PressScores.h"
+
+namespace kvlens {
+
+std::vector<int64_t> PyramidKvPress::prefixBudgets(int64_t L, int64_t T, int64_t W, int64_t B,
+                                                   double beta, PyramidSchedule schedule) {
+    const int64_t P = B - W;
+    if (T <= B) return std::vector<int64_t>(L, T - W);
+    if (schedule == PyramidSchedule::Factory) {
+        if (T < 2 * P) return std::vector<int64_t>(L, P);
+        int64_t minNum = static_cast<int64_t>(std::floor(double(P) / beta));
+        int64_t maxNum = 2 * P - minNum;
+        if (maxNum >= T - W) {
+            maxNum = T - W;
+            minNum = 2 * P - maxNum;
+        }
+        const int64_t steps = L > 1 ? (maxNum - minNum) / (L - 1) : 0;
+        std::vector<int64_t> out(L);
+        for (int64_t l = 0; l < L; ++l) out[l] = maxNum - l * steps;
+        return out;
+    }
+    // Exact: the real line from maxNum to minNum has mean P; round it to integers
+    // whose sum is L * P.
+    double minNum = double(P) / beta, maxNum = 2.0 * P - minNum;
+    if (maxNum > double(T - W)) {
+        maxNum = double(T - W);
+        minNum = 2.0 * P - maxNum;
+    }
+    std::vector<double> real(L);
+    for (int64_t l = 0; l < L; ++l) {
+        real[l] = L > 1 ? maxNum - double(l) * (maxNum - minNum) / double(L - 1) : double(P);
+    }
+    std::vector<int64_t> out(L);
+    int64_t sum = 0;
+    for (int64_t l = 0; l < L; ++l) {
+        out[l] = std::min<int64_t>(static_cast<int64_t>(std::floor(real[l] + 1e-9)), T - W);
+        sum += out[l];
+    }
+    std::vector<int64_t> order(L);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return real[a] - std::floor(real[a]) > real[b] - std::floor(real[b]);
+    });
+    // Hand out what rounding down lost, largest fractions first, never above T - W.
+    for (int64_t i = 0; sum < L * P && i < 2 * L; ++i) {
+        const int64_t l = order[i % L];
+        if (out[l] < T - W) {
+            ++out[l];
+            ++sum;
+        }
+    }
+    return out;
+}
+
+void PyramidKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget,
+                          Selection& s) const {
+    const int64_t T = capture.promptLength(), L = capture.layers();
+    const std::vector<int64_t> prefix = prefixBudgets(L, T, p.window, budget, p.beta, p.schedule);
+    for (int64_t l = 0; l < L; ++l) {
+        s.layerBudgets[l] = prefix[l] + p.window;
+        s.kept[l] = presses::voteSelection(capture, l, p, prefix[l]);
+    }
+}
+
+}  // namespace kvlens

@@ -1,0 +1,28 @@
+// PyramidKV: SnapKV scoring with a per-layer budget falling linearly from the
+// first layer to the last (the "pyramidal information funnel").
+#pragma once
+
+#include <vector>
+
+#include "engine/compress/presses/Press.h"
+
+namespace kvlens {
+
+class PyramidKvPress : public Press {
+public:
+    // Prefix positions (window excluded) each layer keeps for L layers, a prompt
+    // of T tokens, window W, budget B (window included), and beta.
+    //  factory: the reference code's integers — min = P // beta, max = 2P - min,
+    //           clamped to T - W; layer l keeps max - l * ((max - min) // (L - 1));
+    //           uniform P when T < 2P; everything when T <= B.
+    //  exact:   the same line in real numbers, rounded by largest remainder so the
+    //           layers sum to exactly L * P, each at most T - W.
+    static std::vector<int64_t> prefixBudgets(int64_t layers, int64_t promptLength, int64_t window,
+                                              int64_t budget, double beta, PyramidSchedule schedule);
+
+protected:
+    void fill(const Capture& capture, const PressParams& params, int64_t budget,
+              Selection& selection) const override;
+};
+
+}  // namespace kvlens

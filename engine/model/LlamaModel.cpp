@@ -1,0 +1,178 @@
+#include "engine/model/LlamaModel.h"
+
+#include <c10/core/InferenceMode.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/Error.h"
+#include "engine/model/HeapTuning.h"
+#include "kernels/CausalAttention.h"
+#include "kernels/Linear.h"
+#include "kernels/RmsNorm.h"
+#include "kernels/Rope.h"
+#include "kernels/SiluMul.h"
+
+namespace kvlens {
+
+LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device device,
+                       c10::ScalarType dtype)
+    : config_(std::move(config)), weights_(std::move(weights)), device_(device), dtype_(dtype) {
+    const int64_t half = config_.ropeDim / 2;
+    std::vector<float> inv(half);
+    for (int64_t i = 0; i < half; ++i) {
+        inv[i] = static_cast<float>(
+            std::pow(config_.ropeTheta, -2.0 * double(i) / double(config_.ropeDim)));
+    }
+    invFreq_ = at::tensor(inv, at::kFloat).to(device_);
+    // The 64 MB block bound keeps CPU prefills within memory; on a GPU it would
+    // cut a 32K-token prefill into blocks of 16 queries, each a few small kernels.
+    if (device_.is_cuda()) blockBytes_ = 1ll << 30;
+}
+
+KvCache LlamaModel::makeCache(int64_t capacity) const {
+    return KvCache(config_.nLayers, config_.nKvHeads, config_.headDim, capacity, dtype_, device_);
+}
+
+int64_t LlamaModel::queryBlockSize(int64_t keys) const {
+    const int64_t perQuery = config_.nHeads * std::max<int64_t>(keys, 1) * 4;
+    return std::clamp<int64_t>(blockBytes_ / perQuery, 1, 1024);
+}
+
+at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 int64_t firstPosition, at::Tensor* columnSums) const {
+    // q: [T, H, D]; k, v: [KV, S, D] with S = firstPosition + T.
+    const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
+    const int64_t KV = k.size(0), G = H / KV;
+    const double scale = 1.0 / std::sqrt(double(D));
+#if TORCH_VERSION_MAJOR >= 2
+    // On a GPU, a plain prefill from position 0 (no H2O sums wanted) is one
+    // fused causal attention (LibTorch's flash or memory-efficient kernels).
+    if (!columnSums && q.is_cuda() && firstPosition == 0 && T > 1 && k.size(1) == T) {
+        const at::Tensor qq = q.permute({1, 0, 2}).unsqueeze(0);  // [1, H, T, D]
+        const at::Tensor kk = (G > 1 ? k.repeat_interleave(G, 0) : k).unsqueeze(0);
+        const at::Tensor vv = (G > 1 ? v.repeat_interleave(G, 0) : v).unsqueeze(0);
+        const at::Tensor o = at::scaled_dot_product_attention(qq, kk, vv, {}, 0.0, true);
+        return o.squeeze(0).permute({1, 0, 2}).reshape({T, H * D});
+    }
+#endif
+    // Query heads of one group are contiguous: head h reads KV head h / G.
+    at::Tensor qg = q.permute({1, 0, 2}).reshape({KV, G, T, D});
+    at::Tensor out = at::empty({KV, G, T, D}, q.options());
+    const int64_t block = queryBlockSize(firstPosition + T);
+    const auto posOpts = at::TensorOptions().dtype(at::kLong).device(device_);
+    at::Tensor sums;
+    if (columnSums) {
+        sums = at::zeros({KV, G, firstPosition + T}, q.options().dtype(at::kFloat));
+    }
+    for (int64_t b0 = 0; b0 < T; b0 += block) {
+        const int64_t nb = std::min(block, T - b0);
+        const int64_t S = firstPosition + b0 + nb;  // keys the block's last query sees
+        at::Tensor qb = qg.narrow(2, b0, nb).reshape({KV, G * nb, D});
+        at::Tensor kb = k.narrow(1, 0, S), vb = v.narrow(1, 0, S);
+        // Query i of the block sits at position firstPosition + b0 + i and sees keys up to it.
+        at::Tensor masked;  // [nb, S], undefined when nothing is masked (one query, all keys)
+        if (nb > 1 || S > firstPosition + b0 + 1) {
+            at::Tensor qpos = at::arange(firstPosition + b0, firstPosition + b0 + nb, posOpts);
+            masked = at::arange(0, S, posOpts).unsqueeze(0) > qpos.unsqueeze(1);
+        }
+        auto causalSoftmax = [&](at::Tensor logits) {  // fp32 [KV, G * nb, S]
+            logits = logits.mul_(scale).view({KV, G, nb, S});
+            if (masked.defined()) logits.masked_fill_(masked, -std::numeric_limits<float>::infinity());
+            return at::softmax(logits, -1);  // [KV, G, nb, S]
+        };
+        at::Tensor probs = causalSoftmax(at::bmm(qb, kb.transpose(1, 2)).to(at::kFloat));
+        if (columnSums) {
+            // H2O's scores come from fp32 logits, like the SnapKV votes, so its
+            // ranking does not inherit bf16 rounding; the attention output keeps
+            // the compute dtype's path, so a capture's prefill equals a plain one.
+            at::Tensor exact = dtype_ == at::kFloat
+                                   ? probs
+                                   : causalSoftmax(at::bmm(qb.to(at::kFloat), kb.transpose(1, 2).to(at::kFloat)));
+            sums.narrow(2, 0, S).add_(exact.sum(2));
+        }
+        probs = probs.to(dtype_).view({KV, G * nb, S});
+        out.narrow(2, b0, nb).copy_(at::bmm(probs, vb).view({KV, G, nb, D}));
+    }
+    if (columnSums) *columnSums = sums.view({H, firstPosition + T});
+    return out.view({H, T, D}).permute({1, 0, 2}).reshape({T, H * D});
+}
+
+at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits,
+                               const ProgressFn& progress, ForwardObserver* observer, int64_t stopAfterLayer) {
+    const int64_t p0 = cache.length();
+    if (static_cast<int64_t>(tokens.size()) >= kLongPrefill) limitHeapFragmentation();
+    return run(tokens, p0, allLogits, progress,
+               [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+                   if (observer) observer->onQueries(l, q, p0);
+                   cache.append(l, k.transpose(0, 1), v.transpose(0, 1));
+                   const at::Tensor keys = cache.keys(l), values = cache.values(l);
+                   if (observer && observer->wantsAttentionColumnSums()) {
+                       at::Tensor sums;
+                       at::Tensor a = attention(q, keys, values, p0, &sums);
+                       observer->onAttentionColumnSums(l, sums);
+                       return a;
+                   }
+                   return kernels::useFusedAttention(q, keys)
+                              ? kernels::causalAttention(q, keys, values, p0)
+                              : attention(q, keys, values, p0);
+               }, stopAfterLayer);
+}
+
+at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
+    const int64_t position = cache.nextPosition();
+    return run({token}, position, false, {},
+               [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+                   if (observer) observer->onQueries(l, q, position);
+                   cache.append(l, k, v);
+                   return kernels::raggedAttention(q, cache.keys(l), cache.values(l), cache.headMap());
+               });
+}
+
+at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool allLogits,
+                           const ProgressFn& progress, const AttentionStep& attend, int64_t stopAfterLayer) {
+    c10::InferenceMode guard;
+    const int64_t T = static_cast<int64_t>(tokens.size());
+    const ModelConfig& c = config_;
+    if (T == 0) throw Error("no tokens to run");
+    for (int32_t id : tokens) {
+        if (id < 0 || id >= c.vocabSize) {
+            throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                        std::to_string(c.vocabSize));
+        }
+    }
+    std::vector<int64_t> ids(tokens.begin(), tokens.end());
+    at::Tensor idx = at::tensor(ids, at::kLong).to(device_);
+    // The residual stream stays fp32; matmul inputs are in the compute dtype.
+    at::Tensor x = weights_.tokenEmbedding.index_select(0, idx).to(at::kFloat);  // [T, E]
+    const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
+    const bool halves = c.ropeStyle == RopeStyle::Halves;
+
+    const int64_t layers = stopAfterLayer >= 0 ? std::min(stopAfterLayer + 1, c.nLayers) : c.nLayers;
+    for (int64_t l = 0; l < layers; ++l) {
+        if (progress) progress(double(l) / double(layers), "layer " + std::to_string(l));
+        const LayerWeights& L = weights_.layers[l];
+        at::Tensor h = kernels::rmsNorm(x, L.attnNorm, c.rmsEps, dtype_);
+        at::Tensor qkv = kernels::linear(h, L.wqkv, L.bqkv);  // [T, qd + 2 kvd]
+        at::Tensor q = qkv.narrow(1, 0, qd).view({T, c.nHeads, c.headDim});
+        at::Tensor k = qkv.narrow(1, qd, kvd).view({T, c.nKvHeads, c.headDim});
+        at::Tensor v = qkv.narrow(1, qd + kvd, kvd).view({T, c.nKvHeads, c.headDim});
+        kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves);
+        x.add_(kernels::linear(attend(l, q, k, v), L.wo, {}, at::kFloat));
+
+        h = kernels::rmsNorm(x, L.ffnNorm, c.rmsEps, dtype_);
+        at::Tensor act = kernels::siluMul(kernels::linear(h, L.wGateUp));
+        x.add_(kernels::linear(act, L.wDown, {}, at::kFloat));
+    }
+    if (progress) progress(1.0, "done");
+    if (stopAfterLayer >= 0) return at::Tensor();
+    at::Tensor last = allLogits ? x : x.narrow(0, T - 1, 1);
+    at::Tensor logits = kernels::linear(kernels::rmsNorm(last, weights_.outputNorm, c.rmsEps, dtype_),
+                                        weights_.output, {}, at::kFloat)
+                            .to(at::kCPU);
+    return allLogits ? logits : logits[0];
+}
+
+}  // namespace kvlens

@@ -1,0 +1,85 @@
+#include "engine/model/ModelConfig.h"
+
+#include "core/Error.h"
+#include "engine/gguf/GgufFile.h"
+
+namespace kvlens {
+
+ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
+    ModelConfig c;
+    const std::string arch = file.getString("general.architecture");
+    if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
+        throw Error(file.path() + ": unknown architecture '" + arch +
+                    "' in general.architecture (supported: llama, mistral, qwen2)");
+    }
+    c.architecture = arch;
+    c.name = file.getStringOr("general.name", "");
+    const std::string p = arch + ".";
+    c.nLayers = static_cast<int64_t>(file.getUInt(p + "block_count"));
+    c.embedDim = static_cast<int64_t>(file.getUInt(p + "embedding_length"));
+    c.ffnDim = static_cast<int64_t>(file.getUInt(p + "feed_forward_length"));
+    c.nHeads = static_cast<int64_t>(file.getUInt(p + "attention.head_count"));
+    c.nKvHeads = static_cast<int64_t>(file.getUIntOr(p + "attention.head_count_kv", c.nHeads));
+    c.contextLength = static_cast<int64_t>(file.getUIntOr(p + "context_length", 2048));
+    c.rmsEps = file.getFloatOr(p + "attention.layer_norm_rms_epsilon", 1e-5);
+    c.ropeTheta = file.getFloatOr(p + "rope.freq_base", 10000.0);
+    if (c.nHeads <= 0) {
+        throw Error(file.path() + ": metadata key '" + p + "attention.head_count' is 0");
+    }
+    c.headDim = static_cast<int64_t>(
+        file.getUIntOr(p + "attention.key_length", static_cast<uint64_t>(c.embedDim / c.nHeads)));
+    c.ropeDim = static_cast<int64_t>(file.getUIntOr(p + "rope.dimension_count", c.headDim));
+    c.ropeStyle = arch == "qwen2" ? RopeStyle::Halves : RopeStyle::Adjacent;
+    c.qkvBias = arch == "qwen2";
+    if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens")) {
+        c.vocabSize = static_cast<int64_t>(tokens->array.size());
+    }
+    if (const GgufTensorInfo* emb = file.findTensor("token_embd.weight")) {
+        if (emb->shape.size() == 2 && c.vocabSize == 0) c.vocabSize = emb->shape[1];
+    }
+    c.validate(file.path());
+    return c;
+}
+
+ModelShape ModelConfig::shape() const {
+    ModelShape s;
+    s.architecture = architecture;
+    s.name = name;
+    s.layers = nLayers;
+    s.heads = nHeads;
+    s.kvHeads = nKvHeads;
+    s.headDim = headDim;
+    s.embedDim = embedDim;
+    s.ffnDim = ffnDim;
+    s.vocabSize = vocabSize;
+    s.contextLength = contextLength;
+    s.ropeTheta = ropeTheta;
+    return s;
+}
+
+void ModelConfig::validate(const std::string& source) const {
+    auto bad = [&](const std::string& what) { throw Error(source + ": " + what); };
+    auto positive = [&](int64_t v, const char* field) {
+        if (v <= 0 || v > (int64_t(1) << 31)) bad(std::string(field) + " is " + std::to_string(v));
+    };
+    positive(nLayers, "block_count");
+    positive(embedDim, "embedding_length");
+    positive(ffnDim, "feed_forward_length");
+    positive(nHeads, "attention.head_count");
+    positive(nKvHeads, "attention.head_count_kv");
+    positive(headDim, "head dimension");
+    positive(vocabSize, "vocabulary size");
+    positive(contextLength, "context_length");
+    if (nHeads % nKvHeads != 0) {
+        bad("attention.head_count " + std::to_string(nHeads) +
+            " is not a multiple of attention.head_count_kv " + std::to_string(nKvHeads));
+    }
+    if (ropeDim <= 0 || ropeDim > headDim || ropeDim % 2 != 0) {
+        bad("rope.dimension_count " + std::to_string(ropeDim) +
+            " must be even and at most the head dimension " + std::to_string(headDim));
+    }
+    if (!(ropeTheta > 0.0)) bad("rope.freq_base must be positive");
+    if (!(rmsEps > 0.0)) bad("attention.layer_norm_rms_epsilon must be positive");
+}
+
+}  // namespace kvlens

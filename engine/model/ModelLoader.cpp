@@ -1,0 +1,83 @@
+#include "engine/model/ModelLoader.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "engine/tokenizer/ByteTokenizer.h"
+#include "core/Error.h"
+#include "engine/gguf/GgufFile.h"
+#include "engine/tokenizer/LlamaTokenizer.h"
+
+namespace kvlens {
+namespace {
+
+std::string gigabytes(int64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GB", double(bytes) / 1e9);
+    return buf;
+}
+
+void checkFits(const std::string& what, int64_t needed, c10::Device device) {
+    if (!device.is_cpu()) return;
+    const int64_t available = availableMemoryBytes();
+    if (available > 0 && needed > available) {
+        throw Error(what + ": the weights need " + gigabytes(needed) + " but only " +
+                    gigabytes(available) +
+                    " of memory is available (try --dtype bf16, or :layers=N for a random preset)");
+    }
+}
+
+}  // namespace
+
+int64_t availableMemoryBytes() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string line;
+    while (std::getline(meminfo, line)) {
+        if (line.rfind("MemAvailable:", 0) == 0) {
+            std::istringstream in(line.substr(13));
+            int64_t kb = 0;
+            in >> kb;
+            return kb * 1024;
+        }
+    }
+    return -1;
+}
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& specText) {
+    const ModelSpec spec = ModelSpec::parse(specText);
+    if (spec.kind == ModelSpec::Kind::Random) {
+        return std::make_unique<ByteTokenizer>(static_cast<int32_t>(spec.randomConfig().vocabSize));
+    }
+    GgufFile file(spec.path);
+    return LlamaTokenizer::fromGguf(file);
+}
+
+LoadedModel loadModel(const std::string& specText, c10::Device device, c10::ScalarType dtype,
+                      const ProgressFn& progress) {
+    LoadedModel loaded;
+    loaded.spec = ModelSpec::parse(specText);
+    if (loaded.spec.kind == ModelSpec::Kind::Random) {
+        ModelConfig config = loaded.spec.randomConfig();
+        checkFits(specText, ModelWeights::estimateBytes(config, dtype), device);
+        loaded.tokenizer = std::make_unique<ByteTokenizer>(static_cast<int32_t>(config.vocabSize));
+        ModelWeights weights = ModelWeights::random(config, loaded.spec.seed, device, dtype, progress);
+        loaded.model = std::make_unique<LlamaModel>(config, std::move(weights), device, dtype);
+        return loaded;
+    }
+    GgufFile file(loaded.spec.path);
+    ModelConfig config = ModelConfig::fromGguf(file);
+    auto tokenizer = LlamaTokenizer::fromGguf(file);
+    if (tokenizer->vocabSize() != config.vocabSize) {
+        throw Error(file.path() + ": tokenizer.ggml.tokens has " +
+                    std::to_string(tokenizer->vocabSize()) + " entries but the model's vocabulary is " +
+                    std::to_string(config.vocabSize));
+    }
+    checkFits(file.path(), ModelWeights::estimateBytes(config, dtype), device);
+    ModelWeights weights = ModelWeights::fromGguf(file, config, device, dtype, progress);
+    loaded.tokenizer = std::move(tokenizer);
+    loaded.model = std::make_unique<LlamaModel>(config, std::move(weights), device, dtype);
+    return loaded;
+}
+
+}  // namespace kvlens

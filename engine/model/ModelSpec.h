@@ -1,0 +1,38 @@
+// What `--model` names: a GGUF path, or `random:<preset>[:layers=N][:seed=S][:ctx=N]`
+// for random weights of a real model's shape, so long-prompt work needs no download.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model/ModelConfig.h"
+
+namespace kvlens {
+
+struct ModelSpec {
+    enum class Kind { File, Random };
+    Kind kind = Kind::File;
+    std::string text;    // as the user wrote it
+    std::string path;    // Kind::File
+    std::string preset;  // Kind::Random
+    int64_t layers = 0;  // 0: the preset's own
+    uint64_t seed = 0;
+    int64_t context = 0;  // 0: the preset's own
+
+    // Throws kvlens::Error for an unknown preset or option.
+    static ModelSpec parse(const std::string& text);
+
+    // The model to use: `flag` when given, else $KVLENS_MODEL, else the shared
+    // stories260K.gguf when present (in ../shared, or $KVLENS_SHARED_DIR, else the
+    // shared folder beside the source tree); throws kvlens::Error saying how to pass one.
+    // An empty `flag` that was given (`--model ''`) is an error.
+    static std::string resolveDefault(const std::string& flag, bool given);
+
+    static std::vector<std::string> presetNames();
+
+    // The shape of a Kind::Random spec (layers, context applied).
+    ModelConfig randomConfig() const;
+};
+
+}  // namespace kvlens

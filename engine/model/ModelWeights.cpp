@@ -1,0 +1,177 @@
+#include "engine/model/ModelWeights.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <map>
+
+#include "engine/gguf/Dequantize.h"
+#include "core/Error.h"
+#include "engine/gguf/GgufFile.h"
+
+namespace kvlens {
+namespace {
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+// Drops trailing 1s: a GGUF writer may store [E] as [E, 1].
+std::vector<int64_t> trimmed(std::vector<int64_t> shape) {
+    while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
+    return shape;
+}
+
+class GgufTensorLoader {
+public:
+    GgufTensorLoader(const GgufFile& file, c10::Device device, c10::ScalarType dtype)
+        : file_(file), device_(device), dtype_(dtype) {}
+
+    // `ggmlShape` is what the metadata implies, in ggml order (fastest first).
+    at::Tensor load(const std::string& name, std::vector<int64_t> ggmlShape, bool keepFp32,
+                    const std::string& because) {
+        const GgufTensorInfo* info = file_.findTensor(name);
+        if (!info) throw Error(file_.path() + ": tensor '" + name + "' is missing");
+        if (trimmed(info->shape) != trimmed(ggmlShape)) {
+            throw Error(file_.path() + ": tensor '" + name + "' has shape " +
+                        shapeText(info->shape) + ", expected " + shapeText(ggmlShape) +
+                        " from metadata (" + because + ")");
+        }
+        if (!ggmlTypeSupported(info->type)) {
+            throw Error(file_.path() + ": tensor '" + name + "' has unsupported type " +
+                        ggmlTypeName(info->type) +
+                        " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+        }
+        types_[ggmlTypeName(info->type)]++;
+        std::vector<int64_t> torchShape(ggmlShape.rbegin(), ggmlShape.rend());
+        at::Tensor t = at::empty(torchShape, at::kFloat);
+        dequantize(info->type, file_.tensorData(*info), t.data_ptr<float>(), info->numel());
+        return t.to(device_, keepFp32 ? at::kFloat : dtype_);
+    }
+
+    std::vector<std::pair<std::string, int>> types() const {
+        return {types_.begin(), types_.end()};
+    }
+
+private:
+    const GgufFile& file_;
+    c10::Device device_;
+    c10::ScalarType dtype_;
+    std::map<std::string, int> types_;
+};
+
+}  // namespace
+
+int64_t ModelWeights::bytes() const {
+    int64_t total = 0;
+    auto add = [&](const at::Tensor& t) {
+        if (t.defined()) total += t.numel() * t.element_size();
+    };
+    add(tokenEmbedding);
+    add(outputNorm);
+    if (!tiedOutput) add(output);
+    for (const LayerWeights& l : layers) {
+        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.wqkv, &l.bqkv, &l.wo, &l.wGateUp,
+                                    &l.wDown}) {
+            add(*t);
+        }
+    }
+    return total;
+}
+
+int64_t ModelWeights::estimateBytes(const ModelConfig& c, c10::ScalarType dtype) {
+    const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
+    const int64_t perLayer = c.embedDim * (qd + 2 * kvd) + qd * c.embedDim + 3 * c.embedDim * c.ffnDim;
+    return (c.nLayers * perLayer + 2 * c.vocabSize * c.embedDim) *
+           static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, c10::Device device,
+                                    c10::ScalarType dtype, const ProgressFn& progress) {
+    GgufTensorLoader loader(file, device, dtype);
+    ModelWeights w;
+    const int64_t E = c.embedDim, qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
+    const std::string embedWhy = "embedding_length=" + std::to_string(E);
+    const std::string vocabWhy = embedWhy + ", vocabulary=" + std::to_string(c.vocabSize);
+    const std::string qWhy = embedWhy + ", head_count=" + std::to_string(c.nHeads) +
+                             ", head_dim=" + std::to_string(c.headDim);
+    const std::string kvWhy = embedWhy + ", head_count_kv=" + std::to_string(c.nKvHeads) +
+                              ", head_dim=" + std::to_string(c.headDim);
+    const std::string ffnWhy = embedWhy + ", feed_forward_length=" + std::to_string(c.ffnDim);
+
+    w.tokenEmbedding = loader.load("token_embd.weight", {E, c.vocabSize}, false, vocabWhy);
+    for (int64_t l = 0; l < c.nLayers; ++l) {
+        if (progress) progress(double(l) / double(c.nLayers), "loading layer " + std::to_string(l));
+        const std::string p = "blk." + std::to_string(l) + ".";
+        LayerWeights L;
+        L.attnNorm = loader.load(p + "attn_norm.weight", {E}, true, embedWhy);
+        L.wqkv = at::cat({loader.load(p + "attn_q.weight", {E, qd}, false, qWhy),
+                          loader.load(p + "attn_k.weight", {E, kvd}, false, kvWhy),
+                          loader.load(p + "attn_v.weight", {E, kvd}, false, kvWhy)});
+        L.wo = loader.load(p + "attn_output.weight", {qd, E}, false, qWhy);
+        if (c.qkvBias) {
+            L.bqkv = at::cat({loader.load(p + "attn_q.bias", {qd}, false, qWhy),
+                              loader.load(p + "attn_k.bias", {kvd}, false, kvWhy),
+                              loader.load(p + "attn_v.bias", {kvd}, false, kvWhy)});
+        }
+        L.ffnNorm = loader.load(p + "ffn_norm.weight", {E}, true, embedWhy);
+        L.wGateUp = at::cat({loader.load(p + "ffn_gate.weight", {E, c.ffnDim}, false, ffnWhy),
+                             loader.load(p + "ffn_up.weight", {E, c.ffnDim}, false, ffnWhy)});
+        L.wDown = loader.load(p + "ffn_down.weight", {c.ffnDim, E}, false, ffnWhy);
+        w.layers.push_back(std::move(L));
+    }
+    w.outputNorm = loader.load("output_norm.weight", {E}, true, embedWhy);
+    if (file.findTensor("output.weight")) {
+        w.output = loader.load("output.weight", {E, c.vocabSize}, false, vocabWhy);
+    } else {
+        w.output = w.tokenEmbedding;
+        w.tiedOutput = true;
+    }
+    w.sourceTypes = loader.types();
+    if (progress) progress(1.0, "loaded");
+    return w;
+}
+
+ModelWeights ModelWeights::random(const ModelConfig& c, uint64_t seed, c10::Device device,
+                                  c10::ScalarType dtype, const ProgressFn& progress) {
+    // Each tensor gets its own generator seeded from (seed, layer, slot).
+    auto draw = [&](std::vector<int64_t> shape, double stddev, uint64_t layer, uint64_t slot) {
+        at::Generator gen =
+            at::detail::createCPUGenerator(seed * 0x9E3779B97F4A7C15ull + layer * 64 + slot + 1);
+        const double a = std::sqrt(3.0) * stddev;
+        at::Tensor t = at::empty(shape, at::kFloat);
+        t.uniform_(-a, a, gen);
+        return t.to(device, dtype);
+    };
+    const int64_t E = c.embedDim, qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
+    const auto fp32 = at::TensorOptions().dtype(at::kFloat).device(device);
+    const uint64_t top = 1u << 20;
+    ModelWeights w;
+    w.tokenEmbedding = draw({c.vocabSize, E}, 1.0, top, 0);
+    for (int64_t l = 0; l < c.nLayers; ++l) {
+        if (progress) progress(double(l) / double(c.nLayers), "drawing layer " + std::to_string(l));
+        LayerWeights L;
+        const uint64_t u = static_cast<uint64_t>(l);
+        L.attnNorm = at::ones({E}, fp32);
+        L.ffnNorm = at::ones({E}, fp32);
+        const double inE = 1.0 / std::sqrt(double(E));
+        L.wqkv = at::cat({draw({qd, E}, inE, u, 1), draw({kvd, E}, inE, u, 2),
+                          draw({kvd, E}, inE, u, 3)});
+        L.wo = draw({E, qd}, 1.0 / std::sqrt(double(qd)), u, 4);
+        L.wGateUp = at::cat({draw({c.ffnDim, E}, inE, u, 5), draw({c.ffnDim, E}, inE, u, 6)});
+        L.wDown = draw({E, c.ffnDim}, 1.0 / std::sqrt(double(c.ffnDim)), u, 7);
+        if (c.qkvBias) {
+            L.bqkv = at::cat({draw({qd}, 0.1, u, 8), draw({kvd}, 0.1, u, 9), draw({kvd}, 0.1, u, 10)});
+        }
+        w.layers.push_back(std::move(L));
+    }
+    w.outputNorm = at::ones({E}, fp32);
+    w.output = draw({c.vocabSize, E}, 1.0 / std::sqrt(double(E)), top, 1);
+    w.sourceTypes = {{"random", 0}};
+    if (progress) progress(1.0, "drawn");
+    return w;
+}
+
+}  // namespace kvlens

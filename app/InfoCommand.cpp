@@ -7,7 +7,7 @@
 #include "app/Commands.h"
 #include "engine/gguf/Dequantize.h"
 #include "engine/gguf/GgufFile.h"
-#include "engine/tokenizer/LlamaTokenizer.h"
+#include "engine/tokenizer/GgufTokenizer.h"
 #include "engine/model/ModelConfig.h"
 #include "engine/model/ModelSpec.h"
 
@@ -29,6 +29,32 @@ std::string humanBytes(double b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
     return buf;
+}
+
+std::string describeTokenizer(const GgufFile& file) {
+    const std::string model = file.getString("tokenizer.ggml.model");
+    return model == "gpt2" ? "gpt2 (byte-level BPE, pre-tokenizer " + file.getStringOr("tokenizer.ggml.pre", "default") + ")"
+                           : "llama (SentencePiece)";
+}
+
+// A vocab-only file (llama.cpp's tokenizer test files): its tokenizer, and no model.
+int printVocabOnly(const GgufFile& file, const std::string& modelText, bool json) {
+    const auto tok = GgufTokenizer::fromGguf(file);
+    const std::string kind = describeTokenizer(file);
+    const std::string source = "GGUF v" + std::to_string(file.version()) + ", " + humanBytes(double(file.fileSize())) +
+                               ", vocab-only (no tensors: nothing to run)";
+    if (json) {
+        nlohmann::json j = {{"model", modelText}, {"source", source},     {"vocab_only", true},
+                            {"vocab", tok->vocabSize()}, {"tokenizer", kind}, {"bos_id", tok->bosId()},
+                            {"eos_id", tok->eosId()}, {"architecture", file.getStringOr("general.architecture", "")}};
+        std::printf("%s\n", j.dump().c_str());
+        return 0;
+    }
+    std::printf("model         %s\n", modelText.c_str());
+    std::printf("source        %s\n", source.c_str());
+    std::printf("architecture  %s (metadata only)\n", file.getStringOr("general.architecture", "?").c_str());
+    std::printf("vocabulary    %d (%s, BOS %d, EOS %d)\n", tok->vocabSize(), kind.c_str(), tok->bosId(), tok->eosId());
+    return 0;
 }
 
 }  // namespace
@@ -61,15 +87,18 @@ int runInfo(const std::vector<std::string>& argv) {
         source = "random weights (preset " + spec.preset + ", seed " + std::to_string(spec.seed) + ")";
     } else {
         GgufFile file(spec.path);
+        if (file.tensors().empty() && file.has("tokenizer.ggml.model")) {
+            return printVocabOnly(file, modelText, args.has("--json"));
+        }
         c = ModelConfig::fromGguf(file);
         for (const GgufTensorInfo& t : file.tensors()) {
             types[ggmlTypeName(t.type)]++;
             parameters += t.numel();
         }
-        auto tok = LlamaTokenizer::fromGguf(file);
+        auto tok = GgufTokenizer::fromGguf(file);
         bos = tok->bosId();
         eos = tok->eosId();
-        tokenizerKind = "llama (SentencePiece)";
+        tokenizerKind = describeTokenizer(file);
         source = "GGUF v" + std::to_string(file.version()) + ", " + humanBytes(double(file.fileSize()));
     }
 

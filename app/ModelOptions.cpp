@@ -1,8 +1,11 @@
 #include "app/ModelOptions.h"
 
+#include "engine/tokenizer/Utf8.h"
+
 #include <ATen/Parallel.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -57,6 +60,23 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
     return capture;
 }
 
+namespace {
+
+// Prompts are UTF-8 text: a byte that is not is refused (never replaced), so
+// that what is tokenized is exactly what the user wrote.
+const std::string& requireUtf8(const std::string& prompt, const std::string& what) {
+    const size_t bad = Utf8::firstInvalid(prompt);
+    if (bad != std::string::npos) {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02X", unsigned(static_cast<unsigned char>(prompt[bad])));
+        throw Error(what + ": is not UTF-8 text (byte " + std::to_string(bad) + " is " + byte +
+                    "); KV Lens reads prompts as UTF-8");
+    }
+    return prompt;
+}
+
+}  // namespace
+
 std::string readPrompt(const CommandLine& args) {
     if (args.has("--prompt") && args.has("--prompt-file")) {
         throw Error("give either --prompt or --prompt-file, not both");
@@ -68,12 +88,12 @@ std::string readPrompt(const CommandLine& args) {
         std::ostringstream text;
         text << in.rdbuf();
         if (text.str().empty()) throw Error("--prompt-file " + path + ": the prompt is empty");
-        return text.str();
+        return requireUtf8(text.str(), "--prompt-file " + path);
     }
     if (!args.has("--prompt")) throw Error("no prompt: pass --prompt TEXT or --prompt-file PATH");
     const std::string prompt = args.get("--prompt");
     if (prompt.empty()) throw Error("--prompt: the prompt is empty");
-    return prompt;
+    return requireUtf8(prompt, "--prompt");
 }
 
 }  // namespace kvlens

@@ -7,7 +7,7 @@
 #include "engine/tokenizer/ByteTokenizer.h"
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
-#include "engine/tokenizer/LlamaTokenizer.h"
+#include "engine/tokenizer/GgufTokenizer.h"
 
 namespace kvlens {
 namespace {
@@ -50,7 +50,7 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& specText) {
         return std::make_unique<ByteTokenizer>(static_cast<int32_t>(spec.randomConfig().vocabSize));
     }
     GgufFile file(spec.path);
-    return LlamaTokenizer::fromGguf(file);
+    return GgufTokenizer::fromGguf(file);
 }
 
 LoadedModel loadModel(const std::string& specText, c10::Device device, c10::ScalarType dtype,
@@ -66,8 +66,12 @@ LoadedModel loadModel(const std::string& specText, c10::Device device, c10::Scal
         return loaded;
     }
     GgufFile file(loaded.spec.path);
+    if (file.tensors().empty() && file.has("tokenizer.ggml.model")) {
+        throw Error(file.path() + ": a vocab-only GGUF (tokenizer metadata, no tensors) has no weights to "
+                                  "run; kvlens tokenize and kvlens info read it");
+    }
     ModelConfig config = ModelConfig::fromGguf(file);
-    auto tokenizer = LlamaTokenizer::fromGguf(file);
+    auto tokenizer = GgufTokenizer::fromGguf(file);
     if (tokenizer->vocabSize() != config.vocabSize) {
         throw Error(file.path() + ": tokenizer.ggml.tokens has " +
                     std::to_string(tokenizer->vocabSize()) + " entries but the model's vocabulary is " +

@@ -8,6 +8,7 @@
 
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
+#include "engine/tokenizer/SpecialTokenSplit.h"
 
 namespace kvlens {
 
@@ -350,39 +351,12 @@ std::vector<int32_t> LlamaTokenizer::encode(const std::string& text, bool addBos
 
     // Cut user-defined tokens out of the text, longest first (llama.cpp's
     // tokenizer_st_partition with parse_special = false).
-    struct Fragment {
-        size_t offset;
-        size_t length;
-        int32_t token;  // -1: text
-    };
-    std::vector<Fragment> fragments{{0, text.size(), -1}};
-    for (int32_t ud : userDefined_) {
-        const std::string& needle = vocab_.tokens[ud];
-        std::vector<Fragment> next;
-        next.reserve(fragments.size());
-        for (const Fragment& f : fragments) {
-            if (f.token >= 0) {
-                next.push_back(f);
-                continue;
-            }
-            const size_t end = f.offset + f.length;
-            const std::string_view area(text.data(), end);
-            size_t pos = f.offset;
-            while (true) {
-                const size_t hit = area.find(needle, pos);
-                if (hit == std::string_view::npos) break;
-                if (hit > pos) next.push_back(Fragment{pos, hit - pos, -1});
-                next.push_back(Fragment{hit, needle.size(), ud});
-                pos = hit + needle.size();
-            }
-            if (pos < end) next.push_back(Fragment{pos, end - pos, -1});
-        }
-        fragments.swap(next);
-    }
+    const std::vector<SpecialTokenSplit::Fragment> fragments =
+        SpecialTokenSplit::split(text, userDefined_, vocab_.tokens);
 
     bool previousSpecial = true;  // the first run gets the space prefix
     const std::string marker(kSpaceMarker, kSpaceMarkerLen);
-    for (const Fragment& f : fragments) {
+    for (const SpecialTokenSplit::Fragment& f : fragments) {
         if (f.token >= 0) {
             out.push_back(f.token);
             previousSpecial = true;

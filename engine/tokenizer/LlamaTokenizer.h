@@ -23,22 +23,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/tokenizer/TokenType.h"
 #include "engine/tokenizer/Tokenizer.h"
 
 namespace kvlens {
 
 class GgufFile;
 
-// GGUF token types (tokenizer.ggml.token_type), as llama.cpp numbers them.
-enum class LlamaTokenType : int32_t {
-    Undefined = 0,
-    Normal = 1,
-    Unknown = 2,
-    Control = 3,
-    UserDefined = 4,
-    Unused = 5,
-    Byte = 6,
-};
 
 // A vocabulary as plain data, so tests can build one in memory. Ids of -1 mean
 // "none". `tokens`, `scores` and `types` have one entry per token.

@@ -1,0 +1,36 @@
+// Longest-first partition of a text by special tokens.
+#include "engine/tokenizer/SpecialTokenSplit.h"
+
+namespace kvlens {
+
+std::vector<SpecialTokenSplit::Fragment> SpecialTokenSplit::split(
+    std::string_view text, const std::vector<int32_t>& ids, const std::vector<std::string>& texts) {
+    std::vector<Fragment> fragments{{0, text.size(), -1}};
+    for (int32_t id : ids) {
+        const std::string& needle = texts[size_t(id)];
+        if (needle.empty()) continue;
+        std::vector<Fragment> next;
+        next.reserve(fragments.size());
+        for (const Fragment& f : fragments) {
+            if (f.token >= 0) {
+                next.push_back(f);
+                continue;
+            }
+            const size_t end = f.offset + f.length;
+            const std::string_view area = text.substr(0, end);
+            size_t pos = f.offset;
+            while (true) {
+                const size_t hit = area.find(needle, pos);
+                if (hit == std::string_view::npos) break;
+                if (hit > pos) next.push_back(Fragment{pos, hit - pos, -1});
+                next.push_back(Fragment{hit, needle.size(), id});
+                pos = hit + needle.size();
+            }
+            if (pos < end) next.push_back(Fragment{pos, end - pos, -1});
+        }
+        fragments.swap(next);
+    }
+    return fragments;
+}
+
+}  // namespace kvlens

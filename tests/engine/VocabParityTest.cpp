@@ -1,0 +1,89 @@
+// The seven vocabularies of ../shared/testdata/vocab (llama.cpp's tokenizer
+// test files: SentencePiece and byte-level BPE with the GPT-2, Llama 3/DBRX,
+// DeepSeek LLM, Falcon and StarCoder pre-tokenizers) reproduce every one of
+// Hugging Face's token ids for their 43-46 texts, exactly.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/GgufFile.h"
+#include "engine/tokenizer/GgufTokenizer.h"
+
+namespace kvlens {
+namespace {
+
+std::string vocabDir() { return std::string(KVLENS_SHARED_DIR) + "/testdata/vocab/"; }
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+struct Case {
+    std::string text;
+    std::vector<int32_t> ids;
+};
+
+// NAME.gguf.inp: texts, each followed by "\n__ggml_vocab_test__\n"; NAME.gguf.out:
+// one line of ids per text.
+std::vector<Case> cases(const std::string& name) {
+    const std::string inp = slurp(vocabDir() + name + ".inp"),
+                      out = slurp(vocabDir() + name + ".out");
+    std::vector<Case> all;
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    for (size_t at = 0; at < inp.size();) {
+        const size_t end = inp.find(sep, at);
+        if (end == std::string::npos) break;
+        all.push_back({inp.substr(at, end - at), {}});
+        at = end + sep.size();
+    }
+    std::istringstream lines(out);
+    std::string line;
+    for (Case& c : all) {
+        if (!std::getline(lines, line)) break;
+        std::istringstream ids(line);
+        for (int32_t id; ids >> id;) c.ids.push_back(id);
+    }
+    return all;
+}
+
+class VocabParity : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(VocabParity, EveryCaseEqualsHuggingFacesIds) {
+    const std::string name = std::string("ggml-vocab-") + GetParam() + ".gguf";
+    if (!std::ifstream(vocabDir() + name).good())
+        GTEST_SKIP() << "needs ../shared/testdata/vocab/" << name;
+    GgufFile file(vocabDir() + name);
+    const auto tokenizer = GgufTokenizer::fromGguf(file);
+    const std::vector<Case> all = cases(name);
+    ASSERT_GE(all.size(), 43u) << name;
+    int matched = 0;
+    for (const Case& c : all) {
+        const std::vector<int32_t> got = tokenizer->encode(c.text, false);
+        if (got == c.ids) {
+            ++matched;
+        } else {
+            ADD_FAILURE() << name << ": text '" << c.text << "'";
+            EXPECT_EQ(got, c.ids);
+        }
+    }
+    EXPECT_EQ(matched, int(all.size())) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabularies, VocabParity,
+                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "dbrx", "deepseek-llm",
+                                           "falcon", "starcoder"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                             std::string n = info.param;
+                             for (char& ch : n)
+                                 if (ch == '-') ch = '_';
+                             return n;
+                         });
+
+}  // namespace
+}  // namespace kvlens

@@ -179,6 +179,186 @@ void dequantQ6_K(const uint8_t* src, float* dst, int64_t n) {
     }
 }
 
+// Q4_1: as Q4_0 with a minimum: x = q*d + m.
+void dequantQ4_1(const uint8_t* src, float* dst, int64_t n) {
+    const float* table = halfTable();
+    for (int64_t b = 0; b < n / kQK; ++b) {
+        const uint8_t* blk = src + b * 20;
+        const float d = table[loadU16(blk)];
+        const float m = table[loadU16(blk + 2)];
+        const uint8_t* qs = blk + 4;
+        float* y = dst + b * kQK;
+        for (int j = 0; j < kQK / 2; ++j) {
+            y[j] = static_cast<float>(qs[j] & 0x0F) * d + m;
+            y[j + kQK / 2] = static_cast<float>(qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+// Q5_0 / Q5_1: Q4's nibbles plus a fifth bit per element from the 32-bit qh
+// (bit j for element j, bit j+16 for element j+16). Q5_0: x = (q-16)*d;
+// Q5_1: x = q*d + m.
+void dequantQ5(const uint8_t* src, float* dst, int64_t n, bool withMin) {
+    const float* table = halfTable();
+    const size_t bytes = withMin ? 24 : 22;
+    for (int64_t b = 0; b < n / kQK; ++b) {
+        const uint8_t* blk = src + b * bytes;
+        const float d = table[loadU16(blk)];
+        const float m = withMin ? table[loadU16(blk + 2)] : 0.0f;
+        const uint8_t* h = blk + (withMin ? 4 : 2);
+        const uint32_t qh = uint32_t(h[0]) | uint32_t(h[1]) << 8 | uint32_t(h[2]) << 16 | uint32_t(h[3]) << 24;
+        const uint8_t* qs = h + 4;
+        float* y = dst + b * kQK;
+        for (int j = 0; j < kQK / 2; ++j) {
+            const int q0 = (qs[j] & 0x0F) | int((qh >> j) & 1) << 4;
+            const int q1 = (qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+            if (withMin) {
+                y[j] = static_cast<float>(q0) * d + m;
+                y[j + kQK / 2] = static_cast<float>(q1) * d + m;
+            } else {
+                y[j] = static_cast<float>(q0 - 16) * d;
+                y[j + kQK / 2] = static_cast<float>(q1 - 16) * d;
+            }
+        }
+    }
+}
+
+// Q2_K: 16 sub-blocks of 16; scales[i] holds sub-block i's scale (low nibble)
+// and min (high nibble). Each 128-element half reads 32 bytes of qs four times,
+// two bits at a time (shift 0, 2, 4, 6), 16 bytes per sub-block. x = d*sc*q - dmin*m.
+void dequantQ2_K(const uint8_t* src, float* dst, int64_t n) {
+    const float* table = halfTable();
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* blk = src + b * 84;
+        const uint8_t* scales = blk;
+        const uint8_t* q = blk + 16;
+        const float d = table[loadU16(blk + 80)];
+        const float dmin = table[loadU16(blk + 82)];
+        float* y = dst + b * kQK_K;
+        int is = 0;
+        for (int half = 0; half < 2; ++half) {
+            for (int shift = 0; shift < 8; shift += 2) {
+                for (int part = 0; part < 2; ++part) {
+                    const uint8_t sc = scales[is++];
+                    const float dl = d * static_cast<float>(sc & 0x0F);
+                    const float ml = dmin * static_cast<float>(sc >> 4);
+                    for (int l = 0; l < 16; ++l)
+                        *y++ = dl * static_cast<float>((q[l + 16 * part] >> shift) & 3) - ml;
+                }
+            }
+            q += 32;
+        }
+    }
+}
+
+// Q3_K: 16 six-bit scales packed in 12 bytes (low nibbles in bytes 0..7, top
+// two bits in 8..11), offset by 32; two low bits of each element from qs as in
+// Q2_K and a third from hmask (bit set: +0, clear: -4). x = d*(sc-32)*q.
+void dequantQ3_K(const uint8_t* src, float* dst, int64_t n) {
+    const float* table = halfTable();
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* blk = src + b * 110;
+        const uint8_t* hm = blk;
+        const uint8_t* q = blk + 32;
+        const uint8_t* packed = blk + 96;
+        const float d = table[loadU16(blk + 108)];
+        int scales[16];
+        for (int i = 0; i < 16; ++i) {
+            const int low = i < 8 ? packed[i] & 0x0F : packed[i - 8] >> 4;
+            const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+            scales[i] = (low | high << 4) - 32;
+        }
+        float* y = dst + b * kQK_K;
+        int is = 0;
+        uint8_t mask = 1;
+        for (int half = 0; half < 2; ++half) {
+            for (int shift = 0; shift < 8; shift += 2) {
+                for (int part = 0; part < 2; ++part) {
+                    const float dl = d * static_cast<float>(scales[is++]);
+                    for (int l = 0; l < 16; ++l) {
+                        const int k = l + 16 * part;
+                        const int v = int((q[k] >> shift) & 3) - ((hm[k] & mask) ? 0 : 4);
+                        *y++ = dl * static_cast<float>(v);
+                    }
+                }
+                mask = uint8_t(mask << 1);
+            }
+            q += 32;
+        }
+    }
+}
+
+// Q5_K: Q4_K's layout plus qh[32]: chunk c (64 elements) takes its fifth bits
+// from qh bit 2c (first 32) and bit 2c+1 (second 32).
+void dequantQ5_K(const uint8_t* src, float* dst, int64_t n) {
+    const float* table = halfTable();
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* blk = src + b * 176;
+        const float d = table[loadU16(blk)];
+        const float dmin = table[loadU16(blk + 2)];
+        const uint8_t* scales = blk + 4;
+        const uint8_t* qh = blk + 16;
+        const uint8_t* ql = blk + 48;
+        float* y = dst + b * kQK_K;
+        for (int c = 0; c < 4; ++c) {
+            int sc, m;
+            scaleMinK4(2 * c, scales, sc, m);
+            const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+            scaleMinK4(2 * c + 1, scales, sc, m);
+            const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+            const uint8_t u1 = uint8_t(1 << (2 * c)), u2 = uint8_t(2 << (2 * c));
+            for (int l = 0; l < 32; ++l)
+                y[l] = d1 * static_cast<float>((ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0)) - m1;
+            for (int l = 0; l < 32; ++l)
+                y[32 + l] = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+            ql += 32;
+            y += 64;
+        }
+    }
+}
+
+// IQ4_NL and IQ4_XS: 4-bit indices into one non-linear table of 16 levels.
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_NL: blocks of 32 like Q4_0: x = d * level[q].
+void dequantIQ4_NL(const uint8_t* src, float* dst, int64_t n) {
+    const float* table = halfTable();
+    for (int64_t b = 0; b < n / kQK; ++b) {
+        const uint8_t* blk = src + b * 18;
+        const float d = table[loadU16(blk)];
+        const uint8_t* qs = blk + 2;
+        float* y = dst + b * kQK;
+        for (int j = 0; j < 16; ++j) {
+            y[j] = d * static_cast<float>(kIq4Levels[qs[j] & 0x0F]);
+            y[j + 16] = d * static_cast<float>(kIq4Levels[qs[j] >> 4]);
+        }
+    }
+}
+
+// IQ4_XS: super-blocks of 256 in 8 sub-blocks of 32, each with a six-bit scale
+// (low nibble from scales_l, top two bits from scales_h) offset by 32.
+void dequantIQ4_XS(const uint8_t* src, float* dst, int64_t n) {
+    const float* table = halfTable();
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* blk = src + b * 136;
+        const float d = table[loadU16(blk)];
+        const uint16_t scalesH = loadU16(blk + 2);
+        const uint8_t* scalesL = blk + 4;
+        const uint8_t* qs = blk + 8;
+        float* y = dst + b * kQK_K;
+        for (int ib = 0; ib < 8; ++ib) {
+            const int ls = ((scalesL[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((scalesH >> (2 * ib)) & 3) << 4);
+            const float dl = d * static_cast<float>(ls - 32);
+            for (int j = 0; j < 16; ++j) {
+                y[j] = dl * static_cast<float>(kIq4Levels[qs[j] & 0x0F]);
+                y[j + 16] = dl * static_cast<float>(kIq4Levels[qs[j] >> 4]);
+            }
+            y += 32;
+            qs += 16;
+        }
+    }
+}
+
 }  // namespace
 
 const char* ggmlTypeName(uint32_t type) {
@@ -211,8 +391,40 @@ const char* ggmlTypeName(uint32_t type) {
             return "Q6_K";
         case GgmlType::Q8_K:
             return "Q8_K";
+        case GgmlType::IQ2_XXS:
+            return "IQ2_XXS";
+        case GgmlType::IQ2_XS:
+            return "IQ2_XS";
+        case GgmlType::IQ3_XXS:
+            return "IQ3_XXS";
+        case GgmlType::IQ1_S:
+            return "IQ1_S";
+        case GgmlType::IQ4_NL:
+            return "IQ4_NL";
+        case GgmlType::IQ3_S:
+            return "IQ3_S";
+        case GgmlType::IQ2_S:
+            return "IQ2_S";
+        case GgmlType::IQ4_XS:
+            return "IQ4_XS";
+        case GgmlType::I8:
+            return "I8";
+        case GgmlType::I16:
+            return "I16";
+        case GgmlType::I32:
+            return "I32";
+        case GgmlType::I64:
+            return "I64";
+        case GgmlType::F64:
+            return "F64";
+        case GgmlType::IQ1_M:
+            return "IQ1_M";
         case GgmlType::BF16:
             return "BF16";
+        case GgmlType::TQ1_0:
+            return "TQ1_0";
+        case GgmlType::TQ2_0:
+            return "TQ2_0";
     }
     // Codes this build does not know; a small ring so a few names can coexist in one message.
     static thread_local char names[4][24];
@@ -229,14 +441,26 @@ bool ggmlTypeSupported(uint32_t type) {
         case GgmlType::F32:
         case GgmlType::F16:
         case GgmlType::BF16:
-        case GgmlType::Q8_0:
         case GgmlType::Q4_0:
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1:
+        case GgmlType::Q8_0:
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
         case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
         case GgmlType::Q6_K:
+        case GgmlType::IQ4_NL:
+        case GgmlType::IQ4_XS:
             return true;
         default:
             return false;
     }
+}
+
+const char* ggmlSupportedTypeList() {
+    return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
 }
 
 int64_t ggmlBlockSize(uint32_t type) {
@@ -244,6 +468,11 @@ int64_t ggmlBlockSize(uint32_t type) {
         case GgmlType::F32:
         case GgmlType::F16:
         case GgmlType::BF16:
+        case GgmlType::I8:
+        case GgmlType::I16:
+        case GgmlType::I32:
+        case GgmlType::I64:
+        case GgmlType::F64:
             return 1;
         case GgmlType::Q4_0:
         case GgmlType::Q4_1:
@@ -251,6 +480,7 @@ int64_t ggmlBlockSize(uint32_t type) {
         case GgmlType::Q5_1:
         case GgmlType::Q8_0:
         case GgmlType::Q8_1:
+        case GgmlType::IQ4_NL:
             return kQK;
         case GgmlType::Q2_K:
         case GgmlType::Q3_K:
@@ -258,6 +488,16 @@ int64_t ggmlBlockSize(uint32_t type) {
         case GgmlType::Q5_K:
         case GgmlType::Q6_K:
         case GgmlType::Q8_K:
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ1_S:
+        case GgmlType::IQ3_S:
+        case GgmlType::IQ2_S:
+        case GgmlType::IQ4_XS:
+        case GgmlType::IQ1_M:
+        case GgmlType::TQ1_0:
+        case GgmlType::TQ2_0:
             return kQK_K;
     }
     return 0;
@@ -295,14 +535,45 @@ size_t ggmlBlockBytes(uint32_t type) {
             return kQ6_KBytes;
         case GgmlType::Q8_K:
             return 4 + 256 + 32;  // float d, qs[256], int16 bsums[16]
+        case GgmlType::IQ2_XXS:
+            return 2 + 64;  // d, uint16 qs[32]
+        case GgmlType::IQ2_XS:
+            return 2 + 64 + 8;  // d, qs, scales[8]
+        case GgmlType::IQ3_XXS:
+            return 2 + 96;  // d, qs[96]
+        case GgmlType::IQ1_S:
+            return 2 + 32 + 16;  // d, qs[32], uint16 qh[8]
+        case GgmlType::IQ4_NL:
+            return 2 + 16;  // d, qs[16]
+        case GgmlType::IQ3_S:
+            return 2 + 64 + 8 + 32 + 4;  // d, qs, qh, signs, scales
+        case GgmlType::IQ2_S:
+            return 2 + 64 + 16;  // d, qs[64], qh[8], scales[8]
+        case GgmlType::IQ4_XS:
+            return 2 + 2 + 4 + 128;  // d, scales_h, scales_l[4], qs[128]
+        case GgmlType::I8:
+            return 1;
+        case GgmlType::I16:
+            return 2;
+        case GgmlType::I32:
+            return 4;
+        case GgmlType::I64:
+        case GgmlType::F64:
+            return 8;
+        case GgmlType::IQ1_M:
+            return 32 + 16 + 8;  // qs, qh, scales
+        case GgmlType::TQ1_0:
+            return 48 + 4 + 2;  // qs[48], qh[4], d
+        case GgmlType::TQ2_0:
+            return 64 + 2;  // qs[64], d
     }
     return 0;
 }
 
 void dequantize(uint32_t type, const void* src, float* dst, int64_t n) {
     if (!ggmlTypeSupported(type)) {
-        throw Error(std::string("cannot dequantize type ") + ggmlTypeName(type) +
-                    " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+        throw Error(std::string("cannot dequantize type ") + ggmlTypeName(type) + " (supported: " +
+                    ggmlSupportedTypeList() + ")");
     }
     const int64_t bs = ggmlBlockSize(type);
     if (n < 0 || n % bs != 0) {
@@ -333,6 +604,30 @@ void dequantize(uint32_t type, const void* src, float* dst, int64_t n) {
             break;
         case GgmlType::Q6_K:
             dequantQ6_K(s, dst, n);
+            break;
+        case GgmlType::Q4_1:
+            dequantQ4_1(s, dst, n);
+            break;
+        case GgmlType::Q5_0:
+            dequantQ5(s, dst, n, false);
+            break;
+        case GgmlType::Q5_1:
+            dequantQ5(s, dst, n, true);
+            break;
+        case GgmlType::Q2_K:
+            dequantQ2_K(s, dst, n);
+            break;
+        case GgmlType::Q3_K:
+            dequantQ3_K(s, dst, n);
+            break;
+        case GgmlType::Q5_K:
+            dequantQ5_K(s, dst, n);
+            break;
+        case GgmlType::IQ4_NL:
+            dequantIQ4_NL(s, dst, n);
+            break;
+        case GgmlType::IQ4_XS:
+            dequantIQ4_XS(s, dst, n);
             break;
         default:
             break;  // unreachable: checked above

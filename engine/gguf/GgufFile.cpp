@@ -76,7 +76,6 @@ bool GgufValue::isFloat() const {
 
 namespace {
 
-constexpr char kSupportedTypes[] = "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K";
 // Arrays inside arrays: the format allows it, no model needs more than one level.
 constexpr int kMaxArrayDepth = 8;
 // Array elements in all of the metadata. Each costs a GgufValue (~100 bytes) in
@@ -497,8 +496,7 @@ void GgufFile::parse() {
         const int64_t blockSize = ggmlBlockSize(t.type);
         const uint64_t blockBytes = ggmlBlockBytes(t.type);
         if (blockSize == 0 || blockBytes == 0) {
-            fail(tn + " has unknown type code " + std::to_string(t.type) +
-                 " (supported: " + kSupportedTypes + ")");
+            fail(tn + " has unknown type code " + std::to_string(t.type) + " (ggml defines no such type)");
         }
         if (t.shape[0] % blockSize != 0) {
             fail(tn + " row length " + std::to_string(t.shape[0]) + " is not a multiple of the " +
@@ -663,7 +661,7 @@ const uint8_t* GgufFile::tensorData(const GgufTensorInfo& t) const {
 std::vector<float> GgufFile::dequantize(const GgufTensorInfo& t) const {
     if (!ggmlTypeSupported(t.type)) {
         throw Error(path_ + ": tensor " + quoteName(t.name) + " has unsupported type " +
-                    ggmlTypeName(t.type) + " (supported: " + kSupportedTypes + ")");
+                    ggmlTypeName(t.type) + " (supported: " + ggmlSupportedTypeList() + ")");
     }
     // `t` normally comes from tensors(); a hand-made one is checked like a parsed one.
     const GgufTensorInfo* own = findTensor(t.name);

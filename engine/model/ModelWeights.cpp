@@ -41,8 +41,7 @@ public:
         }
         if (!ggmlTypeSupported(info->type)) {
             throw Error(file_.path() + ": tensor '" + name + "' has unsupported type " +
-                        ggmlTypeName(info->type) +
-                        " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+                        ggmlTypeName(info->type) + " (supported: " + ggmlSupportedTypeList() + ")");
         }
         types_[ggmlTypeName(info->type)]++;
         std::vector<int64_t> torchShape(ggmlShape.rbegin(), ggmlShape.rend());

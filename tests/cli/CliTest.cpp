@@ -67,17 +67,17 @@ TEST(Cli, UnknownArchitecture) {
 }
 
 TEST(Cli, UnsupportedTensorType) {
-    const std::string path = writeTiny("q5_1.gguf", [](kvlens::test::GgufBuilder& b) {
+    const std::string path = writeTiny("i32.gguf", [](kvlens::test::GgufBuilder& b) {
         for (size_t i = 0;; ++i) {
             if (b.tensor(i).name == "blk.0.attn_v.weight") {
-                b.tensor(i).type = 7;  // Q5_1
-                b.tensor(i).data.assign(32 * 16 / 32 * 24, 0);
+                b.tensor(i).type = 26;  // I32
+                b.tensor(i).data.assign(32 * 16 * 4, 0);
                 return;
             }
         }
     });
     expectOneLineError(runCli("generate --prompt hi --model " + path),
-                       {path, "blk.0.attn_v.weight", "Q5_1"});
+                       {path, "blk.0.attn_v.weight", "unsupported type I32", "IQ4_XS"});
 }
 
 TEST(Cli, TensorShapeDisagreesWithMetadata) {

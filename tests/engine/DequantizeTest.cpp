@@ -75,11 +75,19 @@ TEST(GgmlTypeTest, NamesSizesAndSupport) {
         {GgmlType::F32, 1, 4, true},       {GgmlType::F16, 1, 2, true},
         {GgmlType::BF16, 1, 2, true},      {GgmlType::Q8_0, 32, 34, true},
         {GgmlType::Q4_0, 32, 18, true},    {GgmlType::Q4_K, 256, 144, true},
-        {GgmlType::Q6_K, 256, 210, true},  {GgmlType::Q4_1, 32, 20, false},
-        {GgmlType::Q5_0, 32, 22, false},   {GgmlType::Q5_1, 32, 24, false},
-        {GgmlType::Q8_1, 32, 36, false},   {GgmlType::Q2_K, 256, 84, false},
-        {GgmlType::Q3_K, 256, 110, false}, {GgmlType::Q5_K, 256, 176, false},
-        {GgmlType::Q8_K, 256, 292, false},
+        {GgmlType::Q6_K, 256, 210, true},  {GgmlType::Q4_1, 32, 20, true},
+        {GgmlType::Q5_0, 32, 22, true},    {GgmlType::Q5_1, 32, 24, true},
+        {GgmlType::Q8_1, 32, 36, false},   {GgmlType::Q2_K, 256, 84, true},
+        {GgmlType::Q3_K, 256, 110, true},  {GgmlType::Q5_K, 256, 176, true},
+        {GgmlType::Q8_K, 256, 292, false}, {GgmlType::IQ4_NL, 32, 18, true},
+        {GgmlType::IQ4_XS, 256, 136, true}, {GgmlType::IQ2_XXS, 256, 66, false},
+        {GgmlType::IQ2_XS, 256, 74, false}, {GgmlType::IQ2_S, 256, 82, false},
+        {GgmlType::IQ3_XXS, 256, 98, false}, {GgmlType::IQ3_S, 256, 110, false},
+        {GgmlType::IQ1_S, 256, 50, false},  {GgmlType::IQ1_M, 256, 56, false},
+        {GgmlType::TQ1_0, 256, 54, false},  {GgmlType::TQ2_0, 256, 66, false},
+        {GgmlType::I8, 1, 1, false},        {GgmlType::I16, 1, 2, false},
+        {GgmlType::I32, 1, 4, false},       {GgmlType::I64, 1, 8, false},
+        {GgmlType::F64, 1, 8, false},
     };
     for (const Row& r : rows) {
         SCOPED_TRACE(kvlens::ggmlTypeName(code(r.t)));
@@ -301,13 +309,14 @@ TEST(DequantizeTest, Q6_K) {
 }
 
 TEST(DequantizeTest, RefusesUnsupportedTypesAndPartialBlocks) {
-    std::vector<uint8_t> bytes(64, 0);
-    std::vector<float> out(64);
+    std::vector<uint8_t> bytes(256, 0);
+    std::vector<float> out(256);
     try {
-        kvlens::dequantize(code(GgmlType::Q5_1), bytes.data(), out.data(), 32);
+        kvlens::dequantize(code(GgmlType::IQ2_XXS), bytes.data(), out.data(), 256);
         FAIL() << "no error";
     } catch (const kvlens::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("Q5_1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cannot dequantize type IQ2_XXS (supported: F32"), std::string::npos)
+            << e.what();
     }
     try {
         kvlens::dequantize(code(GgmlType::Q8_0), bytes.data(), out.data(), 31);

@@ -413,20 +413,21 @@ TEST(GgufFileErrorTest, UnknownTensorTypeCode) {
     GgufBuilder b;
     b.addTensor("x", 99, {32}, std::vector<uint8_t>(64, 0));
     const std::string msg = openError(b.build());
-    EXPECT_HAS(msg, "m.gguf: tensor 'x' has unknown type code 99");
-    EXPECT_HAS(msg, "supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K");
+    EXPECT_HAS(msg, "m.gguf: tensor 'x' has unknown type code 99 (ggml defines no such type)");
 }
 
 TEST(GgufFileErrorTest, KnownButUnsupportedTypeOpensAndRefusesToDequantize) {
+    // IQ2_XXS: 66 bytes per 256 elements, listed but not dequantised.
     GgufBuilder b;
-    b.addTensor("x", static_cast<uint32_t>(kvlens::GgmlType::Q5_1), {64},
-                std::vector<uint8_t>(48, 0));
+    b.addTensor("x", static_cast<uint32_t>(kvlens::GgmlType::IQ2_XXS), {512},
+                std::vector<uint8_t>(132, 0));
     GgufFile f(b.build(), "m.gguf");
     ASSERT_EQ(f.tensors().size(), 1u);
-    EXPECT_EQ(f.tensors()[0].nbytes, 48u);
+    EXPECT_EQ(f.tensors()[0].nbytes, 132u);
     EXPECT_EQ(errorOf([&] { f.dequantize(f.tensors()[0]); }),
-              "m.gguf: tensor 'x' has unsupported type Q5_1 "
-              "(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+              "m.gguf: tensor 'x' has unsupported type IQ2_XXS "
+              "(supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
+              "IQ4_XS)");
 }
 
 TEST(GgufFileErrorTest, BadAlignment) {

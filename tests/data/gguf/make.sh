@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# How tests/data/gguf was made (not run by the build or the tests): a random-weight
+# Llama of 1 layer, width 256, FFN 320 (not a multiple of 256, so llama-quantize's
+# fallback types appear too) and stories260K's 512-token vocabulary, quantised by
+# llama.cpp c392e50 into each type, and ggml's own dequantisation of every tensor
+# (ggml_dequant_reference.c) as the reference that DequantizeFileTest checks.
+# Needs ../shared/tools (llamacpp-build, make_random_gguf.py) and Debian's
+# python3-numpy python3-sentencepiece python3-yaml.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+shared=$here/../../../../shared
+bin=$("$shared/tools/llamacpp-build")
+llama=$(dirname "$(dirname "$bin")")
+work=$(mktemp -d)
+/usr/bin/python3 "$shared/tools/make_random_gguf.py" "$work/base-f32.gguf" --vocab "$shared/models/stories260K.gguf" \
+  --arch llama --layers 1 --dim 256 --ff 320 --heads 4 --kv-heads 2 --ctx 256 --dtype f32
+gcc -O2 -I"$llama/ggml/include" "$here/ggml_dequant_reference.c" -L"$bin" -lggml -lggml-base \
+  -Wl,-rpath,"$bin" -o "$work/ggml_ref"
+P="Once upon a time, there was a little girl named Lily. She loved to play"
+for t in Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q5_K_M IQ4_NL IQ4_XS; do
+  "$bin/llama-quantize" "$work/base-f32.gguf" "$here/tiny-$t.gguf" "$t" 1 >/dev/null
+  "$work/ggml_ref" "$here/tiny-$t.gguf" >"$here/tiny-$t.ggml.json"
+  ids=$("$bin/llamacpp-reference" "$here/tiny-$t.gguf" --tokenize "$P" | tr -d "[] ")
+  "$bin/llamacpp-reference" "$here/tiny-$t.gguf" 16 "$ids" >"$here/tiny-$t.llamacpp.json"
+done
+rm -rf "$work"

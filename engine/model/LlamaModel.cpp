@@ -22,9 +22,16 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device dev
     : config_(std::move(config)), weights_(std::move(weights)), device_(device), dtype_(dtype) {
     const int64_t half = config_.ropeDim / 2;
     std::vector<float> inv(half);
+    // Llama 3.1's frequency factors divide each pair's frequency; linear scaling
+    // divides every position, i.e. every frequency, by its factor.
+    std::vector<float> factors(half, 1.0f);
+    if (weights_.ropeFreqFactors.defined()) {
+        const at::Tensor f = weights_.ropeFreqFactors.to(at::kCPU, at::kFloat).contiguous();
+        std::copy(f.data_ptr<float>(), f.data_ptr<float>() + half, factors.begin());
+    }
     for (int64_t i = 0; i < half; ++i) {
-        inv[i] = static_cast<float>(
-            std::pow(config_.ropeTheta, -2.0 * double(i) / double(config_.ropeDim)));
+        inv[i] = static_cast<float>(std::pow(config_.ropeTheta, -2.0 * double(i) / double(config_.ropeDim)) /
+                                    (double(factors[i]) * config_.ropeLinearScale));
     }
     invFreq_ = at::tensor(inv, at::kFloat).to(device_);
     // The 64 MB block bound keeps CPU prefills within memory; on a GPU it would
@@ -159,6 +166,13 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
         at::Tensor q = qkv.narrow(1, 0, qd).view({T, c.nHeads, c.headDim});
         at::Tensor k = qkv.narrow(1, qd, kvd).view({T, c.nKvHeads, c.headDim});
         at::Tensor v = qkv.narrow(1, qd + kvd, kvd).view({T, c.nKvHeads, c.headDim});
+        if (c.qkNorm) {
+            // Qwen3: each head's q and k RMS-normalised (its own weight) before RoPE.
+            q = kernels::rmsNorm(q.reshape({T * c.nHeads, c.headDim}).to(at::kFloat), L.qNorm, c.rmsEps, dtype_)
+                    .view({T, c.nHeads, c.headDim});
+            k = kernels::rmsNorm(k.reshape({T * c.nKvHeads, c.headDim}).to(at::kFloat), L.kNorm, c.rmsEps, dtype_)
+                    .view({T, c.nKvHeads, c.headDim});
+        }
         kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves);
         x.add_(kernels::linear(attend(l, q, k, v), L.wo, {}, at::kFloat));
 

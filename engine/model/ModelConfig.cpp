@@ -8,10 +8,8 @@ namespace kvlens {
 ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
     ModelConfig c;
     const std::string arch = file.getString("general.architecture");
-    if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
-        throw Error(file.path() + ": unknown architecture '" + arch +
-                    "' in general.architecture (supported: llama, mistral, qwen2)");
-    }
+    const ArchitectureTraits& traits = ArchitectureTraits::of(arch, file.path());
+    ArchitectureTraits::refuseMixtureOfExperts(file);
     c.architecture = arch;
     c.name = file.getStringOr("general.name", "");
     const std::string p = arch + ".";
@@ -29,8 +27,21 @@ ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
     c.headDim = static_cast<int64_t>(
         file.getUIntOr(p + "attention.key_length", static_cast<uint64_t>(c.embedDim / c.nHeads)));
     c.ropeDim = static_cast<int64_t>(file.getUIntOr(p + "rope.dimension_count", c.headDim));
-    c.ropeStyle = arch == "qwen2" ? RopeStyle::Halves : RopeStyle::Adjacent;
-    c.qkvBias = arch == "qwen2";
+    c.ropeStyle = traits.ropeStyle;
+    c.qkvBias = traits.qkvBias;
+    c.qkNorm = traits.qkNorm;
+    // RoPE scaling from the metadata: Llama 3's frequency factors come as the
+    // rope_freqs.weight tensor (ModelWeights); linear scaling divides positions.
+    const std::string scaling = file.getStringOr(p + "rope.scaling.type", "none");
+    if (scaling == "linear") {
+        c.ropeLinearScale = file.getFloatOr(p + "rope.scaling.factor", 1.0);
+        if (!(c.ropeLinearScale >= 1.0)) {
+            throw Error(file.path() + ": " + p + "rope.scaling.factor must be at least 1 for linear scaling");
+        }
+    } else if (scaling != "none" && scaling != "llama3") {
+        throw Error(file.path() + ": " + p + "rope.scaling.type '" + scaling +
+                    "' is not supported (none, linear and Llama 3's rope_freqs are)");
+    }
     if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens")) {
         c.vocabSize = static_cast<int64_t>(tokens->array.size());
     }

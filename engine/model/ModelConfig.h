@@ -6,15 +6,12 @@
 #include <string>
 
 #include "core/ModelShape.h"
+#include "engine/model/ArchitectureTraits.h"
 
 namespace kvlens {
 
 class GgufFile;
 
-enum class RopeStyle {
-    Adjacent,  // llama.cpp "normal": rotates pairs (x[2i], x[2i+1]) — llama, mistral
-    Halves,    // "neox": rotates pairs (x[i], x[i + n/2]) — qwen2
-};
 
 struct ModelConfig {
     std::string architecture = "llama";  // llama | mistral | qwen2
@@ -32,6 +29,9 @@ struct ModelConfig {
     double rmsEps = 1e-5;
     RopeStyle ropeStyle = RopeStyle::Adjacent;
     bool qkvBias = false;  // qwen2
+    bool qkNorm = false;   // qwen3: RMSNorm of each q and k head before RoPE
+    // RoPE positions divided by this (rope.scaling.type linear; 1: none).
+    double ropeLinearScale = 1.0;
 
     // Bytes of K and V for one token over all layers, at `bytesPerElement`.
     int64_t kvBytesPerToken(int64_t bytesPerElement) const {

@@ -115,6 +115,11 @@ ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, 
                               loader.load(p + "attn_k.bias", {kvd}, false, kvWhy),
                               loader.load(p + "attn_v.bias", {kvd}, false, kvWhy)});
         }
+        if (c.qkNorm) {
+            const std::string headWhy = "head_dim=" + std::to_string(c.headDim);
+            L.qNorm = loader.load(p + "attn_q_norm.weight", {c.headDim}, true, headWhy);
+            L.kNorm = loader.load(p + "attn_k_norm.weight", {c.headDim}, true, headWhy);
+        }
         L.ffnNorm = loader.load(p + "ffn_norm.weight", {E}, true, embedWhy);
         L.wGateUp = at::cat({loader.load(p + "ffn_gate.weight", {E, c.ffnDim}, false, ffnWhy),
                              loader.load(p + "ffn_up.weight", {E, c.ffnDim}, false, ffnWhy)});
@@ -122,6 +127,13 @@ ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, 
         w.layers.push_back(std::move(L));
     }
     w.outputNorm = loader.load("output_norm.weight", {E}, true, embedWhy);
+    if (file.findTensor("rope_freqs.weight")) {
+        w.ropeFreqFactors = loader.load("rope_freqs.weight", {c.ropeDim / 2}, true,
+                                        "rope.dimension_count=" + std::to_string(c.ropeDim));
+        if (!(w.ropeFreqFactors.to(at::kCPU).min().item<float>() > 0.0f)) {
+            throw Error(file.path() + ": rope_freqs.weight holds a factor that is not positive");
+        }
+    }
     if (file.findTensor("output.weight")) {
         w.output = loader.load("output.weight", {E, c.vocabSize}, false, vocabWhy);
     } else {

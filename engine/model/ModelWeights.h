@@ -23,6 +23,7 @@ struct LayerWeights {
     at::Tensor attnNorm, ffnNorm;  // fp32 [embed]
     at::Tensor wqkv;               // [qDim + 2 kvDim, embed], compute dtype
     at::Tensor bqkv;               // [qDim + 2 kvDim]; qwen2 only, undefined otherwise
+    at::Tensor qNorm, kNorm;       // fp32 [headDim]; qwen3 only, undefined otherwise
     at::Tensor wo;                 // [embed, qDim]
     at::Tensor wGateUp;            // [2 ffn, embed]
     at::Tensor wDown;              // [embed, ffn]
@@ -34,6 +35,9 @@ struct ModelWeights {
     at::Tensor outputNorm;  // fp32 [embed]
     at::Tensor output;      // [vocab, embed]; the embedding itself when tied
     bool tiedOutput = false;
+    // Llama 3.1's RoPE frequency factors (rope_freqs.weight): each rotated
+    // pair's frequency is divided by its factor. fp32 [ropeDim / 2], or undefined.
+    at::Tensor ropeFreqFactors;
     // ggml type names of the file's tensors, with counts, for `info`.
     std::vector<std::pair<std::string, int>> sourceTypes;
 

@@ -39,9 +39,12 @@ Vec rmsNorm(const Vec& x, const std::vector<float>& w) {
     return y;
 }
 
-void rope(double* v, int64_t headDim, int64_t ropeDim, double theta, int64_t pos, bool halves) {
+void rope(double* v, int64_t headDim, int64_t ropeDim, double theta, int64_t pos, bool halves,
+          const std::vector<float>* factors = nullptr) {
     for (int64_t i = 0; i < ropeDim / 2; ++i) {
-        const double angle = double(pos) * std::pow(theta, -2.0 * double(i) / double(ropeDim));
+        // Llama 3.1: each pair's frequency divided by its factor (rope_freqs.weight).
+        const double factor = factors ? double((*factors)[size_t(i)]) : 1.0;
+        const double angle = double(pos) * std::pow(theta, -2.0 * double(i) / double(ropeDim)) / factor;
         const int64_t a = halves ? i : 2 * i, b = halves ? i + ropeDim / 2 : 2 * i + 1;
         const double x0 = v[a], x1 = v[b];
         v[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
@@ -55,7 +58,8 @@ std::vector<Vec> referenceForward(const TinyModelFile& m, const std::vector<int3
     const TinyModelShape& s = m.shape;
     const int64_t E = s.embed, hd = E / s.heads, G = s.heads / s.kvHeads, T = tokens.size();
     const int64_t R = s.ropeDim > 0 ? s.ropeDim : hd;
-    const bool halves = s.architecture == "qwen2";
+    const bool halves = s.architecture == "qwen2" || s.architecture == "qwen3";
+    const std::vector<float>* factors = s.llama3Rope ? &m.weights.at("rope_freqs.weight") : nullptr;
     auto W = [&](const std::string& n) -> const std::vector<float>& { return m.weights.at(n); };
     std::vector<Vec> x(T);
     for (int64_t t = 0; t < T; ++t) {
@@ -75,8 +79,20 @@ std::vector<Vec> referenceForward(const TinyModelFile& m, const std::vector<int3
                 for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += W(p + "attn_k.bias")[i];
                 for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += W(p + "attn_v.bias")[i];
             }
-            for (int64_t h2 = 0; h2 < s.heads; ++h2) rope(&q[t][h2 * hd], hd, R, s.ropeTheta, t, halves);
-            for (int64_t h2 = 0; h2 < s.kvHeads; ++h2) rope(&k[t][h2 * hd], hd, R, s.ropeTheta, t, halves);
+            if (s.architecture == "qwen3") {
+                // Qwen3: RMSNorm of each head of q and k (own weights) before RoPE.
+                auto normHeads = [&](Vec& x, int64_t heads, const std::vector<float>& w) {
+                    for (int64_t h2 = 0; h2 < heads; ++h2) {
+                        const Vec head(x.begin() + h2 * hd, x.begin() + (h2 + 1) * hd);
+                        const Vec n = rmsNorm(head, w);
+                        std::copy(n.begin(), n.end(), x.begin() + h2 * hd);
+                    }
+                };
+                normHeads(q[t], s.heads, W(p + "attn_q_norm.weight"));
+                normHeads(k[t], s.kvHeads, W(p + "attn_k_norm.weight"));
+            }
+            for (int64_t h2 = 0; h2 < s.heads; ++h2) rope(&q[t][h2 * hd], hd, R, s.ropeTheta, t, halves, factors);
+            for (int64_t h2 = 0; h2 < s.kvHeads; ++h2) rope(&k[t][h2 * hd], hd, R, s.ropeTheta, t, halves, factors);
         }
         for (int64_t t = 0; t < T; ++t) {
             Vec attn(s.heads * hd, 0.0);
@@ -163,7 +179,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ShapeCase{"llama_gqa", shapeOf("llama", 4, 2, 0, false)},
                       ShapeCase{"llama_mha_tied", shapeOf("llama", 4, 4, 0, true)},
                       ShapeCase{"mistral_mqa_partial_rope", shapeOf("mistral", 4, 1, 4, false)},
-                      ShapeCase{"qwen2_bias_neox", shapeOf("qwen2", 4, 2, 0, false)}),
+                      ShapeCase{"qwen2_bias_neox", shapeOf("qwen2", 4, 2, 0, false)},
+                      ShapeCase{"qwen3_qk_norm_neox", shapeOf("qwen3", 4, 2, 0, false)},
+                      ShapeCase{"llama3_rope_freqs", [] {
+                                    TinyModelShape s = shapeOf("llama", 4, 2, 0, false);
+                                    s.llama3Rope = true;
+                                    return s;
+                                }()}),
     [](const ::testing::TestParamInfo<ShapeCase>& info) { return std::string(info.param.label); });
 
 // Every projection stored in a quantised type: random quants with sane scales,
@@ -305,6 +327,42 @@ TEST(LlamaModelLoad, UnknownArchitectureNamesIt) {
     const std::string msg = loadError(b, "arch_mamba.gguf");
     EXPECT_NE(msg.find("arch_mamba.gguf"), std::string::npos) << msg;
     EXPECT_NE(msg.find("unknown architecture 'mamba'"), std::string::npos) << msg;
+}
+
+// Mixture-of-experts files are refused before a weight is read: by their
+// expert count, by an expert tensor, or by an architecture that is one.
+TEST(LlamaModelLoad, MixtureOfExpertsIsOneLineNamingWhatSaysSo) {
+    {
+        TinyModelFile m = test::makeTinyModelFile({});
+        m.builder.addUInt32("llama.expert_count", 8);
+        EXPECT_EQ(loadError(m.builder, "moe_count.gguf"),
+                  test::testOutputPath("moe_count.gguf") +
+                      ": a mixture-of-experts model (llama.expert_count = 8); KV Lens runs dense models only");
+    }
+    {
+        TinyModelFile m = test::makeTinyModelFile({});
+        m.builder.addTensorF32("blk.0.ffn_gate_exps.weight", {4}, {0, 0, 0, 0});
+        EXPECT_EQ(loadError(m.builder, "moe_tensor.gguf"),
+                  test::testOutputPath("moe_tensor.gguf") +
+                      ": a mixture-of-experts model (tensor blk.0.ffn_gate_exps.weight); KV Lens runs dense "
+                      "models only");
+    }
+    test::GgufBuilder b;
+    b.addString("general.architecture", "qwen2moe");
+    const std::string msg = loadError(b, "arch_qwen2moe.gguf");
+    EXPECT_NE(msg.find("unknown architecture 'qwen2moe' in general.architecture (a mixture-of-experts "
+                       "architecture; KV Lens runs dense models) (supported: llama, mistral, qwen2, qwen3)"),
+              std::string::npos)
+        << msg;
+}
+
+TEST(LlamaModelLoad, UnsupportedRopeScalingNamesIt) {
+    TinyModelFile m = test::makeTinyModelFile({});
+    m.builder.addString("llama.rope.scaling.type", "yarn");
+    const std::string msg = loadError(m.builder, "rope_yarn.gguf");
+    EXPECT_NE(msg.find("llama.rope.scaling.type 'yarn' is not supported (none, linear and Llama 3's rope_freqs are)"),
+              std::string::npos)
+        << msg;
 }
 
 TEST(LlamaModelLoad, ShapeDisagreeingWithMetadataNamesTensor) {

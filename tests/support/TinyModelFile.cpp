@@ -73,6 +73,10 @@ TinyModelFile makeTinyModelFile(const TinyModelShape& s) {
             add(p + "attn_k.bias", {s.kvHeads * hd}, 0.3f, 0.0f);
             add(p + "attn_v.bias", {s.kvHeads * hd}, 0.3f, 0.0f);
         }
+        if (a == "qwen3") {
+            add(p + "attn_q_norm.weight", {hd}, 0.3f, 1.0f);
+            add(p + "attn_k_norm.weight", {hd}, 0.3f, 1.0f);
+        }
         add(p + "attn_output.weight", {s.heads * hd, E}, 0.3f, 0.0f);
         add(p + "ffn_norm.weight", {E}, 0.2f, 1.0f);
         add(p + "ffn_gate.weight", {E, s.ffn}, 0.4f, 0.0f);
@@ -80,6 +84,14 @@ TinyModelFile makeTinyModelFile(const TinyModelShape& s) {
         add(p + "ffn_down.weight", {s.ffn, E}, 0.3f, 0.0f);
     }
     add("output_norm.weight", {E}, 0.2f, 1.0f);
+    if (s.llama3Rope) {
+        // Factors between 1 and 8, as Llama 3.1's (low frequencies slowed most).
+        const int64_t rotated = s.ropeDim > 0 ? s.ropeDim : hd;
+        std::vector<float> f(size_t(rotated / 2));
+        for (size_t i = 0; i < f.size(); ++i) f[i] = 1.0f + 7.0f * float(i) / float(f.size());
+        b.addTensorF32("rope_freqs.weight", {rotated / 2}, f);
+        m.weights["rope_freqs.weight"] = f;
+    }
     if (!s.tiedOutput) add("output.weight", {E, m.vocab}, 0.3f, 0.0f);
     return m;
 }

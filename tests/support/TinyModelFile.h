@@ -12,11 +12,12 @@
 namespace kvlens::test {
 
 struct TinyModelShape {
-    std::string architecture = "llama";  // llama | mistral | qwen2 (bias, neox RoPE)
+    std::string architecture = "llama";  // llama | mistral | qwen2 (bias, neox RoPE) | qwen3 (q/k norm, neox)
     int64_t layers = 2, embed = 32, heads = 4, kvHeads = 2, ffn = 48, context = 64;
     int64_t ropeDim = 0;  // 0: the head dimension
     double ropeTheta = 10000.0;
     bool tiedOutput = false;
+    bool llama3Rope = false;  // a rope_freqs.weight tensor of frequency factors (Llama 3.1)
     uint64_t seed = 1;
 };
 

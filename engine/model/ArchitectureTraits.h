@@ -1,0 +1,33 @@
+// What sets one Llama-family architecture apart, in one table instead of
+// `arch == "qwen2"` branches: RoPE pairing, q/k/v bias, per-head q/k RMSNorm.
+// An architecture not in the table, or a mixture-of-experts file, is refused
+// with one line before any weight is read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kvlens {
+
+class GgufFile;
+
+enum class RopeStyle {
+    Adjacent,  // llama.cpp "normal": rotates pairs (x[2i], x[2i+1]) — llama, mistral
+    Halves,    // "neox": rotates pairs (x[i], x[i + n/2]) — qwen2, qwen3
+};
+
+struct ArchitectureTraits {
+    std::string name;
+    RopeStyle ropeStyle = RopeStyle::Adjacent;
+    bool qkvBias = false;  // attn_q/k/v.bias (qwen2)
+    bool qkNorm = false;   // attn_q_norm/attn_k_norm: RMSNorm of each head before RoPE (qwen3)
+
+    // Throws kvlens::Error naming the file for an architecture not in the table.
+    static const ArchitectureTraits& of(const std::string& architecture, const std::string& file);
+    static std::vector<std::string> names();
+    // Throws kvlens::Error naming the file, and the key or tensor that says so,
+    // when the file is a mixture-of-experts model (dense models only).
+    static void refuseMixtureOfExperts(const GgufFile& file);
+};
+
+}  // namespace kvlens

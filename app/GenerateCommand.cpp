@@ -15,11 +15,11 @@ int runGenerate(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert({"--prompt", "--prompt-file", "-n", "--seed", "--temperature", "--top-k",
                        "--top-p"});
-    CommandLine args("generate", argv, valueFlags, {"--ignore-eos", "--no-bos", "--json", "--help"});
+    CommandLine args("generate", argv, valueFlags, {"--ignore-eos", "--no-bos", "--special", "--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens generate [--model M] (--prompt TEXT | --prompt-file PATH) [-n N]\n"
-            "       [--temperature T] [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--no-bos]\n"
+            "       [--temperature T] [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--no-bos] [--special]\n"
             "       [--dtype auto|f32|bf16] [--device cpu|cuda] [--threads N] [--json]\n"
             "  greedy (argmax, ties to the lowest id) unless --temperature > 0; stops at EOS\n"
             "  unless --ignore-eos, after N tokens (default 64), or at the model's context.\n"
@@ -41,8 +41,8 @@ int runGenerate(const std::vector<std::string>& argv) {
     LoadedModel loaded = modelOptions.load();
     const Tokenizer& tokenizer = *loaded.tokenizer;
     const std::vector<int32_t> ids =
-        tokenizer.encode(prompt, !args.has("--no-bos") && tokenizer.addBosByDefault());
-    options.eosId = tokenizer.eosId();
+        tokenizer.encode(prompt, !args.has("--no-bos") && tokenizer.addBosByDefault(), args.has("--special"));
+    options.stopIds = tokenizer.endOfGeneration();
 
     const bool json = args.has("--json");
     ProgressBar prefillBar("prefill of " + std::to_string(ids.size()) + " tokens");

@@ -12,11 +12,12 @@ namespace kvlens {
 
 int runTokenize(const std::vector<std::string>& argv) {
     CommandLine args("tokenize", argv, {"--model", "--prompt", "--prompt-file"},
-                     {"--no-bos", "--json", "--help"});
+                     {"--no-bos", "--special", "--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens tokenize [--model M] (--prompt TEXT | --prompt-file PATH) [--no-bos] "
-            "[--json]\n  one line per token: position, id, piece\n",
+            "[--special] [--json]\n  one line per token: position, id, piece; --special reads control tokens' texts\n"
+            "  (\"<|eot_id|>\") in the prompt as those tokens\n",
             stdout);
         return 0;
     }
@@ -24,7 +25,7 @@ int runTokenize(const std::vector<std::string>& argv) {
     const std::string prompt = readPrompt(args);
     auto tokenizer = loadTokenizer(model);
     const std::vector<int32_t> ids =
-        tokenizer->encode(prompt, !args.has("--no-bos") && tokenizer->addBosByDefault());
+        tokenizer->encode(prompt, !args.has("--no-bos") && tokenizer->addBosByDefault(), args.has("--special"));
     if (args.has("--json")) {
         nlohmann::json pieces = nlohmann::json::array();
         for (int32_t id : ids) pieces.push_back(tokenizer->piece(id));

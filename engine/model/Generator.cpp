@@ -1,5 +1,7 @@
 #include "engine/model/Generator.h"
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "core/Error.h"
@@ -40,7 +42,8 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt,
             break;
         }
         const int32_t token = sampler.sample(logits);
-        if (!options.ignoreEos && token == options.eosId) {
+        if (!options.ignoreEos &&
+            std::find(options.stopIds.begin(), options.stopIds.end(), token) != options.stopIds.end()) {
             result.stoppedAtEos = true;
             break;
         }

@@ -1,5 +1,6 @@
 // Prefill then token-by-token decode on the full cache, streaming each token
-// to a callback; stops at EOS (unless ignored), after n tokens, or at the context.
+// to a callback; stops at any end-of-generation id (unless ignored), after n
+// tokens, or at the context.
 #pragma once
 
 #include <functional>
@@ -13,7 +14,7 @@ namespace kvlens {
 struct GenerationOptions {
     int64_t maxNewTokens = 64;
     bool ignoreEos = false;
-    int32_t eosId = -1;
+    std::vector<int32_t> stopIds;  // the tokenizer's endOfGeneration(): EOS, EOT, EOM, ...
     SamplingParams sampling;
     ProgressFn prefillProgress;  // per layer of the prefill
 };

@@ -11,6 +11,7 @@
 #include "engine/tokenizer/ByteLevel.h"
 #include "engine/tokenizer/PreTokenizer.h"
 #include "engine/tokenizer/SpecialTokenSplit.h"
+#include "engine/tokenizer/SpecialTokens.h"
 #include "engine/tokenizer/Utf8.h"
 
 namespace kvlens {
@@ -81,16 +82,16 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab, const std::string& name)
             case LlamaTokenType::UserDefined:
             case LlamaTokenType::Byte:
                 bytes_[i] = text;
-                if (vocab_.types[i] == LlamaTokenType::UserDefined && !text.empty())
-                    userDefined_.push_back(int32_t(i));
                 break;
             default:  // control, unknown, unused: no text in a decoded stream
                 break;
         }
     }
-    std::stable_sort(userDefined_.begin(), userDefined_.end(), [&](int32_t a, int32_t b) {
-        return vocab_.tokens[a].size() > vocab_.tokens[b].size();
-    });
+    userDefined_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, false);
+    specials_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, true);
+    std::vector<int32_t> declared = vocab_.endIds;
+    declared.push_back(vocab_.eosId);
+    eog_ = SpecialTokens::endOfGeneration(vocab_.tokens, vocab_.types, declared);
     ranks_.reserve(vocab_.merges.size() * 2);
     for (size_t r = 0; r < vocab_.merges.size(); ++r) {
         const std::string& m = vocab_.merges[r];
@@ -149,6 +150,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::fromGguf(const GgufFile& file) {
     };
     v.bosId = readId("bos_token_id");
     v.eosId = readId("eos_token_id");
+    v.endIds = {readId("eot_token_id"), readId("eom_token_id")};
     if (file.has(prefix + "add_bos_token"))
         v.addBos = file.getBool(prefix + "add_bos_token") ? 1 : 0;
     return std::make_unique<BpeTokenizer>(std::move(v), path);
@@ -235,7 +237,7 @@ void BpeTokenizer::encodePiece(std::string_view piece, std::vector<int32_t>& out
     }
 }
 
-std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool addBos) const {
+std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool addBos, bool parseSpecial) const {
     const size_t bad = Utf8::firstInvalid(text);
     if (bad != std::string::npos) {
         char buf[16];
@@ -246,7 +248,7 @@ std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool addBos) 
     std::vector<int32_t> out;
     if (addBos && vocab_.bosId >= 0) out.push_back(vocab_.bosId);
     for (const SpecialTokenSplit::Fragment& f :
-         SpecialTokenSplit::split(text, userDefined_, vocab_.tokens)) {
+         SpecialTokenSplit::split(text, parseSpecial ? specials_ : userDefined_, vocab_.tokens)) {
         if (f.token >= 0) {
             out.push_back(f.token);
             continue;

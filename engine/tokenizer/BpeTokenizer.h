@@ -33,6 +33,7 @@ struct BpeVocab {
     std::vector<std::string> merges;  // "left right", by rank
     std::string pre = "default";      // tokenizer.ggml.pre
     int32_t bosId = -1, eosId = -1;
+    std::vector<int32_t> endIds;      // end of turn / message (tokenizer.ggml.eot/eom_token_id)
     int addBos = -1;  // -1: as the pre-tokenizer says (Llama 3: yes)
 };
 
@@ -50,7 +51,8 @@ public:
     BpeTokenizer(const BpeTokenizer&) = delete;
     BpeTokenizer& operator=(const BpeTokenizer&) = delete;
 
-    std::vector<int32_t> encode(const std::string& text, bool addBos) const override;
+    std::vector<int32_t> encode(const std::string& text, bool addBos, bool parseSpecial = false) const override;
+    std::vector<int32_t> endOfGeneration() const override { return eog_; }
     std::string decode(const std::vector<int32_t>& ids) const override;
     std::string tokenBytes(int32_t id, int32_t previous) const override;
     std::string piece(int32_t id) const override;
@@ -76,6 +78,8 @@ private:
     std::unordered_map<std::string, int32_t> ranks_;       // "left right" -> rank
     std::vector<std::string> bytes_;                       // what each id decodes to
     std::vector<int32_t> userDefined_;                     // longest text first
+    std::vector<int32_t> specials_;                        // with control tokens, for --special
+    std::vector<int32_t> eog_;
 };
 
 }  // namespace kvlens

@@ -20,7 +20,7 @@ void ByteTokenizer::checkId(int32_t id) const {
     }
 }
 
-std::vector<int32_t> ByteTokenizer::encode(const std::string& text, bool addBos) const {
+std::vector<int32_t> ByteTokenizer::encode(const std::string& text, bool addBos, bool /*parseSpecial: no special tokens*/) const {
     std::vector<int32_t> ids;
     ids.reserve(text.size() + 1);
     if (addBos) ids.push_back(kBosId);

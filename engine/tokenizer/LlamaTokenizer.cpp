@@ -1,6 +1,7 @@
 #include "engine/tokenizer/LlamaTokenizer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <queue>
@@ -9,6 +10,7 @@
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
 #include "engine/tokenizer/SpecialTokenSplit.h"
+#include "engine/tokenizer/SpecialTokens.h"
 
 namespace kvlens {
 
@@ -158,7 +160,6 @@ LlamaTokenizer::LlamaTokenizer(LlamaVocab vocab, const std::string& name)
                 break;
             case LlamaTokenType::UserDefined:
                 bytes_[i] = text;
-                if (!text.empty()) userDefined_.push_back(static_cast<int32_t>(i));
                 break;
             case LlamaTokenType::Byte: {
                 int b = parseByteToken(text);
@@ -173,9 +174,18 @@ LlamaTokenizer::LlamaTokenizer(LlamaVocab vocab, const std::string& name)
                 break;
         }
     }
-    std::stable_sort(userDefined_.begin(), userDefined_.end(), [&](int32_t a, int32_t b) {
-        return vocab_.tokens[a].size() > vocab_.tokens[b].size();
-    });
+    userDefined_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, false);
+    specials_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, true);
+    std::vector<int32_t> declared = vocab_.endIds;
+    declared.push_back(vocab_.eosId);
+    eog_ = SpecialTokens::endOfGeneration(vocab_.tokens, vocab_.types, declared);
+    if (vocab_.rstripSpecials) {
+        rstrip_.assign(n, false);
+        for (int32_t id : specials_) {
+            const std::string& t = vocab_.tokens[size_t(id)];
+            rstrip_[size_t(id)] = t != "<unk>" && t != "<s>" && t != "<|endoftext|>";
+        }
+    }
 
     for (unsigned b = 0; b < 256; ++b) {
         int32_t id = tokenId(byteTokenText(b));
@@ -253,6 +263,10 @@ std::unique_ptr<LlamaTokenizer> LlamaTokenizer::fromGguf(const GgufFile& file) {
     vocab.bosId = readId("bos_token_id", 1);
     vocab.eosId = readId("eos_token_id", 2);
     vocab.unkId = readId("unknown_token_id", 0);
+    vocab.endIds = {readId("eot_token_id", -1), readId("eom_token_id", -1)};
+    std::string name = file.getStringOr("general.name", "");
+    for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    vocab.rstripSpecials = name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos;
     vocab.addBos = file.getBoolOr(prefix + "add_bos_token", true);
     vocab.addSpacePrefix = file.getBoolOr(prefix + "add_space_prefix", true);
     if (vocab.addBos && vocab.bosId < 0) {
@@ -343,7 +357,7 @@ void LlamaTokenizer::encodeRun(const std::string& run, std::vector<int32_t>& out
     }
 }
 
-std::vector<int32_t> LlamaTokenizer::encode(const std::string& text, bool addBos) const {
+std::vector<int32_t> LlamaTokenizer::encode(const std::string& text, bool addBos, bool parseSpecial) const {
     std::vector<int32_t> out;
     if (addBos && vocab_.bosId >= 0) out.push_back(vocab_.bosId);
     if (text.empty()) return out;
@@ -352,7 +366,7 @@ std::vector<int32_t> LlamaTokenizer::encode(const std::string& text, bool addBos
     // Cut user-defined tokens out of the text, longest first (llama.cpp's
     // tokenizer_st_partition with parse_special = false).
     const std::vector<SpecialTokenSplit::Fragment> fragments =
-        SpecialTokenSplit::split(text, userDefined_, vocab_.tokens);
+        SpecialTokenSplit::split(text, parseSpecial ? specials_ : userDefined_, vocab_.tokens, rstrip_);
 
     bool previousSpecial = true;  // the first run gets the space prefix
     const std::string marker(kSpaceMarker, kSpaceMarkerLen);

@@ -40,8 +40,12 @@ struct LlamaVocab {
     int32_t bosId = 1;
     int32_t eosId = 2;
     int32_t unkId = 0;
+    std::vector<int32_t> endIds;  // end of turn / message (tokenizer.ggml.eot/eom_token_id)
     bool addBos = true;
     bool addSpacePrefix = true;
+    // Phi-3's special tokens drop the whitespace after them (its tokenizer.json
+    // rstrip), all but <unk>, <s> and <|endoftext|>, as llama.cpp sets them.
+    bool rstripSpecials = false;
 };
 
 class LlamaTokenizer : public Tokenizer {
@@ -59,7 +63,8 @@ public:
     LlamaTokenizer(const LlamaTokenizer&) = delete;  // the piece index points into tokens
     LlamaTokenizer& operator=(const LlamaTokenizer&) = delete;
 
-    std::vector<int32_t> encode(const std::string& text, bool addBos) const override;
+    std::vector<int32_t> encode(const std::string& text, bool addBos, bool parseSpecial = false) const override;
+    std::vector<int32_t> endOfGeneration() const override { return eog_; }
     std::string decode(const std::vector<int32_t>& ids) const override;
     // The leading space of a piece is dropped when `previous` is BOS and the
     // vocabulary adds a space prefix, so that decode(encode(text, true)) == text.
@@ -88,6 +93,9 @@ private:
     std::array<int32_t, 256> byteToId_{};                  // -1: no token for the byte
     std::vector<std::string> bytes_;                        // what each id decodes to
     std::vector<int32_t> userDefined_;                      // longest text first
+    std::vector<int32_t> specials_;                         // with control tokens, for --special
+    std::vector<int32_t> eog_;
+    std::vector<bool> rstrip_;  // per id; empty when no token strips
 };
 
 }  // namespace kvlens

@@ -1,10 +1,13 @@
 // Longest-first partition of a text by special tokens.
 #include "engine/tokenizer/SpecialTokenSplit.h"
 
+#include <cctype>
+
 namespace kvlens {
 
 std::vector<SpecialTokenSplit::Fragment> SpecialTokenSplit::split(
-    std::string_view text, const std::vector<int32_t>& ids, const std::vector<std::string>& texts) {
+    std::string_view text, const std::vector<int32_t>& ids, const std::vector<std::string>& texts,
+    const std::vector<bool>& rstrip) {
     std::vector<Fragment> fragments{{0, text.size(), -1}};
     for (int32_t id : ids) {
         const std::string& needle = texts[size_t(id)];
@@ -25,6 +28,9 @@ std::vector<SpecialTokenSplit::Fragment> SpecialTokenSplit::split(
                 if (hit > pos) next.push_back(Fragment{pos, hit - pos, -1});
                 next.push_back(Fragment{hit, needle.size(), id});
                 pos = hit + needle.size();
+                if (size_t(id) < rstrip.size() && rstrip[size_t(id)]) {
+                    while (pos < end && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+                }
             }
             if (pos < end) next.push_back(Fragment{pos, end - pos, -1});
         }

@@ -13,8 +13,17 @@ public:
     virtual ~Tokenizer() = default;
 
     // Token ids for `text`. BOS is prepended when `addBos` and the vocabulary
-    // says to (the caller passes the model's add_bos_token setting).
-    virtual std::vector<int32_t> encode(const std::string& text, bool addBos) const = 0;
+    // says to (the caller passes the model's add_bos_token setting). With
+    // `parseSpecial` the texts of control tokens ("<|eot_id|>", "<s>") in
+    // `text` become those tokens; without it only user-defined tokens are.
+    virtual std::vector<int32_t> encode(const std::string& text, bool addBos, bool parseSpecial = false) const = 0;
+
+    // Every id that ends a generation: EOS, the file's end-of-turn and
+    // end-of-message ids, and control tokens spelled like one ("<|eot_id|>",
+    // "<|im_end|>", "<|end|>", "<end_of_turn>", ...).
+    virtual std::vector<int32_t> endOfGeneration() const {
+        return eosId() >= 0 ? std::vector<int32_t>{eosId()} : std::vector<int32_t>{};
+    }
 
     // The text of a sequence of generated ids, exactly as a user reads it.
     virtual std::string decode(const std::vector<int32_t>& ids) const = 0;

@@ -57,6 +57,18 @@ TEST(TokenizeCli, VocabOnlyFilesGiveHuggingFacesIds) {
     }
 }
 
+TEST(TokenizeCli, SpecialParsesControlTokensOnlyWhenAsked) {
+    const std::string file = kVocab + "ggml-vocab-dbrx.gguf";
+    if (!std::ifstream(file).good()) GTEST_SKIP() << "needs " << file;
+    const CliResult plain = runKvlens("tokenize --model " + file + " --prompt 'a<|endoftext|>b' --no-bos --json");
+    const CliResult special =
+        runKvlens("tokenize --model " + file + " --prompt 'a<|endoftext|>b' --no-bos --special --json");
+    ASSERT_EQ(plain.exitCode, 0) << plain.err;
+    ASSERT_EQ(special.exitCode, 0) << special.err;
+    EXPECT_EQ(nlohmann::json::parse(special.out)["token_ids"], nlohmann::json({64, 100257, 65}));
+    EXPECT_GT(nlohmann::json::parse(plain.out)["token_ids"].size(), 3u);
+}
+
 // A byte-level vocabulary of three tokens and one merge, with `pre` and `model`.
 std::string tinyBpe(const std::string& name, const std::string& pre,
                     const std::string& model = "gpt2") {

@@ -430,7 +430,7 @@ TEST(Generator, StopsAtEosUnlessIgnored) {
     const std::vector<int32_t> prompt = {1, 50, 60, 70};
     const GenerationResult first = gen.generate(prompt, o);
     ASSERT_EQ(first.tokens.size(), 5u);
-    o.eosId = first.tokens[2];  // pretend the third greedy token is EOS
+    o.stopIds = {first.tokens[2]};  // pretend the third greedy token is EOS
     const GenerationResult stopped = gen.generate(prompt, o);
     EXPECT_TRUE(stopped.stoppedAtEos);
     EXPECT_EQ(stopped.tokens, std::vector<int32_t>(first.tokens.begin(), first.tokens.begin() + 2));

@@ -37,7 +37,7 @@ TEST_P(QuantParity, PromptIdsAndGreedyTokensEqualLlamaCpps) {
     GenerationOptions options;
     options.maxNewTokens = int64_t(expected.size());
     options.ignoreEos = true;
-    options.eosId = loaded.tokenizer->eosId();
+    options.stopIds = loaded.tokenizer->endOfGeneration();
     const GenerationResult result = generator.generate(ids, options);
     ASSERT_EQ(result.tokens.size(), expected.size());
     size_t agreed = 0;

@@ -55,7 +55,7 @@ TEST_F(ReferenceParity, GreedyGenerationReproducesAllTokenIds) {
     GenerationOptions options;
     options.maxNewTokens = static_cast<int64_t>(expected.size());
     options.ignoreEos = true;  // the reference does not stop at end-of-sequence tokens
-    options.eosId = loaded_.tokenizer->eosId();
+    options.stopIds = loaded_.tokenizer->endOfGeneration();
     const GenerationResult result = generator.generate(ids, options);
     EXPECT_EQ(result.tokens, expected);
     EXPECT_EQ(loaded_.tokenizer->decode(result.tokens), reference_["generated_text"].get<std::string>());

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "app/ChatOptions.h"
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
@@ -14,12 +15,14 @@ namespace kvlens {
 int runGenerate(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert({"--prompt", "--prompt-file", "-n", "--seed", "--temperature", "--top-k",
-                       "--top-p"});
-    CommandLine args("generate", argv, valueFlags, {"--ignore-eos", "--no-bos", "--special", "--json", "--help"});
+                       "--top-p", "--system"});
+    CommandLine args("generate", argv, valueFlags,
+                     {"--ignore-eos", "--no-bos", "--special", "--chat", "--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens generate [--model M] (--prompt TEXT | --prompt-file PATH) [-n N]\n"
             "       [--temperature T] [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--no-bos] [--special]\n"
+            "       [--chat [--system TEXT]]\n"
             "       [--dtype auto|f32|bf16] [--device cpu|cuda] [--threads N] [--json]\n"
             "  greedy (argmax, ties to the lowest id) unless --temperature > 0; stops at EOS\n"
             "  unless --ignore-eos, after N tokens (default 64), or at the model's context.\n"
@@ -27,7 +30,7 @@ int runGenerate(const std::vector<std::string>& argv) {
             stdout);
         return 0;
     }
-    const std::string prompt = readPrompt(args);
+    const std::string text = readPrompt(args);
     GenerationOptions options;
     options.maxNewTokens = args.getInt("-n", 64, 0, 1 << 24);
     options.ignoreEos = args.has("--ignore-eos");
@@ -38,10 +41,11 @@ int runGenerate(const std::vector<std::string>& argv) {
     Sampler check(options.sampling);  // rejects bad sampling flags before the load
 
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    const ChatPrompt prompt = ChatOptions::apply(args, modelOptions.model, text);  // before the load
     LoadedModel loaded = modelOptions.load();
     const Tokenizer& tokenizer = *loaded.tokenizer;
     const std::vector<int32_t> ids =
-        tokenizer.encode(prompt, !args.has("--no-bos") && tokenizer.addBosByDefault(), args.has("--special"));
+        tokenizer.encode(prompt.text, !args.has("--no-bos") && tokenizer.addBosByDefault(), prompt.parseSpecial);
     options.stopIds = tokenizer.endOfGeneration();
 
     const bool json = args.has("--json");

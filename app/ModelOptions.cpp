@@ -42,9 +42,10 @@ LoadedModel ModelOptions::load() const {
 
 std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos,
                                        int64_t newTokens,
-                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads) {
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads,
+                                       bool parseSpecial) {
     const std::vector<int32_t> ids =
-        loaded.tokenizer->encode(prompt, addBos && loaded.tokenizer->addBosByDefault());
+        loaded.tokenizer->encode(prompt, addBos && loaded.tokenizer->addBosByDefault(), parseSpecial);
     const int64_t context = loaded.model->config().contextLength;
     const int64_t promptTokens = static_cast<int64_t>(ids.size());
     if (promptTokens <= context && promptTokens + newTokens > context) {

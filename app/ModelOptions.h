@@ -27,10 +27,12 @@ struct ModelOptions {
 // methods, with a progress bar on stderr. Checks first that `newTokens` more
 // fit in the model's context, so a too-long request fails before the prefill.
 // `fullQueryHeads`: (layer, query head) pairs whose queries the capture keeps
-// for every prompt position (full attention maps).
+// for every prompt position (full attention maps). `parseSpecial`: control
+// tokens' texts in the prompt are those tokens (--special, --chat).
 std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& prompt, bool addBos,
                                        int64_t newTokens,
-                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {},
+                                       bool parseSpecial = false);
 
 // --prompt TEXT or --prompt-file PATH; throws kvlens::Error for a missing,
 // unreadable or empty prompt, naming the flag.

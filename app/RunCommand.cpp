@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "app/ChatOptions.h"
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
@@ -54,15 +55,15 @@ static nlohmann::json runMetricsJson(const RunMetrics& m) {
 int runRun(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
-    valueFlags.insert({"--prompt", "--prompt-file", "-n"});
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--system"});
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
-    CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--save", "--help"});
+    CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens run [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
             "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
-            "       [-n N] [--dtype ...] [--device ...] [--threads N] [--json]\n"
+            "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
             "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
@@ -79,11 +80,12 @@ int runRun(const std::vector<std::string>& argv) {
     // Settings that do not depend on the prompt fail before the model loads.
     params.validateSettings();
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
-    const std::string prompt = readPrompt(args);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
+    const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, {}, chat.parseSpecial);
     params.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
     const auto t0 = std::chrono::steady_clock::now();

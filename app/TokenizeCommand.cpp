@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "app/ChatOptions.h"
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
@@ -11,21 +12,22 @@
 namespace kvlens {
 
 int runTokenize(const std::vector<std::string>& argv) {
-    CommandLine args("tokenize", argv, {"--model", "--prompt", "--prompt-file"},
-                     {"--no-bos", "--special", "--json", "--help"});
+    CommandLine args("tokenize", argv, {"--model", "--prompt", "--prompt-file", "--system"},
+                     {"--no-bos", "--special", "--chat", "--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens tokenize [--model M] (--prompt TEXT | --prompt-file PATH) [--no-bos] "
-            "[--special] [--json]\n  one line per token: position, id, piece; --special reads control tokens' texts\n"
-            "  (\"<|eot_id|>\") in the prompt as those tokens\n",
+            "[--special] [--chat [--system TEXT]] [--json]\n  one line per token: position, id, piece; --special reads control\n"
+            "  tokens' texts (\"<|eot_id|>\") in the prompt as those tokens; --chat wraps the prompt as one\n"
+            "  user turn of the model's chat template\n",
             stdout);
         return 0;
     }
     const std::string model = ModelSpec::resolveDefault(args.get("--model"), args.has("--model"));
-    const std::string prompt = readPrompt(args);
+    const ChatPrompt prompt = ChatOptions::apply(args, model, readPrompt(args));
     auto tokenizer = loadTokenizer(model);
     const std::vector<int32_t> ids =
-        tokenizer->encode(prompt, !args.has("--no-bos") && tokenizer->addBosByDefault(), args.has("--special"));
+        tokenizer->encode(prompt.text, !args.has("--no-bos") && tokenizer->addBosByDefault(), prompt.parseSpecial);
     if (args.has("--json")) {
         nlohmann::json pieces = nlohmann::json::array();
         for (int32_t id : ids) pieces.push_back(tokenizer->piece(id));

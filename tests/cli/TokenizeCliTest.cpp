@@ -69,6 +69,24 @@ TEST(TokenizeCli, SpecialParsesControlTokensOnlyWhenAsked) {
     EXPECT_GT(nlohmann::json::parse(plain.out)["token_ids"].size(), 3u);
 }
 
+// --chat wraps the prompt in the file's template and parses its markers: on
+// Phi-3's vocabulary the ids equal llama.cpp's for the same text with --special.
+TEST(TokenizeCli, ChatWrapsThePromptInTheModelsTemplate) {
+    const std::string file = kVocab + "ggml-vocab-phi-3.gguf";
+    if (!std::ifstream(file).good()) GTEST_SKIP() << "needs " << file;
+    const CliResult r = runKvlens("tokenize --model " + file + " --prompt 'Hi there' --chat --system 'Be brief.' --json");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"],
+              nlohmann::json({1, 32006, 1522, 11473, 29889, 32007, 32010, 6324, 727, 32007, 32001}));
+    expectOneLineError(runKvlens("tokenize --model " + file + " --prompt hi --system x"),
+                       {"--system goes with --chat"});
+    expectOneLineError(runKvlens("generate --model random:tiny --prompt hi --chat"),
+                       {"--chat: random:tiny has no chat template"});
+    const std::string gpt2 = kVocab + "ggml-vocab-gpt-2.gguf";
+    expectOneLineError(runKvlens("tokenize --model " + gpt2 + " --prompt hi --chat"),
+                       {gpt2 + " has no tokenizer.chat_template; run without --chat"});
+}
+
 // A byte-level vocabulary of three tokens and one merge, with `pre` and `model`.
 std::string tinyBpe(const std::string& name, const std::string& pre,
                     const std::string& model = "gpt2") {

@@ -1,0 +1,41 @@
+// Wrapping a prompt in the model's chat template.
+#include "app/ChatOptions.h"
+
+#include "app/CommandLine.h"
+#include "core/Error.h"
+#include "engine/gguf/GgufFile.h"
+#include "engine/model/ModelSpec.h"
+#include "engine/tokenizer/ChatTemplate.h"
+
+namespace kvlens {
+
+const std::set<std::string>& ChatOptions::valueFlags() {
+    static const std::set<std::string> f = {"--system"};
+    return f;
+}
+
+ChatPrompt ChatOptions::apply(const CommandLine& args, const std::string& model,
+                              const std::string& prompt) {
+    ChatPrompt out{prompt, args.has("--special")};
+    if (!args.has("--chat")) {
+        if (args.has("--system"))
+            throw Error("--system goes with --chat (kvlens " + args.command() + " --chat ...)");
+        return out;
+    }
+    const ModelSpec spec = ModelSpec::parse(model);
+    if (spec.kind != ModelSpec::Kind::File) {
+        throw Error("--chat: " + model +
+                    " has no chat template (random models have no tokenizer.chat_template)");
+    }
+    GgufFile file(spec.path);
+    if (!file.has("tokenizer.chat_template")) {
+        throw Error("--chat: " + spec.path + " has no tokenizer.chat_template; run without --chat");
+    }
+    const ChatTemplate::Family family =
+        ChatTemplate::detect(file.getString("tokenizer.chat_template"), spec.path);
+    out.text = ChatTemplate::apply(family, args.get("--system", ""), prompt);
+    out.parseSpecial = true;  // the template's markers are control tokens
+    return out;
+}
+
+}  // namespace kvlens

@@ -9,6 +9,7 @@
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
 #include "engine/tokenizer/ByteLevel.h"
+#include "engine/tokenizer/GgufVocabKeys.h"
 #include "engine/tokenizer/PreTokenizer.h"
 #include "engine/tokenizer/SpecialTokenSplit.h"
 #include "engine/tokenizer/SpecialTokens.h"
@@ -87,11 +88,10 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab, const std::string& name)
                 break;
         }
     }
-    userDefined_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, false);
-    specials_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, true);
-    std::vector<int32_t> declared = vocab_.endIds;
-    declared.push_back(vocab_.eosId);
-    eog_ = SpecialTokens::endOfGeneration(vocab_.tokens, vocab_.types, declared);
+    SpecialTokens::Lists lists = SpecialTokens::of(vocab_.tokens, vocab_.types, vocab_.eosId, vocab_.endIds);
+    userDefined_ = std::move(lists.userDefined);
+    specials_ = std::move(lists.withControl);
+    eog_ = std::move(lists.endOfGeneration);
     ranks_.reserve(vocab_.merges.size() * 2);
     for (size_t r = 0; r < vocab_.merges.size(); ++r) {
         const std::string& m = vocab_.merges[r];
@@ -116,38 +116,10 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::fromGguf(const GgufFile& file) {
     v.tokens = file.getStringArray(prefix + "tokens");
     const size_t n = v.tokens.size();
     if (n == 0) throw Error(path + ": tokenizer.ggml.tokens is empty");
-    const std::vector<double> types = file.getNumberArray(prefix + "token_type");
-    if (types.size() != n) {
-        throw Error(path + ": tokenizer.ggml.token_type has " + std::to_string(types.size()) +
-                    " entries but tokenizer.ggml.tokens has " + std::to_string(n));
-    }
-    for (size_t i = 0; i < n; ++i) {
-        const double t = types[i];
-        if (!(t >= 0 && t <= 6) || t != double(int(t))) {
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "%g", t);
-            throw Error(path + ": tokenizer.ggml.token_type[" + std::to_string(i) + "] is " + buf +
-                        "; token types are 0..6");
-        }
-        v.types.push_back(LlamaTokenType(int(t)));
-    }
+    v.types = GgufVocabKeys::tokenTypes(file, n);
     v.merges = file.getStringArray(prefix + "merges");
     v.pre = file.getStringOr(prefix + "pre", "default");
-    auto readId = [&](const char* key) -> int32_t {
-        const GgufValue* value = file.find(prefix + key);
-        if (value == nullptr) return -1;
-        if (!value->isInteger() || value->type == GgufValueType::Bool) {
-            throw Error(path + ": " + prefix + key + " is a " + ggufValueTypeName(value->type) +
-                        ", not an integer token id");
-        }
-        if (value->i == -1 || (value->type == GgufValueType::UInt32 && value->i == 0xFFFFFFFFll))
-            return -1;
-        if (value->i < 0 || value->i >= int64_t(n)) {
-            throw Error(path + ": " + prefix + key + " is " + std::to_string(value->i) +
-                        ", outside the vocabulary of " + std::to_string(n) + " tokens");
-        }
-        return int32_t(value->i);
-    };
+    auto readId = [&](const char* key) { return GgufVocabKeys::tokenId(file, key, n, -1); };
     v.bosId = readId("bos_token_id");
     v.eosId = readId("eos_token_id");
     v.endIds = {readId("eot_token_id"), readId("eom_token_id")};

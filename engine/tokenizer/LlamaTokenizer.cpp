@@ -9,6 +9,7 @@
 
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
+#include "engine/tokenizer/GgufVocabKeys.h"
 #include "engine/tokenizer/SpecialTokenSplit.h"
 #include "engine/tokenizer/SpecialTokens.h"
 
@@ -174,11 +175,10 @@ LlamaTokenizer::LlamaTokenizer(LlamaVocab vocab, const std::string& name)
                 break;
         }
     }
-    userDefined_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, false);
-    specials_ = SpecialTokens::longestFirst(vocab_.tokens, vocab_.types, true);
-    std::vector<int32_t> declared = vocab_.endIds;
-    declared.push_back(vocab_.eosId);
-    eog_ = SpecialTokens::endOfGeneration(vocab_.tokens, vocab_.types, declared);
+    SpecialTokens::Lists lists = SpecialTokens::of(vocab_.tokens, vocab_.types, vocab_.eosId, vocab_.endIds);
+    userDefined_ = std::move(lists.userDefined);
+    specials_ = std::move(lists.withControl);
+    eog_ = std::move(lists.endOfGeneration);
     if (vocab_.rstripSpecials) {
         rstrip_.assign(n, false);
         for (int32_t id : specials_) {
@@ -224,42 +224,9 @@ std::unique_ptr<LlamaTokenizer> LlamaTokenizer::fromGguf(const GgufFile& file) {
     }
     vocab.scores.assign(scores.begin(), scores.end());
 
-    const std::vector<double> types = file.getNumberArray(prefix + "token_type");
-    if (types.size() != n) {
-        throw Error(path + ": tokenizer.ggml.token_type has " + std::to_string(types.size()) +
-                    " entries but tokenizer.ggml.tokens has " + std::to_string(n));
-    }
-    vocab.types.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-        const double t = types[i];
-        if (!(t >= 0 && t <= 6) || t != static_cast<double>(static_cast<int>(t))) {
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "%g", t);
-            throw Error(path + ": tokenizer.ggml.token_type[" + std::to_string(i) + "] is " + buf +
-                        "; token types are 0..6");
-        }
-        vocab.types.push_back(static_cast<LlamaTokenType>(static_cast<int>(t)));
-    }
-
-    // Special ids: absent keys take llama.cpp's SentencePiece defaults; the
-    // customary "none" values (-1, 0xFFFFFFFF) mean no such token.
-    auto readId = [&](const char* key, int32_t fallback) -> int32_t {
-        const GgufValue* v = file.find(prefix + key);
-        if (v == nullptr) return fallback < static_cast<int64_t>(n) ? fallback : -1;
-        if (!v->isInteger() || v->type == GgufValueType::Bool) {
-            throw Error(path + ": " + prefix + key + " is a " + ggufValueTypeName(v->type) +
-                        ", not an integer token id");
-        }
-        const bool unsigned64 = v->type == GgufValueType::UInt64;
-        if (v->i == -1 || (v->type == GgufValueType::UInt32 && v->i == 0xFFFFFFFFll)) return -1;
-        if (v->i < 0 || v->i >= static_cast<int64_t>(n)) {
-            const std::string shown = unsigned64 ? std::to_string(static_cast<uint64_t>(v->i))
-                                                 : std::to_string(v->i);
-            throw Error(path + ": " + prefix + key + " is " + shown + ", outside the vocabulary of " +
-                        std::to_string(n) + " tokens");
-        }
-        return static_cast<int32_t>(v->i);
-    };
+    vocab.types = GgufVocabKeys::tokenTypes(file, n);
+    // Special ids: absent keys take llama.cpp's SentencePiece defaults.
+    auto readId = [&](const char* key, int32_t absent) { return GgufVocabKeys::tokenId(file, key, n, absent); };
     vocab.bosId = readId("bos_token_id", 1);
     vocab.eosId = readId("eos_token_id", 2);
     vocab.unkId = readId("unknown_token_id", 0);

@@ -6,6 +6,15 @@
 
 namespace kvlens {
 
+SpecialTokens::Lists SpecialTokens::of(const std::vector<std::string>& tokens,
+                                       const std::vector<LlamaTokenType>& types, int32_t eosId,
+                                       const std::vector<int32_t>& endIds) {
+    std::vector<int32_t> declared = endIds;
+    declared.push_back(eosId);
+    return {longestFirst(tokens, types, false), longestFirst(tokens, types, true),
+            endOfGeneration(tokens, types, declared)};
+}
+
 std::vector<int32_t> SpecialTokens::longestFirst(const std::vector<std::string>& tokens,
                                                  const std::vector<LlamaTokenType>& types,
                                                  bool control) {

@@ -14,6 +14,16 @@ namespace kvlens {
 
 class SpecialTokens {
 public:
+    struct Lists {
+        std::vector<int32_t> userDefined;  // cut out of every text, longest first
+        std::vector<int32_t> withControl;  // cut out with --special, longest first
+        std::vector<int32_t> endOfGeneration;
+    };
+    // The three lists of a vocabulary whose EOS is `eosId` and whose file
+    // names `endIds` (end of turn, end of message).
+    static Lists of(const std::vector<std::string>& tokens, const std::vector<LlamaTokenType>& types, int32_t eosId,
+                    const std::vector<int32_t>& endIds);
+
     // Ids to cut out of a text, longest text first.
     static std::vector<int32_t> longestFirst(const std::vector<std::string>& tokens,
                                              const std::vector<LlamaTokenType>& types,

@@ -12,20 +12,25 @@ const char* gqaModeName(GqaMode mode) { return mode == GqaMode::KvHead ? "kv-hea
 const char* poolingName(Pooling pooling) { return pooling == Pooling::Max ? "max" : "avg"; }
 const char* scheduleName(PyramidSchedule s) { return s == PyramidSchedule::Exact ? "exact" : "factory"; }
 
-std::string PressParams::budgetTooSmall(int64_t promptLength, int64_t resolved, const char* flag,
-                                        int64_t floor, const char* why) const {
+namespace {
+
+// "--budget 128 must exceed --window 256 (...)", or for a ratio which share of
+// which prompt rounded to what.
+std::string budgetTooSmall(const PressParams& p, int64_t promptLength, int64_t resolved, const char* flag,
+                           int64_t floor, const char* why) {
     std::ostringstream s;
     s << "--budget ";
-    if (budget > 0) {
-        s << budget;
+    if (p.budget > 0) {
+        s << p.budget;
     } else {
-        // Say which ratio, which prompt and what it rounded to.
-        s << budgetRatio * 100 << "% of the " << promptLength << "-token prompt rounds to "
-          << resolved << ", which";
+        s << p.budgetRatio * 100 << "% of the " << promptLength << "-token prompt rounds to " << resolved
+          << ", which";
     }
     s << " must exceed " << flag << " " << floor << " (" << why << ")";
     return s.str();
 }
+
+}  // namespace
 
 const std::vector<std::string>& PressParams::methodNames() {
     static const std::vector<std::string> names = {"full", "snapkv",  "pyramidkv", "streamingllm",
@@ -70,7 +75,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
             throw Error("--window " + std::to_string(window) + " is above the " +
                         std::to_string(maxWindow) + " window queries the capture holds");
         }
-        if (!keepsAll && B <= window) throw Error(budgetTooSmall(promptLength, B, "--window", window, "the budget includes the window"));
+        if (!keepsAll && B <= window) throw Error(budgetTooSmall(*this, promptLength, B, "--window", window, "the budget includes the window"));
     }
     if (method == "snapkv" || method == "pyramidkv" || method == "adakv") {
         if (kernel < 1 || kernel % 2 == 0) {
@@ -91,7 +96,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (method == "streamingllm") {
         if (sinks < 0) throw Error("--sinks must be >= 0");
-        if (!keepsAll && B <= sinks) throw Error(budgetTooSmall(promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
+        if (!keepsAll && B <= sinks) throw Error(budgetTooSmall(*this, promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
     }
 }
 

@@ -56,12 +56,6 @@ struct PressParams {
     std::string describe() const;
 
     static const std::vector<std::string>& methodNames();
-
-private:
-    std::string budgetTooSmall(int64_t promptLength, int64_t resolved, const char* flag,
-                               int64_t floor, const char* why) const;
-
-public:
     // Methods that keep the observation window (and so need budget > window).
     bool usesWindow() const;
 };

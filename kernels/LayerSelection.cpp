@@ -107,7 +107,7 @@ std::vector<float> pool1d(const float* scores, int64_t n, int64_t kernel, VotePo
     const int64_t pad = kernel / 2;
     std::vector<float> out(n);
     if (pooling == VotePooling::Avg) {
-        // Each window summed on its own, left to right, in double with Neumaier's
+        // Each window summed on its own, left to right, in double with TwoSum
         // compensation (exact for any window of floats short of denormal spreads),
         // divided by the kernel (pads count as zeros). A running sum would leave
         // residues (+-1e-17 where the window holds only zeros) that break the
@@ -115,9 +115,11 @@ std::vector<float> pool1d(const float* scores, int64_t n, int64_t kernel, VotePo
         for (int64_t i = 0; i < n; ++i) {
             double sum = 0.0, compensation = 0.0;
             for (int64_t j = std::max<int64_t>(0, i - pad); j <= std::min(n - 1, i + pad); ++j) {
+                // Knuth's TwoSum: the rounding error of sum + x, without a branch.
                 const double x = scores[j];
                 const double t = sum + x;
-                compensation += std::fabs(sum) >= std::fabs(x) ? (sum - t) + x : (x - t) + sum;
+                const double back = t - sum;
+                compensation += (sum - (t - back)) + (x - back);
                 sum = t;
             }
             out[i] = static_cast<float>((sum + compensation) / double(kernel));

@@ -160,6 +160,17 @@ SessionInfo readSession(const Statement& s) {
     return info;
 }
 
+// Whether a connection can read the store's header page (a read-only one
+// cannot while a killed writer's WAL index or hot journal waits for recovery).
+bool readable(Database& db) {
+    try {
+        db.pragmaInt("application_id");
+        return true;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
 }  // namespace
 
 std::string SessionStore::defaultPath() {
@@ -194,23 +205,23 @@ void SessionStore::open(Access access) {
         }
         const std::string dir = StoreFile::directoryOf(path_);
         if (::access(dir.c_str(), W_OK) == 0) {
-            const bool leftovers =
-                StoreFile::exists(path_ + "-wal") || StoreFile::exists(path_ + "-journal");
-            if (leftovers && ::access(path_.c_str(), W_OK) == 0) {
+            db_ = std::make_unique<Database>(path_, path_, SQLITE_OPEN_READONLY);
+            sqlite3_busy_timeout(db_->handle(), kBusyTimeoutMs);
+            if (!readable(*db_) && ::access(path_.c_str(), W_OK) == 0) {
                 // A writer killed mid-save leaves a WAL index, or a hot rollback
                 // journal, that only a read-write connection may recover (a
                 // read-only one fails with "read-only"): recover it, without
-                // checkpointing the WAL into the store file.
+                // checkpointing the WAL into the store file, and read again.
                 try {
                     Database recover(path_, path_, SQLITE_OPEN_READWRITE);
                     recover.leaveFileAsIs();
                     sqlite3_busy_timeout(recover.handle(), kBusyTimeoutMs);
                     recover.pragmaInt("application_id");
                 } catch (const Error&) {
-                    // The read-only open below says what is wrong.
+                    // The read-only connection below says what is wrong.
                 }
+                db_ = std::make_unique<Database>(path_, path_, SQLITE_OPEN_READONLY);
             }
-            db_ = std::make_unique<Database>(path_, path_, SQLITE_OPEN_READONLY);
         } else {
             // A WAL store in a folder we cannot write has no -shm to share; nobody
             // else can write there either, so read the file as immutable.

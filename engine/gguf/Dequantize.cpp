@@ -115,14 +115,18 @@ inline void scaleMinK4(int j, const uint8_t* q, int& sc, int& m) {
 // Q4_K: 4 chunks of 64 elements; chunk c uses 32 bytes of qs: low nibbles are
 // elements 0..31 (sub-block 2c), high nibbles 32..63 (sub-block 2c+1).
 // x = d*sc*q - dmin*m.
-void dequantQ4_K(const uint8_t* src, float* dst, int64_t n) {
+// Q5_K adds qh[32] after the scales: chunk c takes its fifth bits from qh bit
+// 2c (first 32 elements) and bit 2c+1 (second 32). One body for both.
+void dequantQ4_5_K(const uint8_t* src, float* dst, int64_t n, bool fifthBit) {
     const float* table = halfTable();
+    const size_t bytes = fifthBit ? 176 : kQ4_KBytes;
     for (int64_t b = 0; b < n / kQK_K; ++b) {
-        const uint8_t* blk = src + b * kQ4_KBytes;
+        const uint8_t* blk = src + b * bytes;
         const float d = table[loadU16(blk)];
         const float dmin = table[loadU16(blk + 2)];
         const uint8_t* scales = blk + 4;
-        const uint8_t* q = blk + 16;
+        const uint8_t* qh = fifthBit ? blk + 16 : nullptr;
+        const uint8_t* q = blk + (fifthBit ? 48 : 16);
         float* y = dst + b * kQK_K;
         for (int c = 0; c < 4; ++c) {
             int sc, m;
@@ -132,8 +136,15 @@ void dequantQ4_K(const uint8_t* src, float* dst, int64_t n) {
             scaleMinK4(2 * c + 1, scales, sc, m);
             const float d2 = d * static_cast<float>(sc);
             const float m2 = dmin * static_cast<float>(m);
-            for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
-            for (int l = 0; l < 32; ++l) y[32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
+            const uint8_t u1 = uint8_t(1 << (2 * c)), u2 = uint8_t(2 << (2 * c));
+            for (int l = 0; l < 32; ++l) {
+                const int high = qh && (qh[l] & u1) ? 16 : 0;
+                y[l] = d1 * static_cast<float>((q[l] & 0x0F) + high) - m1;
+            }
+            for (int l = 0; l < 32; ++l) {
+                const int high = qh && (qh[l] & u2) ? 16 : 0;
+                y[32 + l] = d2 * static_cast<float>((q[l] >> 4) + high) - m2;
+            }
             q += 32;
             y += 64;
         }
@@ -284,35 +295,6 @@ void dequantQ3_K(const uint8_t* src, float* dst, int64_t n) {
                 mask = uint8_t(mask << 1);
             }
             q += 32;
-        }
-    }
-}
-
-// Q5_K: Q4_K's layout plus qh[32]: chunk c (64 elements) takes its fifth bits
-// from qh bit 2c (first 32) and bit 2c+1 (second 32).
-void dequantQ5_K(const uint8_t* src, float* dst, int64_t n) {
-    const float* table = halfTable();
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-        const uint8_t* blk = src + b * 176;
-        const float d = table[loadU16(blk)];
-        const float dmin = table[loadU16(blk + 2)];
-        const uint8_t* scales = blk + 4;
-        const uint8_t* qh = blk + 16;
-        const uint8_t* ql = blk + 48;
-        float* y = dst + b * kQK_K;
-        for (int c = 0; c < 4; ++c) {
-            int sc, m;
-            scaleMinK4(2 * c, scales, sc, m);
-            const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-            scaleMinK4(2 * c + 1, scales, sc, m);
-            const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-            const uint8_t u1 = uint8_t(1 << (2 * c)), u2 = uint8_t(2 << (2 * c));
-            for (int l = 0; l < 32; ++l)
-                y[l] = d1 * static_cast<float>((ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0)) - m1;
-            for (int l = 0; l < 32; ++l)
-                y[32 + l] = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
-            ql += 32;
-            y += 64;
         }
     }
 }
@@ -600,7 +582,7 @@ void dequantize(uint32_t type, const void* src, float* dst, int64_t n) {
             dequantQ4_0(s, dst, n);
             break;
         case GgmlType::Q4_K:
-            dequantQ4_K(s, dst, n);
+            dequantQ4_5_K(s, dst, n, false);
             break;
         case GgmlType::Q6_K:
             dequantQ6_K(s, dst, n);
@@ -621,7 +603,7 @@ void dequantize(uint32_t type, const void* src, float* dst, int64_t n) {
             dequantQ3_K(s, dst, n);
             break;
         case GgmlType::Q5_K:
-            dequantQ5_K(s, dst, n);
+            dequantQ4_5_K(s, dst, n, true);
             break;
         case GgmlType::IQ4_NL:
             dequantIQ4_NL(s, dst, n);

@@ -32,11 +32,13 @@ const std::shared_ptr<Capture>& tinyllama8k() {
 
 // One budget change: select with a budget not seen before (votes are cached per
 // window, as in the GUI), then gather the compressed cache.
-void selectAndGather(benchmark::State& state, const std::string& method, const std::shared_ptr<Capture>& capture) {
+void selectAndGather(benchmark::State& state, const std::string& method, const std::shared_ptr<Capture>& capture,
+                     Pooling pooling = Pooling::Max) {
     at::set_num_threads(2);
     PressParams p;
     p.method = method;
     p.window = 32;
+    p.pooling = pooling;
     auto press = Press::create(method);
     p.budget = 1024;
     press->select(*capture, p);  // computes and caches the window's votes once
@@ -52,6 +54,10 @@ void selectAndGather(benchmark::State& state, const std::string& method, const s
 }
 
 void BM_SnapKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "snapkv", tinyllama8k()); }
+// Avg pooling sums each window on its own (exact ties), n x kernel adds like max pooling.
+void BM_SnapKvAvgPoolSelectAndGather8k(benchmark::State& state) {
+    selectAndGather(state, "snapkv", tinyllama8k(), Pooling::Avg);
+}
 void BM_PyramidKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "pyramidkv", tinyllama8k()); }
 void BM_AdaKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "adakv", tinyllama8k()); }
 
@@ -73,6 +79,7 @@ void BM_SnapKvSelectAndGatherSmall(benchmark::State& state) {
 }
 
 BENCHMARK(BM_SnapKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_SnapKvAvgPoolSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_PyramidKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_AdaKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_WindowVotes8k)->Unit(benchmark::kMillisecond)->Iterations(3);

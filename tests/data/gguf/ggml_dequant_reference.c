@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
         printf("%s\n {\"name\": \"%s\", \"type\": \"%s\", \"n\": %lld, \"sum\": %.17g, \"samples\": [", i ? "," : "",
                name, ggml_type_name(t->type), (long long)n, sum);
         for (int k = 0; k < 256; ++k) {
-            const int64_t at = (int64_t)k * n / 256 + (k % 7) % (n > 7 ? 7 : 1);
+            int64_t at = (int64_t)k * n / 256 + (k % 7) % (n > 7 ? 7 : 1);
+            if (at >= n) at = n - 1;  /* small tensors: stay inside */
             printf("%s[%lld, %.9g]", k ? ", " : "", (long long)at, values[at]);
         }
         printf("]}");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "engine/compress/Capture.h"
@@ -17,6 +18,8 @@
 #include "engine/analysis/AttentionStats.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/compress/presses/PressScores.h"
+#include "engine/gguf/GgufFile.h"
+#include "engine/tokenizer/ChatTemplate.h"
 #include "kernels/DeviceMemory.h"
 
 namespace kvlens {
@@ -52,6 +55,9 @@ int64_t parameterCount(const ModelWeights& w) {
 struct Workbench::State {
     LoadedModel loaded;
     bool hasModel = false;
+    // The file's chat family, or why a chat cannot be sent to this model.
+    std::optional<ChatTemplate::Family> chat;
+    std::string noChat;
     WorkbenchModel info;
     std::shared_ptr<Capture> capture;
     // The full-cache continuation is decoded once per capture and length.
@@ -96,19 +102,47 @@ WorkbenchModel Workbench::load(const LoadOptions& options, const Progress& progr
     m.dtype = dtypeName(dtype);
     m.threads = threads;
 
+    std::optional<ChatTemplate::Family> chat;
+    std::string noChat;
+    if (!m.isFile) {
+        noChat = "chat template: " + options.model +
+                 " is a random model, without tokenizer.chat_template: send plain text";
+    } else {
+        GgufFile file(m.path);
+        if (!file.has("tokenizer.chat_template")) {
+            noChat = "chat template: " + m.path + " has no tokenizer.chat_template: send plain text";
+        } else {
+            try {
+                chat = ChatTemplate::detect(file.getString("tokenizer.chat_template"), m.path);
+                m.chatTemplate = ChatTemplate::name(*chat);
+            } catch (const Error& e) {
+                noChat = std::string("chat template: ") + e.what();
+            }
+        }
+    }
+
     // Only a model that loaded replaces the current one (and its capture).
     state_->evaluator.reset();
     state_->capture.reset();
     state_->loaded = std::move(loaded);
     state_->info = m;
+    state_->chat = chat;
+    state_->noChat = noChat;
     state_->hasModel = true;
     return m;
 }
 
-int64_t Workbench::countTokens(const std::string& text, bool addBos) const {
+std::string Workbench::promptText(const WorkbenchPrompt& prompt) const {
     if (!state_->hasModel) throw Error("no model is loaded");
+    if (!prompt.chat) return prompt.text;
+    if (!state_->chat) throw Error(state_->noChat);
+    return ChatTemplate::apply(*state_->chat, prompt.system, prompt.text);
+}
+
+int64_t Workbench::countTokens(const WorkbenchPrompt& prompt) const {
+    const std::string text = promptText(prompt);
     const Tokenizer& t = *state_->loaded.tokenizer;
-    return static_cast<int64_t>(t.encode(text, addBos && t.addBosByDefault()).size());
+    return static_cast<int64_t>(t.encode(text, prompt.addBos && t.addBosByDefault(), prompt.chat).size());
 }
 
 std::vector<std::string> Workbench::pieces(const std::vector<int32_t>& ids) const {
@@ -122,12 +156,14 @@ std::vector<std::string> Workbench::pieces(const std::vector<int32_t>& ids) cons
     return out;
 }
 
-WorkbenchCapture Workbench::capture(const std::string& text, bool addBos, int64_t newTokens,
+WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTokens,
                                     const Progress& progress, const std::atomic<bool>* cancel) {
     if (!state_->hasModel) throw Error("no model is loaded: open a model first");
-    if (text.empty()) throw Error("prompt: the prompt is empty");
+    if (prompt.text.empty()) throw Error("prompt: the prompt is empty");
+    const std::string text = promptText(prompt);
+    const bool addBos = prompt.addBos;
     const Tokenizer& tok = *state_->loaded.tokenizer;
-    const std::vector<int32_t> ids = tok.encode(text, addBos && tok.addBosByDefault());
+    const std::vector<int32_t> ids = tok.encode(text, addBos && tok.addBosByDefault(), prompt.chat);
     const int64_t context = state_->info.contextLength;
     const int64_t T = static_cast<int64_t>(ids.size());
     if (T > context) {

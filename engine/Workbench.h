@@ -34,10 +34,24 @@ struct WorkbenchModel : ModelShape {
     int64_t kvBytesPerToken = 0;  // K and V of every layer, in the compute dtype
     std::string device, dtype;
     int threads = 0;
+    // The family of the file's tokenizer.chat_template ("llama3", "chatml", ...);
+    // empty when the model has none or KV Lens does not recognise it.
+    std::string chatTemplate;
+};
+
+// A prompt as the GUI sends it: the text, whether BOS is asked for, and whether the
+// text goes as one user turn of the model's chat template (with `system` as the
+// system message when not empty; ignored without `chat`). A chat's control tokens
+// are parsed; plain text is tokenized as raw text.
+struct WorkbenchPrompt {
+    std::string text;
+    bool addBos = true;
+    bool chat = false;
+    std::string system;
 };
 
 struct WorkbenchCapture {
-    std::string text;     // the prompt as given
+    std::string text;     // what was tokenized: the prompt, wrapped when it went as a chat
     bool addBos = true;   // as applied: asked for, and the vocabulary adds one
     std::vector<int32_t> tokenIds;
     std::vector<std::string> pieces;  // display form of every prompt token
@@ -84,13 +98,17 @@ public:
     // Display form of each token id (throws without a model).
     std::vector<std::string> pieces(const std::vector<int32_t>& ids) const;
 
-    // Tokens of `text` (BOS added when `addBos` and the vocabulary asks for it).
-    int64_t countTokens(const std::string& text, bool addBos) const;
+    // The text `prompt` tokenizes as: its text, or its chat turn. Throws kvlens::Error
+    // for a chat on a model without a (recognised) chat template.
+    std::string promptText(const WorkbenchPrompt& prompt) const;
 
-    // Prefills `text` and computes its attention statistics. Throws kvlens::Error
-    // for an empty prompt or one (plus `newTokens`) over the context; the current
-    // capture stays when it throws.
-    WorkbenchCapture capture(const std::string& text, bool addBos, int64_t newTokens,
+    // Tokens of the prompt (BOS added when asked for and the vocabulary adds one).
+    int64_t countTokens(const WorkbenchPrompt& prompt) const;
+
+    // Prefills the prompt and computes its attention statistics. Throws kvlens::Error
+    // for an empty prompt, one (plus `newTokens`) over the context, or a chat the
+    // model has no template for; the current capture stays when it throws.
+    WorkbenchCapture capture(const WorkbenchPrompt& prompt, int64_t newTokens,
                              const Progress& progress, const std::atomic<bool>* cancel);
     bool hasCapture() const;
     int64_t promptLength() const;

@@ -147,6 +147,8 @@ void AttentionView::setMap(std::shared_ptr<const viz::TilePyramid> pyramid, int 
 
 void AttentionView::setTokens(std::shared_ptr<const std::vector<std::string>> pieces) {
     tokens_ = std::move(pieces);
+    if (tokens_)
+        for (const std::string& piece : *tokens_) addGlyphs(piece);
     requestRedraw();
 }
 

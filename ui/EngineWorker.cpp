@@ -120,11 +120,10 @@ void EngineWorker::load(const Workbench::LoadOptions& options) {
                 }});
 }
 
-void EngineWorker::runPrompt(const QString& text, bool addBos, int64_t newTokens) {
-    const std::string prompt = text.toStdString();
-    post(Prompt, {"prompt", true, [this, prompt, addBos, newTokens] {
+void EngineWorker::runPrompt(const WorkbenchPrompt& prompt, int64_t newTokens) {
+    post(Prompt, {"prompt", true, [this, prompt, newTokens] {
                       auto c = std::make_shared<const WorkbenchCapture>(
-                          bench_.capture(prompt, addBos, newTokens, progressFor("prompt"), &cancel_));
+                          bench_.capture(prompt, newTokens, progressFor("prompt"), &cancel_));
                       toGui([this, c] { emit promptCaptured(c); });
                   }});
 }
@@ -169,11 +168,10 @@ void EngineWorker::selectOthers(const PressParams& params) {
                   }});
 }
 
-void EngineWorker::countTokens(const QString& text, bool addBos) {
-    const std::string prompt = text.toStdString();
-    post(Count, {"count tokens", false, [this, prompt, addBos] {
+void EngineWorker::countTokens(const WorkbenchPrompt& prompt) {
+    post(Count, {"count tokens", false, [this, prompt] {
                      if (!bench_.hasModel()) return;
-                     const qint64 n = bench_.countTokens(prompt, addBos);
+                     const qint64 n = bench_.countTokens(prompt);
                      const qint64 context = bench_.model().contextLength;
                      toGui([this, n, context] { emit tokensCounted(n, context); });
                  }});

@@ -63,12 +63,12 @@ public:
     // Each returns at once; the answer comes as a signal. A load drops the requests
     // that wait for the current capture.
     void load(const Workbench::LoadOptions& options);
-    void runPrompt(const QString& text, bool addBos, int64_t newTokens);
+    void runPrompt(const WorkbenchPrompt& prompt, int64_t newTokens);
     // Coalesced: a newer select replaces one that has not started. Returns its number.
     uint64_t select(const PressParams& params, int focusLayer);
     // The other methods at the same budget and window (for "which methods keep it").
     void selectOthers(const PressParams& params);
-    void countTokens(const QString& text, bool addBos);
+    void countTokens(const WorkbenchPrompt& prompt);
     void attention(int layer, int head);
     void region(int layer, int head, int64_t row0, int64_t col0, int64_t rows, int64_t cols);
     void evaluate(const PressParams& params, int64_t newTokens);

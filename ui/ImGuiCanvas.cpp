@@ -1,8 +1,10 @@
 #include "ui/ImGuiCanvas.h"
 
+#include "ui/GlyphFonts.h"
 #include "ui/ImGuiQtInput.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>  // ImTextCharFromUtf8
 #include <backends/imgui_impl_opengl3.h>
 
 #include <QFocusEvent>
@@ -15,6 +17,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 namespace kvlens::ui {
@@ -67,6 +71,83 @@ void ImGuiCanvas::drawFrame() {
 
 void ImGuiCanvas::makeImGuiCurrent() const { ImGui::SetCurrentContext(context_); }
 
+static_assert(sizeof(ImWchar) == sizeof(std::uint16_t), "glyph ranges are kept as 16-bit characters");
+
+void ImGuiCanvas::addGlyphs(const std::string& text) {
+    const char* p = text.data();
+    const char* end = p + text.size();
+    while (p < end) {
+        unsigned int c = 0;
+        const int n = ImTextCharFromUtf8(&c, p, end);
+        p += n > 0 ? n : 1;
+        // Latin-1 is in ImGui's own font; ImGui turns what 16 bits cannot hold into
+        // its replacement character, and surrogates are no characters.
+        if (c <= 0xFF || c > 0xFFFF || (c >= 0xD800 && c <= 0xDFFF) || c == IM_UNICODE_CODEPOINT_INVALID) continue;
+        if (wanted_.insert(static_cast<char32_t>(c)).second) fontsStale_ = true;
+    }
+    if (fontsStale_) requestRedraw();
+}
+
+bool ImGuiCanvas::hasGlyph(char32_t codepoint) const {
+    ImGuiContext* previous = ImGui::GetCurrentContext();
+    makeImGuiCurrent();
+    const ImFontAtlas* atlas = ImGui::GetIO().Fonts;
+    const bool has = atlas->IsBuilt() && !atlas->Fonts.empty() && codepoint <= 0xFFFF &&
+                     atlas->Fonts[0]->FindGlyphNoFallback(static_cast<ImWchar>(codepoint)) != nullptr;
+    ImGui::SetCurrentContext(previous);
+    return has;
+}
+
+namespace {
+
+// The whole file, in memory ImGui may free (the atlas owns what it is given).
+void* readFont(const std::string& path, int* size) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return nullptr;
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() < 12 || bytes.size() > (1u << 30)) return nullptr;
+    void* data = ImGui::MemAlloc(bytes.size());
+    std::copy(bytes.begin(), bytes.end(), static_cast<char*>(data));
+    *size = static_cast<int>(bytes.size());
+    return data;
+}
+
+}  // namespace
+
+void ImGuiCanvas::rebuildFonts() {
+    fontsStale_ = false;
+    ImGuiIO& io = ImGui::GetIO();
+    const bool uploaded = io.Fonts->TexID != nullptr;
+    if (uploaded) ImGui_ImplOpenGL3_DestroyFontsTexture();
+    io.Fonts->Clear();
+    glyphRanges_.clear();
+    io.Fonts->AddFontDefault();  // ProggyClean 13 px: ASCII and Latin-1
+
+    const std::vector<char32_t> wanted(wanted_.begin(), wanted_.end());
+    std::size_t found = 0;
+    for (const GlyphFonts::Face& face : GlyphFonts::covering(wanted)) {
+        int size = 0;
+        void* data = readFont(face.file, &size);
+        if (data == nullptr) continue;
+        ImFontGlyphRangesBuilder builder;
+        for (char32_t cp : face.codepoints) builder.AddChar(static_cast<ImWchar>(cp));
+        ImVector<ImWchar> ranges;
+        builder.BuildRanges(&ranges);
+        glyphRanges_.emplace_back(ranges.begin(), ranges.end());
+        ImFontConfig config;
+        config.MergeMode = true;
+        config.PixelSnapH = true;  // whole pixels, like the bitmap font beside it
+        config.OversampleH = config.OversampleV = 1;
+        config.FontNo = face.index;
+        io.Fonts->AddFontFromMemoryTTF(data, size, 13.0f, &config,
+                                       reinterpret_cast<const ImWchar*>(glyphRanges_.back().data()));
+        found += face.codepoints.size();
+    }
+    missing_ = wanted.size() - found;
+    io.Fonts->Build();
+    if (uploaded) ImGui_ImplOpenGL3_CreateFontsTexture();
+}
+
 void ImGuiCanvas::initializeGL() {
     // A widget gets a new GL context when it moves to another top-level window; the
     // old one's objects are released first (releaseGL, through aboutToBeDestroyed).
@@ -100,6 +181,7 @@ void ImGuiCanvas::paintGL() {
     io.DeltaTime = static_cast<float>(std::max(seconds, 1e-4));  // ImGui requires > 0
     lastFrameNs_ = now;
 
+    if (fontsStale_) rebuildFonts();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui::NewFrame();
     drawFrame();

@@ -9,6 +9,12 @@
 // requestRedraw() is called (by a subclass whose data changed). There is no timer.
 // After an input event one follow-up frame is scheduled (ImGui resolves some input a
 // frame late, e.g. hover after a click), and only one: the follow-up asks for none.
+//
+// Text: ImGui's own 13 px font for ASCII and Latin-1, with the glyphs of every other
+// character a subclass announces (addGlyphs, e.g. the prompt's tokens) merged in from
+// the installed fonts that have them (GlyphFonts); the atlas is rebuilt before the
+// next frame when new characters arrive. ImGui here keeps 16-bit characters, so code
+// points above U+FFFF (most emoji) draw as ImGui's '?'.
 #pragma once
 
 #include <QColor>
@@ -16,8 +22,12 @@
 #include <QMetaObject>
 #include <QOpenGLWidget>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <set>
+#include <string>
+#include <vector>
 
 struct ImGuiContext;
 
@@ -46,10 +56,19 @@ public:
     // How many ImGui frames have been drawn (paintGL calls that rendered).
     std::uint64_t frameCount() const { return frames_; }
 
+    // Whether the font drew `codepoint` in the last frame (ASCII and Latin-1 always,
+    // others once announced and found in an installed font).
+    bool hasGlyph(char32_t codepoint) const;
+    // Code points announced beyond Latin-1, and how many of them no font has.
+    std::size_t extraGlyphs() const { return wanted_.size(); }
+    std::size_t missingGlyphs() const { return missing_; }
+
 protected:
     // Called between ImGui::NewFrame and ImGui::Render with this canvas's context
     // current; draw with ImGui (windows, or the background/foreground draw lists).
     virtual void drawFrame();
+    // Makes the font draw the characters of this UTF-8 text from the next frame on.
+    void addGlyphs(const std::string& text);
 
     void initializeGL() override;
     void paintGL() override;
@@ -73,6 +92,8 @@ private:
     void inputChanged();
     // Frees the backend's GL objects while their GL context is current.
     void releaseGL();
+    // Rebuilds the font atlas with the announced characters (GL context current).
+    void rebuildFonts();
 
     ImGuiContext* context_ = nullptr;
     std::function<void()> draw_;
@@ -83,6 +104,10 @@ private:
     bool backendReady_ = false;
     bool followUpPending_ = false;
     QMetaObject::Connection contextGone_;
+    std::set<char32_t> wanted_;        // beyond Latin-1, within 16 bits
+    bool fontsStale_ = false;
+    std::size_t missing_ = 0;
+    std::vector<std::vector<std::uint16_t>> glyphRanges_;  // the atlas points into these
 };
 
 }  // namespace kvlens::ui

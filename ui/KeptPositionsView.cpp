@@ -192,6 +192,8 @@ void KeptPositionsView::setSelection(std::shared_ptr<const kvlens::Selection> se
 
 void KeptPositionsView::setTokens(std::shared_ptr<const std::vector<std::string>> pieces) {
     tokens_ = std::move(pieces);
+    if (tokens_)
+        for (const std::string& piece : *tokens_) addGlyphs(piece);
     requestRedraw();
 }
 

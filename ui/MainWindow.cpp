@@ -187,7 +187,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(modelPanel_, &ModelPromptPanel::loadRequested, this, &MainWindow::loadModel);
     connect(modelPanel_, &ModelPromptPanel::runRequested, this, &MainWindow::runPrompt);
     connect(modelPanel_, &ModelPromptPanel::promptEdited, this, [this] {
-        if (model_) worker_->countTokens(modelPanel_->promptText(), modelPanel_->addBos());
+        if (model_) worker_->countTokens(modelPanel_->prompt());
     });
     connect(modelPanel_, &ModelPromptPanel::browseModelRequested, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model", QString(),
@@ -485,7 +485,7 @@ void MainWindow::onModelLoaded(const WorkbenchModel& m) {
                          .arg(m.layers));
     log(status_->text());
     setWindowTitle("KV Lens - " + QString::fromStdString(m.spec));
-    worker_->countTokens(modelPanel_->promptText(), modelPanel_->addBos());
+    worker_->countTokens(modelPanel_->prompt());
     emit modelReady();
     if (runWhenLoaded_) {
         runWhenLoaded_ = false;
@@ -504,7 +504,7 @@ void MainWindow::runPrompt() {
         return;
     }
     log(QString("running a prompt of %1 characters").arg(text.size()));
-    worker_->runPrompt(text, modelPanel_->addBos(), modelPanel_->newTokens());
+    worker_->runPrompt(modelPanel_->prompt(), modelPanel_->newTokens());
 }
 
 void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> capture) {

@@ -84,6 +84,19 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     prompt_->setMinimumHeight(60);
     layout->addWidget(prompt_, 1);
 
+    auto* chatRow = new QHBoxLayout;
+    chat_ = new QCheckBox("Chat");
+    chat_->setObjectName("chat");
+    chat_->setEnabled(false);
+    chat_->setToolTip("Load a model with a chat template first");
+    system_ = new QLineEdit;
+    system_->setObjectName("systemMessage");
+    system_->setPlaceholderText("system message (optional)");
+    system_->setEnabled(false);
+    chatRow->addWidget(chat_);
+    chatRow->addWidget(system_, 1);
+    layout->addLayout(chatRow);
+
     auto* runRow = new QHBoxLayout;
     bos_ = new QCheckBox("BOS");
     bos_->setChecked(true);
@@ -112,6 +125,11 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     connect(debounce_, &QTimer::timeout, this, &ModelPromptPanel::promptEdited);
     connect(prompt_, &QPlainTextEdit::textChanged, debounce_, qOverload<>(&QTimer::start));
     connect(bos_, &QCheckBox::toggled, debounce_, qOverload<>(&QTimer::start));
+    connect(chat_, &QCheckBox::toggled, this, [this](bool on) {
+        system_->setEnabled(on);
+        debounce_->start();
+    });
+    connect(system_, &QLineEdit::textChanged, debounce_, qOverload<>(&QTimer::start));
     connect(load_, &QPushButton::clicked, this, &ModelPromptPanel::loadRequested);
     connect(model_, &QLineEdit::returnPressed, this, &ModelPromptPanel::loadRequested);
     connect(run_, &QPushButton::clicked, this, &ModelPromptPanel::runRequested);
@@ -135,6 +153,20 @@ void ModelPromptPanel::setModelText(const QString& model) { model_->setText(mode
 QString ModelPromptPanel::promptText() const { return prompt_->toPlainText(); }
 void ModelPromptPanel::setPromptText(const QString& text) { prompt_->setPlainText(text); }
 bool ModelPromptPanel::addBos() const { return bos_->isChecked(); }
+
+WorkbenchPrompt ModelPromptPanel::prompt() const {
+    WorkbenchPrompt p;
+    p.text = promptText().toStdString();
+    p.addBos = addBos();
+    p.chat = chat_->isEnabled() && chat_->isChecked();
+    if (p.chat) p.system = system_->text().toStdString();
+    return p;
+}
+
+void ModelPromptPanel::setChat(bool chat, const QString& system) {
+    chat_->setChecked(chat && chat_->isEnabled());
+    system_->setText(system);
+}
 int64_t ModelPromptPanel::newTokens() const { return newTokens_->value(); }
 
 void ModelPromptPanel::setRecentModels(const QStringList& models) {
@@ -163,6 +195,17 @@ void ModelPromptPanel::showModel(const WorkbenchModel& m) {
                  QString::fromStdString(m.device), DisplayText::bytes(m.kvBytesPerToken),
                  DisplayText::bytes(m.kvBytesPerToken * 1024)));
     tokens_->setText("-");
+
+    const bool hasChat = !m.chatTemplate.empty();
+    chat_->setEnabled(hasChat);
+    if (!hasChat) chat_->setChecked(false);
+    system_->setEnabled(hasChat && chat_->isChecked());
+    chat_->setText(hasChat ? QString("Chat (%1)").arg(QString::fromStdString(m.chatTemplate)) : QString("Chat"));
+    chat_->setToolTip(hasChat ? QString("Send the prompt as one user turn of the model's chat template (%1), "
+                                        "its control tokens parsed; the README says exactly what is sent")
+                                    .arg(QString::fromStdString(m.chatTemplate))
+                              : QString("This model has no chat template KV Lens recognises: the prompt "
+                                        "goes as plain text"));
 }
 
 void ModelPromptPanel::showTokenCount(int64_t tokens, int64_t context) {

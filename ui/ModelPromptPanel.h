@@ -1,6 +1,7 @@
 // The "Model & prompt" panel: which model to load (file dialog, recent files, or a
 // random:<preset>), its shape and memory, the prompt editor with a live token count
-// against the context, device, dtype and threads, and the Run button.
+// against the context, the chat template switch with its system message, device,
+// dtype and threads, and the Run button.
 #pragma once
 
 #include <QWidget>
@@ -31,6 +32,10 @@ public:
     QString promptText() const;
     void setPromptText(const QString& text);
     bool addBos() const;
+    // The prompt as the engine takes it: text, BOS, and the chat turn when ticked.
+    WorkbenchPrompt prompt() const;
+    // Ticks Chat (when the loaded model has a template) and sets the system message.
+    void setChat(bool chat, const QString& system);
     int64_t newTokens() const;
     void setRecentModels(const QStringList& models);
 
@@ -61,6 +66,8 @@ private:
     QLabel* modelInfo_;
     QPlainTextEdit* prompt_;
     QCheckBox* bos_;
+    QCheckBox* chat_;
+    QLineEdit* system_;
     QSpinBox* newTokens_;
     QLabel* tokens_;
     QPushButton* run_;

@@ -70,9 +70,8 @@ ChatTemplate::Family ChatTemplate::detect(const std::string& t, const std::strin
         if (c == '\n' || c == '\r' || c == '\t') c = ' ';
     throw Error(source + ": tokenizer.chat_template is not one KV Lens recognises (it begins '" +
                 head + (t.size() > 60 ? "...'" : "'") +
-                "; known: Llama 3, ChatML, Mistral [INST], Llama 2, Gemma, Phi-3, DeepSeek): run "
-                "without --chat "
-                "and write the turn markers into the prompt yourself");
+                "; known: Llama 3, ChatML, Mistral [INST], Llama 2, Gemma, Phi-3, DeepSeek): send "
+                "plain text, with the turn markers written into the prompt yourself");
 }
 
 std::string ChatTemplate::apply(Family f, const std::string& system, const std::string& user) {

@@ -77,7 +77,7 @@ TEST(ChatTemplate, AnUnknownTemplateIsOneLineShowingItsStart) {
                   "for m in messages "
                   "%}<<turn>>{{ m.content }} {% endfor %}'; known: Llama 3, ChatML, Mistral "
                   "[INST], Llama 2, Gemma, "
-                  "Phi-3, DeepSeek): run without --chat and write the turn markers into the prompt "
+                  "Phi-3, DeepSeek): send plain text, with the turn markers written into the prompt "
                   "yourself");
     }
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
@@ -14,6 +15,8 @@
 #include "core/Error.h"
 #include "engine/model/ModelLoader.h"
 #include "engine/compress/presses/Press.h"
+#include "engine/tokenizer/ChatTemplate.h"
+#include "support/TinyModelFile.h"
 
 namespace kvlens {
 namespace {
@@ -22,6 +25,12 @@ std::string prompt(int words) {
     std::string s;
     for (int i = 0; i < words; ++i) s += "word" + std::to_string(i % 17) + " ";
     return s;
+}
+
+WorkbenchPrompt plain(const std::string& text) {
+    WorkbenchPrompt p;
+    p.text = text;
+    return p;
 }
 
 Workbench::LoadOptions tiny() {
@@ -64,10 +73,10 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
     Workbench w;
     w.load(tiny(), {}, nullptr);
     const std::string text = prompt(60);
-    const int64_t tokens = w.countTokens(text, true);
+    const int64_t tokens = w.countTokens(plain(text));
     double last = -1.0;
     bool monotone = true;
-    const WorkbenchCapture c = w.capture(text, true, 8, [&](double f, const std::string&) {
+    const WorkbenchCapture c = w.capture(plain(text), 8, [&](double f, const std::string&) {
         monotone = monotone && f >= last;
         last = f;
     }, nullptr);
@@ -160,7 +169,7 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
 TEST(WorkbenchTest, AttentionRowsAreCausalDistributions) {
     Workbench w;
     w.load(tiny(), {}, nullptr);
-    w.capture(prompt(30), true, 0, {}, nullptr);
+    w.capture(plain(prompt(30)), 0, {}, nullptr);
     const int64_t T = w.promptLength();
     int64_t rowsSeen = 0;
     w.attention(2, 5, [&](int64_t row0, int64_t rows, const float* probs) {
@@ -186,7 +195,7 @@ TEST(WorkbenchTest, AttentionRowsAreCausalDistributions) {
 TEST(WorkbenchTest, EvaluateMatchesFullCacheForFullKv) {
     Workbench w;
     w.load(tiny(), {}, nullptr);
-    w.capture(prompt(30), true, 6, {}, nullptr);
+    w.capture(plain(prompt(30)), 6, {}, nullptr);
     PressParams full;
     full.method = "full";
     const WorkbenchOutputs out = w.evaluate(full, 6, {}, nullptr);
@@ -205,10 +214,10 @@ TEST(WorkbenchTest, EvaluateMatchesFullCacheForFullKv) {
 TEST(WorkbenchTest, CancelStopsAndKeepsThePreviousCapture) {
     Workbench w;
     w.load(tiny(), {}, nullptr);
-    w.capture(prompt(20), true, 0, {}, nullptr);
+    w.capture(plain(prompt(20)), 0, {}, nullptr);
     const int64_t before = w.promptLength();
     std::atomic<bool> cancel{false};
-    EXPECT_THROW(w.capture(prompt(80), true, 0,
+    EXPECT_THROW(w.capture(plain(prompt(80)), 0,
                            [&](double f, const std::string&) {
                                if (f > 0.2) cancel = true;
                            },
@@ -222,7 +231,7 @@ TEST(WorkbenchTest, CancelStopsAndKeepsThePreviousCapture) {
 
 TEST(WorkbenchTest, RefusalsNameTheCulprit) {
     Workbench w;
-    EXPECT_EQ(errorOf([&] { w.capture("x", true, 0, {}, nullptr); }),
+    EXPECT_EQ(errorOf([&] { w.capture(plain("x"), 0, {}, nullptr); }),
               "no model is loaded: open a model first");
     Workbench::LoadOptions bad = tiny();
     bad.model = "/nonexistent/model.gguf";
@@ -230,17 +239,79 @@ TEST(WorkbenchTest, RefusalsNameTheCulprit) {
     EXPECT_FALSE(w.hasModel());
     bad.model = "random:tiny:ctx=64";
     w.load(bad, {}, nullptr);
-    EXPECT_EQ(errorOf([&] { w.capture("", true, 0, {}, nullptr); }), "prompt: the prompt is empty");
+    EXPECT_EQ(errorOf([&] { w.capture(plain(""), 0, {}, nullptr); }), "prompt: the prompt is empty");
     const std::string longText = prompt(40);
-    const int64_t n = w.countTokens(longText, true);
-    EXPECT_EQ(errorOf([&] { w.capture(longText, true, 0, {}, nullptr); }),
+    const int64_t n = w.countTokens(plain(longText));
+    EXPECT_EQ(errorOf([&] { w.capture(plain(longText), 0, {}, nullptr); }),
               "prompt: " + std::to_string(n) + " tokens, over the model's context of 64");
     EXPECT_EQ(errorOf([&] { w.select(PressParams{}); }), "no prompt has been run yet");
-    w.capture("hello there", true, 0, {}, nullptr);
+    w.capture(plain("hello there"), 0, {}, nullptr);
     PressParams p;
     p.budget = 4;
     p.window = 8;
     EXPECT_NE(errorOf([&] { w.select(p); }), "(no error)");
+}
+
+// A chat goes as the model's template renders one user turn, its markers parsed as
+// control tokens; plain text leaves them as text; a model without a (recognised)
+// template refuses a chat in one line naming the file.
+TEST(WorkbenchTest, ChatPromptsGoThroughTheModelsTemplate) {
+    test::TinyModelShape shape;
+    shape.context = 256;
+    shape.chatTemplate = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}";
+    shape.controlTokens = {"<|im_start|>", "<|im_end|>"};
+    test::TinyModelFile file = test::makeTinyModelFile(shape);
+    const std::string path = test::testOutputPath("workbench_chat.gguf");
+    file.builder.writeFile(path);
+    const int32_t imStart = static_cast<int32_t>(file.vocab) - 2, imEnd = imStart + 1;
+
+    Workbench w;
+    Workbench::LoadOptions o = tiny();
+    o.model = path;
+    const WorkbenchModel m = w.load(o, {}, nullptr);
+    EXPECT_EQ(m.chatTemplate, "chatml");
+    const WorkbenchPrompt chat{"the cat", true, true, "be brief"};
+    const std::string wrapped = ChatTemplate::apply(ChatTemplate::Family::ChatML, "be brief", "the cat");
+    EXPECT_EQ(w.promptText(chat), wrapped);
+    const WorkbenchCapture c = w.capture(chat, 0, {}, nullptr);
+    EXPECT_EQ(c.text, wrapped);
+    EXPECT_EQ(static_cast<int64_t>(c.tokenIds.size()), w.countTokens(chat));
+    EXPECT_EQ(std::count(c.tokenIds.begin(), c.tokenIds.end(), imStart), 3);  // system, user, assistant
+    EXPECT_EQ(std::count(c.tokenIds.begin(), c.tokenIds.end(), imEnd), 2);
+    EXPECT_EQ(c.tokenIds.front(), 1);  // BOS, as the vocabulary asks
+
+    // The same text sent plain: the markers are bytes, not control tokens.
+    const WorkbenchCapture raw = w.capture(plain(wrapped), 0, {}, nullptr);
+    EXPECT_EQ(std::count(raw.tokenIds.begin(), raw.tokenIds.end(), imStart), 0);
+    // Without chat the system message is not sent.
+    EXPECT_EQ(w.promptText({"the cat", true, false, "be brief"}), "the cat");
+
+    w.load(tiny(), {}, nullptr);
+    EXPECT_EQ(w.model().chatTemplate, "");
+    EXPECT_EQ(errorOf([&] { w.countTokens(chat); }),
+              "chat template: random:tiny is a random model, without tokenizer.chat_template: send plain text");
+
+    test::TinyModelShape noTemplate;
+    test::TinyModelFile bare = test::makeTinyModelFile(noTemplate);
+    const std::string barePath = test::testOutputPath("workbench_no_chat.gguf");
+    bare.builder.writeFile(barePath);
+    o.model = barePath;
+    w.load(o, {}, nullptr);
+    EXPECT_EQ(errorOf([&] { w.capture(chat, 0, {}, nullptr); }),
+              "chat template: " + barePath + " has no tokenizer.chat_template: send plain text");
+
+    test::TinyModelShape odd;
+    odd.chatTemplate = "{{ bos }}<<turn>>{{ content }}";
+    test::TinyModelFile oddFile = test::makeTinyModelFile(odd);
+    const std::string oddPath = test::testOutputPath("workbench_odd_chat.gguf");
+    oddFile.builder.writeFile(oddPath);
+    o.model = oddPath;
+    w.load(o, {}, nullptr);
+    EXPECT_EQ(w.model().chatTemplate, "");
+    EXPECT_EQ(errorOf([&] { w.countTokens(chat); }).rfind("chat template: " + oddPath +
+                                                           ": tokenizer.chat_template is not one KV Lens recognises (it begins '{{ bos }}<<turn>>",
+                                                           0),
+              0u);
 }
 
 }  // namespace

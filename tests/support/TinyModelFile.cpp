@@ -26,6 +26,10 @@ TinyModelFile makeTinyModelFile(const TinyModelShape& s) {
         tokens.push_back(piece);
         types.push_back(1);
     }
+    for (const std::string& control : s.controlTokens) {
+        tokens.push_back(control);
+        types.push_back(3);
+    }
     std::vector<float> scores(tokens.size());
     for (size_t i = 0; i < tokens.size(); ++i) scores[i] = -static_cast<float>(i);
     m.vocab = static_cast<int64_t>(tokens.size());
@@ -49,6 +53,7 @@ TinyModelFile makeTinyModelFile(const TinyModelShape& s) {
     b.addUInt32("tokenizer.ggml.bos_token_id", 1);
     b.addUInt32("tokenizer.ggml.eos_token_id", 2);
     b.addUInt32("tokenizer.ggml.unknown_token_id", 0);
+    if (!s.chatTemplate.empty()) b.addString("tokenizer.chat_template", s.chatTemplate);
 
     std::mt19937_64 rng(s.seed);
     std::uniform_real_distribution<float> uni(-1.0f, 1.0f);

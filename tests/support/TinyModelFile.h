@@ -18,6 +18,8 @@ struct TinyModelShape {
     double ropeTheta = 10000.0;
     bool tiedOutput = false;
     bool llama3Rope = false;  // a rope_freqs.weight tensor of frequency factors (Llama 3.1)
+    std::string chatTemplate;               // tokenizer.chat_template, when not empty
+    std::vector<std::string> controlTokens;  // appended to the vocabulary as control tokens
     uint64_t seed = 1;
 };
 

@@ -14,6 +14,12 @@
 namespace kvlens::ui {
 namespace {
 
+WorkbenchPrompt plain(const QString& text) {
+    WorkbenchPrompt p;
+    p.text = text.toStdString();
+    return p;
+}
+
 QString prompt(int words) {
     QString s;
     for (int i = 0; i < words; ++i) s += QString("word%1 ").arg(i % 13);
@@ -38,7 +44,7 @@ TEST(EngineWorkerTest, LoadCaptureAndSelectArriveOnTheGuiThread) {
     QSignalSpy selected(&w, &EngineWorker::selected);
     w.load(tiny());
     ASSERT_TRUE(loaded.wait(30000));
-    w.runPrompt(prompt(40), true, 4);
+    w.runPrompt(plain(prompt(40)), 4);
     ASSERT_TRUE(captured.wait(30000));
     PressParams p;
     p.budget = 48;
@@ -59,7 +65,7 @@ TEST(EngineWorkerTest, PilingSelectsAreCoalescedToTheNewest) {
     EngineWorker w;
     QSignalSpy captured(&w, &EngineWorker::promptCaptured);
     w.load(tiny());
-    w.runPrompt(prompt(200), true, 0);
+    w.runPrompt(plain(prompt(200)), 0);
     ASSERT_TRUE(captured.wait(60000));
     std::vector<uint64_t> answered;
     int64_t lastBudget = 0;
@@ -93,11 +99,11 @@ TEST(EngineWorkerTest, CancelKeepsThePreviousCaptureAndFailuresNameTheJob) {
     QSignalSpy cancelled(&w, &EngineWorker::cancelled);
     QSignalSpy failed(&w, &EngineWorker::failed);
     w.load(tiny("random:tinyllama-1.1b:layers=6"));
-    w.runPrompt(prompt(10), true, 0);
+    w.runPrompt(plain(prompt(10)), 0);
     ASSERT_TRUE(captured.wait(120000));
     // A long prefill, cancelled as soon as it reports progress.
     QSignalSpy progress(&w, &EngineWorker::progress);
-    w.runPrompt(prompt(250), true, 0);  // ~1700 tokens, within the context of 2048
+    w.runPrompt(plain(prompt(250)), 0);  // ~1700 tokens, within the context of 2048
     ASSERT_TRUE(progress.wait(60000));
     w.cancel();
     ASSERT_TRUE(cancelled.wait(60000));

@@ -288,6 +288,40 @@ TEST(KeptPositionsViewTest, TokenTextAppearsWhenColumnsAreWideEnough) {
     EXPECT_TRUE(image.save(QStringLiteral(KVLENS_UI_TEST_DIR "/kept_positions_small_zoomed.png")));
 }
 
+// Tokens of any script draw with their own glyphs, merged into the canvas's font from
+// the installed fonts (scripts/setup installs DejaVu, WenQuanYi Micro Hei and Symbola):
+// a CJK label is not ImGui's '?', and only characters beyond 16 bits are missing.
+TEST(KeptPositionsViewTest, TokensOfAnyScriptDrawWithTheirOwnGlyphs) {
+    KeptPositionsView view;
+    auto tokens = std::make_shared<std::vector<std::string>>();
+    for (int p = 0; p < 40; ++p) tokens->push_back("w" + std::to_string(p));
+    (*tokens)[10] = "\xE4\xB8\xAD";           // 中
+    (*tokens)[11] = "?";
+    (*tokens)[12] = "\xD0\x96\xCE\xA9";      // ЖΩ
+    (*tokens)[13] = "\xD7\xA9\xE2\x98\x85";  // ש★
+    (*tokens)[14] = "\xF0\x9F\x98\x80";      // 😀, beyond 16 bits
+    (*tokens)[15] = "\xED\x95\x9C";           // 한
+    view.setTokens(tokens);
+    view.setSelection(smallSelection(), kLabel);
+    showWithPlotWidth(view);
+    view.setVisibleRange(10.0, 10.0);  // 32 px per position
+    const QImage image = grab(view);
+    for (char32_t cp : {U'中', U'Ж', U'Ω', U'ש', U'★', U'한', U'é', U'w'})
+        EXPECT_TRUE(view.hasGlyph(cp)) << "U+" << std::hex << static_cast<uint32_t>(cp);
+    EXPECT_FALSE(view.hasGlyph(U'\x1F600'));
+    EXPECT_EQ(view.extraGlyphs(), 6u);  // the emoji is not asked for
+    EXPECT_EQ(view.missingGlyphs(), 0u);
+
+    const QRectF row = view.tokenRowRect();
+    const int x0 = static_cast<int>(view.focusedMapRect().left());
+    auto column = [&](int index) {
+        return image.copy(QRect(x0 + 32 * index, static_cast<int>(row.top()), 32, static_cast<int>(row.height())));
+    };
+    EXPECT_GT(brightPixels(column(0), QRectF(0, 0, 32, row.height())), 8);  // 中 is drawn
+    EXPECT_NE(column(0), column(1));                                         // and is not '?'
+    EXPECT_TRUE(image.save(QStringLiteral(KVLENS_UI_TEST_DIR "/kept_positions_scripts.png")));
+}
+
 TEST(KeptPositionsViewTest, ZoomedOutPixelsAreShadedByTheShareKept) {
     // 4096 positions over 256 pixel columns (16 each). Head 0 keeps every other position,
     // head 1 the first half. No window (StreamingLLM's recent window is no observation one).

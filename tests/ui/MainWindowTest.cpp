@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <QCheckBox>
 #include <QDockWidget>
+#include <QLineEdit>
 #include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -195,6 +198,68 @@ TEST(MainWindowTest, SavedPromptRecordsTheBosThePrefillApplied) {
     ASSERT_EQ(prompts.size(), 1u);
     EXPECT_FALSE(prompts[0].addBos);
     EXPECT_NE(prompts[0].tokenIds.front(), 1);  // no BOS id 1 in front
+}
+
+// Chat: the checkbox names the model's template family; ticked, the prompt goes as
+// one user turn with the system message, its markers parsed as control tokens, and
+// the store keeps what was tokenized. A model without a template leaves it unticked
+// and disabled.
+TEST(MainWindowTest, ChatSendsThePromptThroughTheModelsTemplate) {
+    Fixture f;
+    test::TinyModelShape shape;
+    shape.context = 512;
+    shape.chatTemplate = "{% for m in messages %}<|im_start|>{{ m.role }}{{ m.content }}<|im_end|>{% endfor %}";
+    shape.controlTokens = {"<|im_start|>", "<|im_end|>"};
+    const test::TinyModelFile m = test::makeTinyModelFile(shape);
+    const std::string path = f.dir.filePath("chat.gguf").toStdString();
+    m.builder.writeFile(path);
+    const int32_t imStart = static_cast<int32_t>(m.vocab) - 2;
+
+    MainWindow w(f.options());
+    w.show();
+    auto* chat = w.modelPanel()->findChild<QCheckBox*>("chat");
+    auto* system = w.modelPanel()->findChild<QLineEdit*>("systemMessage");
+    ASSERT_NE(chat, nullptr);
+    ASSERT_NE(system, nullptr);
+    EXPECT_FALSE(chat->isEnabled());  // no model yet
+    QSignalSpy ready(&w, &MainWindow::modelReady);
+    QSignalSpy shown(&w, &MainWindow::selectionShown);
+    w.modelPanel()->setModelText(QString::fromStdString(path));
+    w.loadModel();
+    ASSERT_TRUE(waitFor(ready, 1, 60000, "the model"));
+    EXPECT_TRUE(chat->isEnabled());
+    EXPECT_EQ(chat->text(), "Chat (chatml)");
+    EXPECT_FALSE(system->isEnabled());
+    chat->setChecked(true);
+    EXPECT_TRUE(system->isEnabled());
+    system->setText("be brief");
+    w.modelPanel()->setPromptText("the cat the a the cat the a the cat the a the cat");
+    w.runPrompt();
+    ASSERT_TRUE(waitFor(shown, 1, 120000, "the first selection"));
+    QSignalSpy saved(&w, &MainWindow::runSaved);
+    w.methodsPanel()->setBudgetEntries(8);
+    PressParams p = w.methodsPanel()->params();
+    p.window = 4;
+    w.methodsPanel()->setParams(p);
+    w.saveRun();
+    ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
+    {
+        sessions::SessionStore store(f.options().store.toStdString());
+        const auto prompts = store.prompts(store.session("default").id);
+        ASSERT_EQ(prompts.size(), 1u);
+        EXPECT_EQ(prompts[0].text, "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nthe cat the a the "
+                                   "cat the a the cat the a the cat<|im_end|>\n<|im_start|>assistant\n");
+        EXPECT_EQ(std::count(prompts[0].tokenIds.begin(), prompts[0].tokenIds.end(), imStart), 3);
+    }
+
+    // A model without a template: the box goes off and disabled.
+    QSignalSpy readyAgain(&w, &MainWindow::modelReady);
+    w.modelPanel()->setModelText("random:tiny");
+    w.loadModel();
+    ASSERT_TRUE(waitFor(readyAgain, 1, 60000, "random:tiny"));
+    EXPECT_FALSE(chat->isEnabled());
+    EXPECT_FALSE(chat->isChecked());
+    EXPECT_FALSE(w.modelPanel()->prompt().chat);
 }
 
 // After a run the Attention panel shows the focused layer's first head at once.

@@ -65,7 +65,7 @@ void ropeCpu(at::Tensor& x, const float* cs, const float* sn, int64_t R, bool ha
 }  // namespace
 
 void rope(at::Tensor& q, at::Tensor& k, int64_t firstPosition, const at::Tensor& invFreq,
-          int64_t ropeDim, bool halves) {
+          int64_t ropeDim, bool halves, float magnitude) {
     const int64_t T = q.size(0), half = ropeDim / 2;
     auto cpuOk = [](const at::Tensor& x) {
         return x.device().is_cpu() && x.stride(2) == 1 &&
@@ -78,8 +78,8 @@ void rope(at::Tensor& q, at::Tensor& k, int64_t firstPosition, const at::Tensor&
             const float pos = static_cast<float>(firstPosition + t);
             for (int64_t i = 0; i < half; ++i) {
                 const float angle = pos * inv[i];
-                cs[t * half + i] = std::cos(angle);
-                sn[t * half + i] = std::sin(angle);
+                cs[t * half + i] = std::cos(angle) * magnitude;
+                sn[t * half + i] = std::sin(angle) * magnitude;
             }
         }
         ropeCpu(q, cs.data(), sn.data(), ropeDim, halves);
@@ -89,7 +89,7 @@ void rope(at::Tensor& q, at::Tensor& k, int64_t firstPosition, const at::Tensor&
     at::Tensor pos = at::arange(firstPosition, firstPosition + T,
                                 at::TensorOptions().dtype(at::kFloat).device(q.device()));
     at::Tensor angles = pos.unsqueeze(1) * invFreq.unsqueeze(0);
-    at::Tensor cos = angles.cos().unsqueeze(1), sin = angles.sin().unsqueeze(1);
+    at::Tensor cos = (angles.cos() * magnitude).unsqueeze(1), sin = (angles.sin() * magnitude).unsqueeze(1);
     ropeComposite(q, cos, sin, ropeDim, halves);
     ropeComposite(k, cos, sin, ropeDim, halves);
 }

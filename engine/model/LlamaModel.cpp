@@ -9,6 +9,7 @@
 
 #include "core/Error.h"
 #include "engine/model/HeapTuning.h"
+#include "engine/model/RopeFrequencies.h"
 #include "kernels/CausalAttention.h"
 #include "kernels/Linear.h"
 #include "kernels/RmsNorm.h"
@@ -20,20 +21,14 @@ namespace kvlens {
 LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device device,
                        c10::ScalarType dtype)
     : config_(std::move(config)), weights_(std::move(weights)), device_(device), dtype_(dtype) {
-    const int64_t half = config_.ropeDim / 2;
-    std::vector<float> inv(half);
-    // Llama 3.1's frequency factors divide each pair's frequency; linear scaling
-    // divides every position, i.e. every frequency, by its factor.
-    std::vector<float> factors(half, 1.0f);
+    std::vector<float> factors;
     if (weights_.ropeFreqFactors.defined()) {
         const at::Tensor f = weights_.ropeFreqFactors.to(at::kCPU, at::kFloat).contiguous();
-        std::copy(f.data_ptr<float>(), f.data_ptr<float>() + half, factors.begin());
+        factors.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
     }
-    for (int64_t i = 0; i < half; ++i) {
-        inv[i] = static_cast<float>(std::pow(config_.ropeTheta, -2.0 * double(i) / double(config_.ropeDim)) /
-                                    (double(factors[i]) * config_.ropeLinearScale));
-    }
-    invFreq_ = at::tensor(inv, at::kFloat).to(device_);
+    const RopeFrequencies rope = RopeFrequencies::of(config_, factors);
+    invFreq_ = at::tensor(rope.inverse, at::kFloat).to(device_);
+    ropeMagnitude_ = rope.magnitude;
     // The 64 MB block bound keeps CPU prefills within memory; on a GPU it would
     // cut a 32K-token prefill into blocks of 16 queries, each a few small kernels.
     if (device_.is_cuda()) blockBytes_ = 1ll << 30;
@@ -173,7 +168,7 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
             k = kernels::rmsNorm(k.reshape({T * c.nKvHeads, c.headDim}).to(at::kFloat), L.kNorm, c.rmsEps, dtype_)
                     .view({T, c.nKvHeads, c.headDim});
         }
-        kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves);
+        kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves, ropeMagnitude_);
         x.add_(kernels::linear(attend(l, q, k, v), L.wo, {}, at::kFloat));
 
         h = kernels::rmsNorm(x, L.ffnNorm, c.rmsEps, dtype_);

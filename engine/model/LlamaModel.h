@@ -76,7 +76,8 @@ private:
     ModelWeights weights_;
     c10::Device device_;
     c10::ScalarType dtype_;
-    at::Tensor invFreq_;  // [ropeDim / 2] fp32
+    at::Tensor invFreq_;  // [ropeDim / 2] fp32 (RopeFrequencies)
+    float ropeMagnitude_ = 1.0f;
     int64_t blockBytes_ = 64ll << 20;
 };
 

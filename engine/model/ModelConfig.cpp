@@ -30,17 +30,28 @@ ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
     c.ropeStyle = traits.ropeStyle;
     c.qkvBias = traits.qkvBias;
     c.qkNorm = traits.qkNorm;
-    // RoPE scaling from the metadata: Llama 3's frequency factors come as the
-    // rope_freqs.weight tensor (ModelWeights); linear scaling divides positions.
+    // RoPE scaling from the metadata (RopeFrequencies): Llama 3's frequency factors
+    // come as the rope_freqs.weight tensor (ModelWeights); linear and YaRN scaling
+    // as rope.scaling.type with its factor (absent or 0: 1, as llama.cpp reads it).
     const std::string scaling = file.getStringOr(p + "rope.scaling.type", "none");
-    if (scaling == "linear") {
-        c.ropeLinearScale = file.getFloatOr(p + "rope.scaling.factor", 1.0);
-        if (!(c.ropeLinearScale >= 1.0)) {
-            throw Error(file.path() + ": " + p + "rope.scaling.factor must be at least 1 for linear scaling");
+    if (scaling == "linear" || scaling == "yarn") {
+        c.ropeScaling = scaling == "linear" ? RopeScaling::Linear : RopeScaling::Yarn;
+        c.ropeScaleFactor = file.getFloatOr(p + "rope.scaling.factor", 0.0);
+        if (c.ropeScaleFactor == 0.0) c.ropeScaleFactor = 1.0;
+        if (!(c.ropeScaleFactor >= 1.0)) {
+            throw Error(file.path() + ": " + p + "rope.scaling.factor must be at least 1 for " + scaling +
+                        " scaling");
+        }
+        c.ropeOriginalContext = static_cast<int64_t>(
+            file.getUIntOr(p + "rope.scaling.original_context_length", static_cast<uint64_t>(c.contextLength)));
+        if (c.ropeOriginalContext <= 0) c.ropeOriginalContext = c.contextLength;
+        c.ropeAttnFactor = file.getFloatOr(p + "rope.scaling.attn_factor", 1.0);
+        if (!(c.ropeAttnFactor > 0.0)) {
+            throw Error(file.path() + ": " + p + "rope.scaling.attn_factor must be positive");
         }
     } else if (scaling != "none" && scaling != "llama3") {
         throw Error(file.path() + ": " + p + "rope.scaling.type '" + scaling +
-                    "' is not supported (none, linear and Llama 3's rope_freqs are)");
+                    "' is not supported (none, linear, yarn and Llama 3's rope_freqs are)");
     }
     if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens")) {
         c.vocabSize = static_cast<int64_t>(tokens->array.size());

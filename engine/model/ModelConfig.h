@@ -12,6 +12,7 @@ namespace kvlens {
 
 class GgufFile;
 
+enum class RopeScaling { None, Linear, Yarn };
 
 struct ModelConfig {
     std::string architecture = "llama";  // llama | mistral | qwen2
@@ -30,8 +31,13 @@ struct ModelConfig {
     RopeStyle ropeStyle = RopeStyle::Adjacent;
     bool qkvBias = false;  // qwen2
     bool qkNorm = false;   // qwen3: RMSNorm of each q and k head before RoPE
-    // RoPE positions divided by this (rope.scaling.type linear; 1: none).
-    double ropeLinearScale = 1.0;
+    // rope.scaling.*: the type, its factor, the context the model was trained at
+    // before the extension (yarn) and the attention factor (yarn); RopeFrequencies
+    // turns them into frequencies.
+    RopeScaling ropeScaling = RopeScaling::None;
+    double ropeScaleFactor = 1.0;
+    int64_t ropeOriginalContext = 0;
+    double ropeAttnFactor = 1.0;
 
     // Bytes of K and V for one token over all layers, at `bytesPerElement`.
     int64_t kvBytesPerToken(int64_t bytesPerElement) const {

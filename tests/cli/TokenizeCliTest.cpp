@@ -123,6 +123,21 @@ TEST(TokenizeCli, TokenizerRefusalsAreOneLine) {
     expectOneLineError(
         runKvlens("run --model " + good + " --prompt ab --method snapkv --budget 64"),
         {good, "has no weights to run"});
+    // A special-token id the file names outside its vocabulary (here Llama 3's
+    // end-of-turn id in a three-token file): one line naming the key, before --special
+    // could send it to the model.
+    kvlens::test::GgufBuilder badEot;
+    badEot.addString("general.architecture", "llama");
+    badEot.addString("tokenizer.ggml.model", "gpt2");
+    badEot.addString("tokenizer.ggml.pre", "llama-bpe");
+    badEot.addStringArray("tokenizer.ggml.tokens", {"a", "b", "<|eot_id|>"});
+    badEot.addInt32Array("tokenizer.ggml.token_type", {1, 1, 3});
+    badEot.addStringArray("tokenizer.ggml.merges", {"a b"});
+    badEot.addUInt32("tokenizer.ggml.eot_token_id", 128009);
+    const std::string badEotPath = testOutputPath("bpe_eot_out_of_range.gguf");
+    badEot.writeFile(badEotPath);
+    expectOneLineError(runKvlens("tokenize --model " + badEotPath + " --special --prompt 'a<|eot_id|>'"),
+                       {badEotPath + ": tokenizer.ggml.eot_token_id is 128009, outside the vocabulary of 3 tokens"});
     const std::string latin1 = writeText("latin1_prompt.txt", "caf\xE9 au lait");
     expectOneLineError(runKvlens("tokenize --model " + good + " --prompt-file " + latin1),
                        {"--prompt-file " + latin1 +

@@ -358,9 +358,10 @@ TEST(LlamaModelLoad, MixtureOfExpertsIsOneLineNamingWhatSaysSo) {
 
 TEST(LlamaModelLoad, UnsupportedRopeScalingNamesIt) {
     TinyModelFile m = test::makeTinyModelFile({});
-    m.builder.addString("llama.rope.scaling.type", "yarn");
-    const std::string msg = loadError(m.builder, "rope_yarn.gguf");
-    EXPECT_NE(msg.find("llama.rope.scaling.type 'yarn' is not supported (none, linear and Llama 3's rope_freqs are)"),
+    m.builder.addString("llama.rope.scaling.type", "longrope");
+    const std::string msg = loadError(m.builder, "rope_longrope.gguf");
+    EXPECT_NE(msg.find("llama.rope.scaling.type 'longrope' is not supported (none, linear, yarn and Llama 3's "
+                       "rope_freqs are)"),
               std::string::npos)
         << msg;
 }

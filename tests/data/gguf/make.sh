@@ -24,3 +24,19 @@ for t in Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q5_K_M IQ4_NL IQ4_XS; do
   "$bin/llamacpp-reference" "$here/tiny-$t.gguf" 16 "$ids" >"$here/tiny-$t.llamacpp.json"
 done
 rm -rf "$work"
+
+# YaRN (rope.scaling.type yarn, as Qwen2.5's long-context files carry it): a qwen2 of
+# 2 layers, width 64, one head of 64 dimensions, factor 4 over an original
+# context of 64 (so the ramp spans pairs 0-9) and attn_factor 1.1, in F32 (llama.cpp
+# quantises activations for Q8_0 and F16 weights, which would blur the comparison);
+# llama.cpp's greedy run of it. RopeScalingTest checks the first step's logits and the
+# greedy tokens.
+work=$(mktemp -d)
+/usr/bin/python3 "$shared/tools/make_random_gguf.py" "$work/yarn-f32.gguf" --vocab "$shared/models/stories260K.gguf" \
+  --arch qwen2 --layers 2 --dim 64 --ff 128 --heads 1 --kv-heads 1 --ctx 256 --dtype f32 --seed 3
+PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/add_metadata.py" "$work/yarn-f32.gguf" "$here/tiny-yarn-F32.gguf" \
+  qwen2.rope.scaling.type=str:yarn qwen2.rope.scaling.factor=f32:4 \
+  qwen2.rope.scaling.original_context_length=u32:64 qwen2.rope.scaling.attn_factor=f32:1.1 >/dev/null
+ids=$("$bin/llamacpp-reference" "$here/tiny-yarn-F32.gguf" --tokenize "$P" | tr -d "[] ")
+"$bin/llamacpp-reference" "$here/tiny-yarn-F32.gguf" 16 "$ids" >"$here/tiny-yarn-F32.llamacpp.json"
+rm -rf "$work"

@@ -1,5 +1,7 @@
 // Files of every common quant type (tests/data/gguf, made by llama-quantize;
-// make.sh) against llama.cpp's own run of them (llamacpp-reference, kept as
+// make.sh), and of real architectures with byte-level BPE vocabularies (a
+// Llama-3-style llama with rope_freqs in Q4_K_M, a qwen2 with biases in Q8_0),
+// against llama.cpp's own run of them (llamacpp-reference, kept as
 // JSON beside each file): the prompt's token ids are identical, and KV Lens's
 // greedy tokens equal llama.cpp's up to the first near-tie, where the two
 // best logits are closer than rounding differences between the two
@@ -28,7 +30,7 @@ TEST_P(QuantParity, PromptIdsAndGreedyTokensEqualLlamaCpps) {
     ASSERT_TRUE(in.good()) << stem << ".llamacpp.json";
     const nlohmann::json ref = nlohmann::json::parse(in, nullptr, true, true);
     LoadedModel loaded = loadModel(stem + ".gguf", c10::Device(c10::kCPU), c10::kFloat);
-    const std::vector<int32_t> ids = loaded.tokenizer->encode(kPrompt, true);
+    const std::vector<int32_t> ids = loaded.tokenizer->encode(kPrompt, loaded.tokenizer->addBosByDefault());
     ASSERT_EQ(ids, ref["prompt_token_ids"].get<std::vector<int32_t>>());
     const auto expected = ref["generated_token_ids"].get<std::vector<int32_t>>();
     const auto top1 = ref["step_top1_logit"].get<std::vector<double>>();
@@ -52,7 +54,7 @@ TEST_P(QuantParity, PromptIdsAndGreedyTokensEqualLlamaCpps) {
 
 INSTANTIATE_TEST_SUITE_P(QuantTypes, QuantParity,
                          ::testing::Values("Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q5_K_M",
-                                           "IQ4_NL", "IQ4_XS"));
+                                           "IQ4_NL", "IQ4_XS", "llama3-Q4_K_M", "qwen2-Q8_0"));
 
 }  // namespace
 }  // namespace kvlens

@@ -40,3 +40,28 @@ PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/add_metadata.py" "$work/yarn
 ids=$("$bin/llamacpp-reference" "$here/tiny-yarn-F32.gguf" --tokenize "$P" | tr -d "[] ")
 "$bin/llamacpp-reference" "$here/tiny-yarn-F32.gguf" 16 "$ids" >"$here/tiny-yarn-F32.llamacpp.json"
 rm -rf "$work"
+
+# Real architectures with byte-level BPE vocabularies (trim_vocab.py: the first 1024
+# tokens of a vocabulary from ../shared/testdata/vocab, their merges and a few special
+# tokens): a Llama-3-style llama (dbrx's Llama 3 regex, rope base 500000, Llama 3.1's
+# rope_freqs) in Q4_K_M and a qwen2 with q/k/v biases (GPT-2's vocabulary) in Q8_0;
+# 2 layers, width 128, and llama.cpp's greedy run of each. QuantParityTest checks them
+# with the files above. (llama.cpp c392e50 has no qwen3: Qwen3 is checked against
+# LlamaModelTest's double-precision reference forward instead.)
+work=$(mktemp -d)
+vocab=$shared/testdata/vocab
+PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/trim_vocab.py" "$vocab/ggml-vocab-dbrx.gguf" "$work/dbrx-1k.gguf" \
+  1024 '<|endoftext|>' '<|im_start|>' '<|im_end|>'
+PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/trim_vocab.py" "$vocab/ggml-vocab-gpt-2.gguf" "$work/gpt2-1k.gguf" \
+  1024 '<|endoftext|>'
+model() {  # name vocab type make_random_gguf-flags...
+  local name=$1 v=$2 type=$3; shift 3
+  /usr/bin/python3 "$shared/tools/make_random_gguf.py" "$work/$name-f32.gguf" --vocab "$work/$v.gguf" \
+    --layers 2 --dim 128 --ff 320 --heads 4 --kv-heads 2 --ctx 256 --dtype f32 "$@"
+  "$bin/llama-quantize" "$work/$name-f32.gguf" "$here/tiny-$name-$type.gguf" "$type" 1 >/dev/null
+  ids=$("$bin/llamacpp-reference" "$here/tiny-$name-$type.gguf" --tokenize "$P" | tr -d "[] ")
+  "$bin/llamacpp-reference" "$here/tiny-$name-$type.gguf" 16 "$ids" >"$here/tiny-$name-$type.llamacpp.json"
+}
+model llama3 dbrx-1k Q4_K_M --arch llama --llama3-rope --rope-base 500000 --seed 11
+model qwen2 gpt2-1k Q8_0 --arch qwen2 --rope-base 1000000 --seed 12
+rm -rf "$work"

@@ -447,6 +447,38 @@ TEST_F(ReportTest, RefusalsAreOneLineNamingTheCulprit) {
     }
 }
 
+// A prompt in several scripts reaches the PDF as text (poppler extracts it) drawn with
+// fonts that have its glyphs: Qt's fallback finds them among the fonts scripts/setup
+// installs (DejaVu for Cyrillic and symbols, WenQuanYi Micro Hei for CJK and Hangul).
+TEST(ReportScripts, APromptInAnyScriptIsTextInThePdf) {
+    const std::string path = storeFile();
+    int64_t run = 0;
+    const std::string text = "Once upon a time \xE5\xB0\x8F\xE7\x8C\xAB \xD0\xB8 \xD0\x96\xD1\x83\xD0\xBA "
+                             "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xE2\x98\x85 played.";  // 小猫 и Жук 한국어 ★
+    {
+        sessions::SessionStore store(path);
+        const std::vector<int64_t> ids = test::makeReportSession(store, "scripts");
+        sessions::PromptRecord p = store.prompt(store.run(ids[0]).promptId);
+        p.id = 0;
+        p.text = text;
+        const int64_t prompt = store.savePrompt(p);
+        run = store.saveRun(test::reportRun(p.sessionId, prompt, "snapkv", 32, 9, 0.5));
+    }
+    requireTool("pdftotext");
+    requireTool("pdffonts");
+    sessions::SessionStore store(path, sessions::SessionStore::Access::ReadOnly);
+    const std::string dir = outputDir("report");
+    ReportWriter::write(ReportData::load(store, "scripts", {run}), dir);
+    const auto [status, pdfText] = shell("pdftotext '" + dir + "/report.pdf' -");
+    ASSERT_EQ(status, 0);
+    for (const char* word : {"\xE5\xB0\x8F\xE7\x8C\xAB", "\xD0\x96\xD1\x83\xD0\xBA",
+                             "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4", "\xE2\x98\x85"})
+        EXPECT_NE(pdfText.find(word), std::string::npos) << word;
+    const auto [fontStatus, fonts] = shell("pdffonts '" + dir + "/report.pdf'");
+    ASSERT_EQ(fontStatus, 0);
+    EXPECT_NE(fonts.find("WenQuanYi"), std::string::npos) << fonts;
+}
+
 TEST(ReportTwoPrompts, RefusedWithAHintToChooseRuns) {
     const std::string path = storeFile();
     std::vector<int64_t> ids;

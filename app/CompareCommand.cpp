@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "app/ChatOptions.h"
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
@@ -38,14 +39,15 @@ std::vector<std::string> splitList(const std::string& text, const std::string& f
 int runCompare(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
-    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets"});
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets", "--system"});
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
-    CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--save", "--help"});
+    CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n"
             "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random]\n"
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
+            "       [--special] [--chat [--system T]]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
             "  one prefill, then every (method, budget); a table (or CSV) of KV MB, ratio,\n"
             "  tokens agreed before the first divergence, overall agreement, mean KL, top-1,\n"
@@ -85,11 +87,12 @@ int runCompare(const std::vector<std::string>& argv) {
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
-    const std::string prompt = readPrompt(args);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
+    const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n);
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, {}, chat.parseSpecial);
     for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
     if (saver) saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);

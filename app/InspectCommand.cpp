@@ -9,6 +9,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/ChatOptions.h"
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/InspectData.h"
@@ -73,12 +74,13 @@ void makeOutputDir(const std::string& dir) {
 int runInspect(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
-    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--out", "--heads", "--hit-k"});
-    CommandLine args("inspect", argv, valueFlags, {"--no-bos", "--help"});
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--out", "--heads", "--hit-k", "--system"});
+    CommandLine args("inspect", argv, valueFlags, {"--no-bos", "--special", "--chat", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens inspect [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
             "       --out DIR [--heads L:H,...] [-n N] [--hit-k K] [method flags as for run]\n"
+            "       [--special] [--chat [--system T]]\n"
             "  writes into DIR: funnel.svg, selection_L<l>.png for each layer and selection_overview.png,\n"
             "  attention_L<l>_H<h>.png for each --heads pair (default: head 0 of the first, middle and\n"
             "  last layers), hitrate.svg (every method at the budget, over N decode steps (default 16)\n"
@@ -101,8 +103,9 @@ int runInspect(const std::vector<std::string>& argv) {
     if (args.has("--heads")) heads = parseHeads(args.get("--heads"));
     const std::string dir = args.get("--out");
     makeOutputDir(dir);
-    const std::string prompt = readPrompt(args);
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
+    const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
+    const std::string& prompt = chat.text;  // what is tokenized
     LoadedModel loaded = modelOptions.load();
     const ModelConfig& config = loaded.model->config();
     if (heads.empty()) {
@@ -112,12 +115,13 @@ int runInspect(const std::vector<std::string>& argv) {
     }
     // Settings that depend on the prompt's length fail before its prefill.
     const int64_t promptTokens = static_cast<int64_t>(
-        loaded.tokenizer->encode(prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault()).size());
+        loaded.tokenizer->encode(prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial)
+            .size());
     if (hitK > promptTokens) {
         throw Error("--hit-k " + std::to_string(hitK) + " must be between 1 and the prompt's " +
                     std::to_string(promptTokens) + " tokens");
     }
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, heads);
+    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, heads, chat.parseSpecial);
     params.validate(capture->promptLength(), capture->windowCapacity());
 
     InspectData data;

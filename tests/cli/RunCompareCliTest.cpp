@@ -148,3 +148,43 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// A tiny model whose template is ChatML, with <|im_start|>/<|im_end|> as control tokens.
+std::string chatModel() {
+    kvlens::test::TinyModelShape shape;
+    shape.context = 256;
+    shape.chatTemplate = "{% for m in messages %}<|im_start|>{{ m.role }}{{ m.content }}<|im_end|>{% endfor %}";
+    shape.controlTokens = {"<|im_start|>", "<|im_end|>"};
+    const std::string path = kvlens::test::testOutputPath("cli_chat_model.gguf");
+    kvlens::test::makeTinyModelFile(shape).builder.writeFile(path);
+    return path;
+}
+
+}  // namespace
+
+// --chat on run, compare and inspect: the prompt goes as the template's user turn (the
+// same ids as tokenize --chat), and a model without a template is one line.
+TEST(RunCli, ChatWrapsThePromptForRunCompareAndInspect) {
+    const std::string model = chatModel();
+    const std::string chat = " --prompt 'the cat the a the cat' --chat --system 'be brief'";
+    const CliResult tok = runCli("tokenize --model " + model + chat + " --json");
+    ASSERT_EQ(tok.exitCode, 0) << tok.err;
+    const auto ids = nlohmann::json::parse(tok.out)["token_ids"];
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), nlohmann::json(273)), 3);  // <|im_start|> (id 273): system, user, assistant
+
+    const CliResult run = runCli("run --model " + model + chat + " --method snapkv --budget 8 --window 4 -n 2 --json");
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out)["prompt_tokens"].get<size_t>(), ids.size());
+    const CliResult compare = runCli("compare --model " + model + chat + " --methods snapkv --budgets 8 -n 2 --csv");
+    ASSERT_EQ(compare.exitCode, 0) << compare.err;
+    const std::string out = kvlens::test::testOutputPath("cli_chat_inspect");
+    const CliResult inspect =
+        runCli("inspect --model " + model + chat + " --method snapkv --budget 8 --window 4 -n 2 --hit-k 4 --out " + out);
+    ASSERT_EQ(inspect.exitCode, 0) << inspect.err;
+    for (const char* command : {"compare --methods snapkv --budgets 8", "inspect --method snapkv --budget 8 --out " })
+        expectOneLineError(runCli(std::string(command) + (std::string(command).rfind("inspect", 0) == 0 ? out : "") +
+                                     " --model random:tiny --prompt hi --chat"),
+                           {"--chat: random:tiny has no chat template"});
+}

@@ -44,8 +44,9 @@ int64_t parameterCount(const ModelWeights& w) {
     int64_t n = w.tokenEmbedding.numel() + w.outputNorm.numel();
     if (!w.tiedOutput) n += w.output.numel();
     for (const LayerWeights& l : w.layers) {
-        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.wqkv, &l.bqkv, &l.wo, &l.wGateUp, &l.wDown})
+        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.bqkv, &l.qNorm, &l.kNorm})
             if (t->defined()) n += t->numel();
+        for (const kernels::Weight* m : {&l.wqkv, &l.wo, &l.wGateUp, &l.wDown}) n += m->numel();
     }
     return n;
 }

@@ -125,4 +125,44 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bi
 #endif
 }
 
+at::Tensor linear(const at::Tensor& x, const Weight& w, const at::Tensor& bias,
+                  c10::optional<c10::ScalarType> outType) {
+    if (!w.quantised()) return linear(x, w.dense(), bias, outType);
+    const QuantMatrix& q = w.quant();
+    const c10::ScalarType type = outType.value_or(x.scalar_type());
+    const int64_t M = x.size(0), out = q.rows();
+    if (M <= kQuantGemvMaxRows) {
+        const at::Tensor xf = x.to(at::kFloat).contiguous();
+        at::Tensor y = at::empty({M, out}, xf.options());
+        q.gemv(xf.data_ptr<float>(), M, y.data_ptr<float>(), QuantMatrix::fastestIsa());
+        if (bias.defined()) y.add_(bias);
+        return type == at::kFloat ? y : y.to(type);
+    }
+    // A prefill: tiles of rows dequantised into x's dtype, each one GEMM.
+    at::Tensor y = at::empty({M, out}, x.options().dtype(type));
+    const int64_t tileRows = std::max<int64_t>(64, kQuantTileBytes / (4 * q.cols()));
+    at::Tensor tile = at::empty({std::min(tileRows, out), q.cols()}, x.options().dtype(at::kFloat));
+    for (int64_t r0 = 0; r0 < out; r0 += tileRows) {
+        const int64_t n = std::min(tileRows, out - r0);
+        at::Tensor t = tile.narrow(0, 0, n);
+        q.dequantizeRows(r0, r0 + n, t.data_ptr<float>());
+        y.narrow(1, r0, n).copy_(at::linear(x, x.scalar_type() == at::kFloat ? t : t.to(x.scalar_type())));
+    }
+    if (bias.defined()) y.add_(bias);
+    return y;
+}
+
+at::Tensor embeddingRows(const Weight& w, const std::vector<int64_t>& ids) {
+    if (!w.quantised()) {
+        const at::Tensor idx = at::tensor(ids, at::kLong).to(w.dense().device());
+        return w.dense().index_select(0, idx).to(at::kFloat);
+    }
+    const QuantMatrix& q = w.quant();
+    at::Tensor out = at::empty({static_cast<int64_t>(ids.size()), q.cols()}, at::kFloat);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        q.dequantizeRows(ids[i], ids[i] + 1, out.data_ptr<float>() + static_cast<int64_t>(i) * q.cols());
+    }
+    return out;
+}
+
 }  // namespace kvlens::kernels

@@ -1,9 +1,14 @@
 // y = x W^T (+ b): the projections of the forward pass. On CPUs with
 // AVX512-BF16, few-row bf16 products (decode) run a bandwidth-bound kernel of
 // our own; everything else (prefill, fp32, CUDA) goes to LibTorch's GEMM.
+// Weights kept in their file format (Weight, QuantMatrix) take the quantised path.
 #pragma once
 
 #include <ATen/ATen.h>
+
+#include <vector>
+
+#include "kernels/Weight.h"
 
 namespace kvlens::kernels {
 
@@ -13,7 +18,21 @@ namespace kvlens::kernels {
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {},
                   c10::optional<c10::ScalarType> outType = c10::nullopt);
 
+// The same for a Weight: a dense one as above; one kept in its file format runs
+// QuantMatrix::gemv (on the fastest instruction set CpuFeatures reports) for up to
+// kQuantGemvMaxRows rows of x, and beyond that dequantises tiles of rows into x's
+// dtype for LibTorch's GEMM.
+at::Tensor linear(const at::Tensor& x, const Weight& w, const at::Tensor& bias = {},
+                  c10::optional<c10::ScalarType> outType = c10::nullopt);
+
+// Rows `ids` of an embedding, fp32 [ids.size(), cols] on the weight's device.
+at::Tensor embeddingRows(const Weight& w, const std::vector<int64_t>& ids);
+
 // Rows of x up to which the CPU bf16 kernel is used (beyond, GEMM wins).
 constexpr int64_t kGemvMaxRows = 4;
+// Rows of x up to which a quantised weight is read block by block for each row.
+constexpr int64_t kQuantGemvMaxRows = 4;
+// fp32 bytes of one dequantised tile of a prefill.
+constexpr int64_t kQuantTileBytes = 32ll << 20;
 
 }  // namespace kvlens::kernels

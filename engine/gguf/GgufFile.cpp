@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -364,11 +365,12 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
     ::close(fd);
     if (m == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
     map_ = m;
+    mapBytes_ = static_cast<size_t>(size_);
     data_ = static_cast<const uint8_t*>(m);
     try {
         parse();
     } catch (...) {
-        ::munmap(map_, static_cast<size_t>(size_));
+        ::munmap(map_, mapBytes_);
         map_ = nullptr;
         throw;
     }
@@ -381,8 +383,39 @@ GgufFile::GgufFile(std::vector<uint8_t> bytes, const std::string& name)
     parse();
 }
 
+void GgufFile::loadIntoMemory(const std::function<void(double)>& progress) {
+    if (map_ == nullptr) return;  // an in-memory image already
+    const size_t bytes = static_cast<size_t>(size_);
+    void* copy = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED) throw Error(path_ + ": cannot allocate " + std::to_string(bytes) + " bytes for the weights");
+#ifdef MADV_HUGEPAGE
+    ::madvise(copy, bytes, MADV_HUGEPAGE);  // a hint: no huge pages is no error
+#endif
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    size_t done = 0;
+    constexpr size_t kChunk = 64u << 20;
+    while (fd >= 0 && done < bytes) {
+        const ssize_t n = ::pread(fd, static_cast<char*>(copy) + done, std::min(kChunk, bytes - done),
+                                  static_cast<off_t>(done));
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+        if (progress) progress(double(done) / double(bytes));
+    }
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (done < bytes) {
+        ::munmap(copy, bytes);
+        throw Error(path_ + ": cannot read: " + (fd < 0 || err != 0 ? std::strerror(err) : "the file shrank"));
+    }
+    ::mprotect(copy, bytes, PROT_READ);
+    ::munmap(map_, mapBytes_);
+    map_ = copy;
+    mapBytes_ = bytes;
+    data_ = static_cast<const uint8_t*>(copy);
+}
+
 GgufFile::~GgufFile() {
-    if (map_) ::munmap(map_, static_cast<size_t>(size_));
+    if (map_) ::munmap(map_, mapBytes_);
 }
 
 void GgufFile::parse() {

@@ -146,9 +146,8 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
         }
     }
     std::vector<int64_t> ids(tokens.begin(), tokens.end());
-    at::Tensor idx = at::tensor(ids, at::kLong).to(device_);
     // The residual stream stays fp32; matmul inputs are in the compute dtype.
-    at::Tensor x = weights_.tokenEmbedding.index_select(0, idx).to(at::kFloat);  // [T, E]
+    at::Tensor x = kernels::embeddingRows(weights_.tokenEmbedding, ids).to(device_);  // fp32 [T, E]
     const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
     const bool halves = c.ropeStyle == RopeStyle::Halves;
 

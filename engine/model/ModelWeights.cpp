@@ -24,30 +24,59 @@ std::vector<int64_t> trimmed(std::vector<int64_t> shape) {
     return shape;
 }
 
+void dequantizeRow(uint32_t type, const void* src, float* dst, int64_t n) { dequantize(type, src, dst, n); }
+
+// On the CPU, a matrix of a type other than F32 is read in place.
+bool keptInFormat(uint32_t type, int64_t cols, c10::Device device) {
+    return device.is_cpu() && type != static_cast<uint32_t>(GgmlType::F32) && cols % 32 == 0;
+}
+
 class GgufTensorLoader {
 public:
-    GgufTensorLoader(const GgufFile& file, c10::Device device, c10::ScalarType dtype)
+    GgufTensorLoader(const std::shared_ptr<const GgufFile>& file, c10::Device device, c10::ScalarType dtype)
         : file_(file), device_(device), dtype_(dtype) {}
+
+    // One tensor of a matrix: its name, the shape the metadata implies in ggml order
+    // (fastest first), and which metadata says so.
+    struct Piece {
+        std::string name;
+        std::vector<int64_t> ggmlShape;
+        std::string because;
+    };
 
     // `ggmlShape` is what the metadata implies, in ggml order (fastest first).
     at::Tensor load(const std::string& name, std::vector<int64_t> ggmlShape, bool keepFp32,
                     const std::string& because) {
-        const GgufTensorInfo* info = file_.findTensor(name);
-        if (!info) throw Error(file_.path() + ": tensor '" + name + "' is missing");
-        if (trimmed(info->shape) != trimmed(ggmlShape)) {
-            throw Error(file_.path() + ": tensor '" + name + "' has shape " +
-                        shapeText(info->shape) + ", expected " + shapeText(ggmlShape) +
-                        " from metadata (" + because + ")");
-        }
-        if (!ggmlTypeSupported(info->type)) {
-            throw Error(file_.path() + ": tensor '" + name + "' has unsupported type " +
-                        ggmlTypeName(info->type) + " (supported: " + ggmlSupportedTypeList() + ")");
-        }
-        types_[ggmlTypeName(info->type)]++;
+        const GgufTensorInfo& info = check({name, ggmlShape, because});
         std::vector<int64_t> torchShape(ggmlShape.rbegin(), ggmlShape.rend());
         at::Tensor t = at::empty(torchShape, at::kFloat);
-        dequantize(info->type, file_.tensorData(*info), t.data_ptr<float>(), info->numel());
+        dequantize(info.type, file_->tensorData(info), t.data_ptr<float>(), info.numel());
         return t.to(device_, keepFp32 ? at::kFloat : dtype_);
+    }
+
+    // A matrix of one or more tensors stacked by rows ([q | k | v], [gate | up]).
+    kernels::Weight matrix(const std::vector<Piece>& pieces) {
+        std::vector<const GgufTensorInfo*> infos;
+        bool inFormat = true;
+        for (const Piece& p : pieces) {
+            infos.push_back(&check(p));
+            inFormat = inFormat && keptInFormat(infos.back()->type, p.ggmlShape[0], device_);
+        }
+        if (!inFormat) {
+            std::vector<at::Tensor> dense;
+            for (const Piece& p : pieces) dense.push_back(load(p.name, p.ggmlShape, false, p.because));
+            return dense.size() == 1 ? dense[0] : at::cat(dense);
+        }
+        std::vector<kernels::QuantMatrix::Part> parts;
+        const int64_t cols = pieces[0].ggmlShape[0];
+        for (size_t i = 0; i < pieces.size(); ++i) {
+            const uint32_t type = infos[i]->type;
+            const int64_t rowBytes = cols / ggmlBlockSize(type) * static_cast<int64_t>(ggmlBlockBytes(type));
+            parts.push_back({kernels::QuantMatrix::formatOf(type), type, file_->tensorData(*infos[i]),
+                             pieces[i].ggmlShape[1], rowBytes});
+        }
+        return kernels::Weight(std::make_shared<const kernels::QuantMatrix>(
+            cols, std::move(parts), &dequantizeRow, std::shared_ptr<const void>(file_)));
     }
 
     std::vector<std::pair<std::string, int>> types() const {
@@ -55,7 +84,22 @@ public:
     }
 
 private:
-    const GgufFile& file_;
+    const GgufTensorInfo& check(const Piece& p) {
+        const GgufTensorInfo* info = file_->findTensor(p.name);
+        if (!info) throw Error(file_->path() + ": tensor '" + p.name + "' is missing");
+        if (trimmed(info->shape) != trimmed(p.ggmlShape)) {
+            throw Error(file_->path() + ": tensor '" + p.name + "' has shape " + shapeText(info->shape) +
+                        ", expected " + shapeText(p.ggmlShape) + " from metadata (" + p.because + ")");
+        }
+        if (!ggmlTypeSupported(info->type)) {
+            throw Error(file_->path() + ": tensor '" + p.name + "' has unsupported type " +
+                        ggmlTypeName(info->type) + " (supported: " + ggmlSupportedTypeList() + ")");
+        }
+        types_[ggmlTypeName(info->type)]++;
+        return *info;
+    }
+
+    std::shared_ptr<const GgufFile> file_;
     c10::Device device_;
     c10::ScalarType dtype_;
     std::map<std::string, int> types_;
@@ -68,14 +112,12 @@ int64_t ModelWeights::bytes() const {
     auto add = [&](const at::Tensor& t) {
         if (t.defined()) total += t.numel() * t.element_size();
     };
-    add(tokenEmbedding);
+    total += tokenEmbedding.bytes();
     add(outputNorm);
-    if (!tiedOutput) add(output);
+    if (!tiedOutput) total += output.bytes();
     for (const LayerWeights& l : layers) {
-        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.wqkv, &l.bqkv, &l.wo, &l.wGateUp,
-                                    &l.wDown}) {
-            add(*t);
-        }
+        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.bqkv, &l.qNorm, &l.kNorm}) add(*t);
+        for (const kernels::Weight* w : {&l.wqkv, &l.wo, &l.wGateUp, &l.wDown}) total += w->bytes();
     }
     return total;
 }
@@ -87,9 +129,21 @@ int64_t ModelWeights::estimateBytes(const ModelConfig& c, c10::ScalarType dtype)
            static_cast<int64_t>(c10::elementSize(dtype));
 }
 
-ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, c10::Device device,
-                                    c10::ScalarType dtype, const ProgressFn& progress) {
-    GgufTensorLoader loader(file, device, dtype);
+int64_t ModelWeights::denseBytes(const GgufFile& file, const ModelConfig& c, c10::Device device,
+                                 c10::ScalarType dtype) {
+    if (!device.is_cpu()) return estimateBytes(c, dtype);
+    int64_t total = 0;
+    for (const GgufTensorInfo& t : file.tensors()) {
+        if (t.shape.size() >= 2 && !keptInFormat(t.type, t.shape[0], device))
+            total += t.numel() * static_cast<int64_t>(c10::elementSize(dtype));
+    }
+    return total;
+}
+
+ModelWeights ModelWeights::fromGguf(const std::shared_ptr<const GgufFile>& filePtr, const ModelConfig& c,
+                                    c10::Device device, c10::ScalarType dtype, const ProgressFn& progress) {
+    const GgufFile& file = *filePtr;
+    GgufTensorLoader loader(filePtr, device, dtype);
     ModelWeights w;
     const int64_t E = c.embedDim, qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
     const std::string embedWhy = "embedding_length=" + std::to_string(E);
@@ -100,16 +154,16 @@ ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, 
                               ", head_dim=" + std::to_string(c.headDim);
     const std::string ffnWhy = embedWhy + ", feed_forward_length=" + std::to_string(c.ffnDim);
 
-    w.tokenEmbedding = loader.load("token_embd.weight", {E, c.vocabSize}, false, vocabWhy);
+    w.tokenEmbedding = loader.matrix({{"token_embd.weight", {E, c.vocabSize}, vocabWhy}});
     for (int64_t l = 0; l < c.nLayers; ++l) {
         if (progress) progress(double(l) / double(c.nLayers), "loading layer " + std::to_string(l));
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights L;
         L.attnNorm = loader.load(p + "attn_norm.weight", {E}, true, embedWhy);
-        L.wqkv = at::cat({loader.load(p + "attn_q.weight", {E, qd}, false, qWhy),
-                          loader.load(p + "attn_k.weight", {E, kvd}, false, kvWhy),
-                          loader.load(p + "attn_v.weight", {E, kvd}, false, kvWhy)});
-        L.wo = loader.load(p + "attn_output.weight", {qd, E}, false, qWhy);
+        L.wqkv = loader.matrix({{p + "attn_q.weight", {E, qd}, qWhy},
+                                {p + "attn_k.weight", {E, kvd}, kvWhy},
+                                {p + "attn_v.weight", {E, kvd}, kvWhy}});
+        L.wo = loader.matrix({{p + "attn_output.weight", {qd, E}, qWhy}});
         if (c.qkvBias) {
             L.bqkv = at::cat({loader.load(p + "attn_q.bias", {qd}, false, qWhy),
                               loader.load(p + "attn_k.bias", {kvd}, false, kvWhy),
@@ -121,9 +175,9 @@ ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, 
             L.kNorm = loader.load(p + "attn_k_norm.weight", {c.headDim}, true, headWhy);
         }
         L.ffnNorm = loader.load(p + "ffn_norm.weight", {E}, true, embedWhy);
-        L.wGateUp = at::cat({loader.load(p + "ffn_gate.weight", {E, c.ffnDim}, false, ffnWhy),
-                             loader.load(p + "ffn_up.weight", {E, c.ffnDim}, false, ffnWhy)});
-        L.wDown = loader.load(p + "ffn_down.weight", {c.ffnDim, E}, false, ffnWhy);
+        L.wGateUp = loader.matrix({{p + "ffn_gate.weight", {E, c.ffnDim}, ffnWhy},
+                                   {p + "ffn_up.weight", {E, c.ffnDim}, ffnWhy}});
+        L.wDown = loader.matrix({{p + "ffn_down.weight", {c.ffnDim, E}, ffnWhy}});
         w.layers.push_back(std::move(L));
     }
     w.outputNorm = loader.load("output_norm.weight", {E}, true, embedWhy);
@@ -135,7 +189,7 @@ ModelWeights ModelWeights::fromGguf(const GgufFile& file, const ModelConfig& c, 
         }
     }
     if (file.findTensor("output.weight")) {
-        w.output = loader.load("output.weight", {E, c.vocabSize}, false, vocabWhy);
+        w.output = loader.matrix({{"output.weight", {E, c.vocabSize}, vocabWhy}});
     } else {
         w.output = w.tokenEmbedding;
         w.tiedOutput = true;

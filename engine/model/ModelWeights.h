@@ -5,10 +5,12 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/model/ModelConfig.h"
+#include "kernels/Weight.h"
 
 namespace kvlens {
 
@@ -19,21 +21,25 @@ using ProgressFn = std::function<void(double fraction, const std::string& what)>
 
 // Projections sharing an input are stored fused ([q | k | v], [gate | up]):
 // one pass over the input per group, and fewer, larger matrix products.
+// The matrices are kernels::Weight: on the CPU a GGUF file's F16, BF16 and quantised
+// tensors stay in the file's format, read in place from its mapping (which they keep
+// alive); fp32 files, random models and GPU models hold dense tensors in the compute
+// dtype.
 struct LayerWeights {
     at::Tensor attnNorm, ffnNorm;  // fp32 [embed]
-    at::Tensor wqkv;               // [qDim + 2 kvDim, embed], compute dtype
+    kernels::Weight wqkv;          // [qDim + 2 kvDim, embed]
     at::Tensor bqkv;               // [qDim + 2 kvDim]; qwen2 only, undefined otherwise
     at::Tensor qNorm, kNorm;       // fp32 [headDim]; qwen3 only, undefined otherwise
-    at::Tensor wo;                 // [embed, qDim]
-    at::Tensor wGateUp;            // [2 ffn, embed]
-    at::Tensor wDown;              // [embed, ffn]
+    kernels::Weight wo;            // [embed, qDim]
+    kernels::Weight wGateUp;       // [2 ffn, embed]
+    kernels::Weight wDown;         // [embed, ffn]
 };
 
 struct ModelWeights {
-    at::Tensor tokenEmbedding;  // [vocab, embed]
+    kernels::Weight tokenEmbedding;  // [vocab, embed]
     std::vector<LayerWeights> layers;
-    at::Tensor outputNorm;  // fp32 [embed]
-    at::Tensor output;      // [vocab, embed]; the embedding itself when tied
+    at::Tensor outputNorm;    // fp32 [embed]
+    kernels::Weight output;   // [vocab, embed]; the embedding itself when tied
     bool tiedOutput = false;
     // Llama 3.1's RoPE frequency factors (rope_freqs.weight): each rotated
     // pair's frequency is divided by its factor. fp32 [ropeDim / 2], or undefined.
@@ -43,12 +49,16 @@ struct ModelWeights {
 
     int64_t bytes() const;
 
-    // Every tensor is dequantised to fp32 and converted to `dtype` on `device`.
-    // Throws kvlens::Error naming the file and tensor when one is missing, has
-    // an unsupported type, or a shape that disagrees with `config`.
-    static ModelWeights fromGguf(const GgufFile& file, const ModelConfig& config,
+    // On the CPU, matrices of types other than F32 are kept in the file's format;
+    // the others (and every matrix on a GPU) are dequantised to fp32 and converted
+    // to `dtype` on `device`. Throws kvlens::Error naming the file and tensor when one
+    // is missing, has an unsupported type, or a shape that disagrees with `config`.
+    static ModelWeights fromGguf(const std::shared_ptr<const GgufFile>& file, const ModelConfig& config,
                                  c10::Device device, c10::ScalarType dtype,
                                  const ProgressFn& progress = {});
+    // Bytes a load of `file` allocates beyond its mapping: the dense matrices.
+    static int64_t denseBytes(const GgufFile& file, const ModelConfig& config, c10::Device device,
+                              c10::ScalarType dtype);
 
     // Uniform weights with each projection's output variance ~1, seeded per
     // tensor so that `:layers=N` is a prefix of the full model.

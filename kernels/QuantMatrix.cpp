@@ -1,0 +1,181 @@
+#include "kernels/QuantMatrix.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/Error.h"
+#include "kernels/CpuFeatures.h"
+
+namespace kvlens::kernels {
+
+const char* quantFormatName(QuantFormat f) {
+    switch (f) {
+        case QuantFormat::F16: return "F16";
+        case QuantFormat::BF16: return "BF16";
+        case QuantFormat::Q8_0: return "Q8_0";
+        case QuantFormat::Q4_0: return "Q4_0";
+        case QuantFormat::Q4_K: return "Q4_K";
+        case QuantFormat::Q5_K: return "Q5_K";
+        case QuantFormat::Q6_K: return "Q6_K";
+        case QuantFormat::Other: return "other";
+    }
+    return "?";
+}
+
+RowDot QuantDotTable::of(QuantFormat f) const {
+    switch (f) {
+        case QuantFormat::F16: return f16;
+        case QuantFormat::BF16: return bf16;
+        case QuantFormat::Q8_0: return q8_0;
+        case QuantFormat::Q4_0: return q4_0;
+        case QuantFormat::Q4_K: return q4_k;
+        case QuantFormat::Q5_K: return q5_k;
+        case QuantFormat::Q6_K: return q6_k;
+        case QuantFormat::Other: return f32;
+    }
+    return f32;
+}
+
+QuantFormat QuantMatrix::formatOf(uint32_t t) {
+    switch (t) {  // ggml type codes
+        case 1: return QuantFormat::F16;
+        case 30: return QuantFormat::BF16;
+        case 8: return QuantFormat::Q8_0;
+        case 2: return QuantFormat::Q4_0;
+        case 12: return QuantFormat::Q4_K;
+        case 13: return QuantFormat::Q5_K;
+        case 14: return QuantFormat::Q6_K;
+        default: return QuantFormat::Other;
+    }
+}
+
+QuantMatrix::QuantMatrix(int64_t cols, std::vector<Part> parts, DequantizeFn dequantize,
+                         std::shared_ptr<const void> owner)
+    : cols_(cols), parts_(std::move(parts)), dequantize_(dequantize), owner_(std::move(owner)) {
+    if (cols_ <= 0 || cols_ % 32 != 0) {
+        throw Error("quantised matrix: " + std::to_string(cols_) + " columns, not a positive multiple of 32");
+    }
+    for (const Part& p : parts_) {
+        if (p.rows <= 0 || p.data == nullptr || p.rowBytes <= 0) throw Error("quantised matrix: an empty part");
+        const QuantGeometry g = quantGeometry(p.format);
+        if (p.format != QuantFormat::Other && (cols_ % g.blockElements != 0 || p.rowBytes != cols_ / g.blockElements * g.blockBytes)) {
+            throw Error(std::string("quantised matrix: a ") + quantFormatName(p.format) + " row of " +
+                        std::to_string(cols_) + " columns cannot take " + std::to_string(p.rowBytes) + " bytes");
+        }
+        firstRow_.push_back(rows_);
+        rows_ += p.rows;
+    }
+    if (parts_.empty()) throw Error("quantised matrix: no rows");
+}
+
+int64_t QuantMatrix::bytes() const {
+    int64_t total = 0;
+    for (const Part& p : parts_) total += p.rows * p.rowBytes;
+    return total;
+}
+
+const uint8_t* QuantMatrix::row(int64_t r, const Part** part) const {
+    size_t i = parts_.size() - 1;
+    while (firstRow_[i] > r) --i;
+    *part = &parts_[i];
+    return parts_[i].data + (r - firstRow_[i]) * parts_[i].rowBytes;
+}
+
+void QuantMatrix::dequantizeRows(int64_t r0, int64_t r1, float* out) const {
+    at::parallel_for(r0, r1, std::max<int64_t>(1, (1 << 16) / cols_), [&](int64_t a, int64_t b) {
+        for (int64_t r = a; r < b; ++r) {
+            const Part* p = nullptr;
+            const uint8_t* src = row(r, &p);
+            dequantize_(p->ggmlType, src, out + (r - r0) * cols_, cols_);
+        }
+    });
+}
+
+void QuantMatrix::quantizeX(const float* x, int64_t n, int64_t block, int8_t* q, float* d, int32_t* qsum16) {
+    for (int64_t b = 0; b < n / block; ++b) {
+        const float* xb = x + block * b;
+        float amax = 0.0f;
+        for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::abs(xb[i]));
+        d[b] = amax / 127.0f;
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (int64_t i = 0; i < block; ++i) {
+            const int v = static_cast<int>(std::nearbyint(xb[i] * inv));
+            q[block * b + i] = static_cast<int8_t>(std::clamp(v, -127, 127));
+        }
+    }
+    for (int64_t g = 0; g < n / 16; ++g) {
+        int32_t s = 0;
+        for (int64_t i = 0; i < 16; ++i) s += q[16 * g + i];
+        qsum16[g] = s;
+    }
+}
+
+void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable* isa) const {
+    const int64_t groups = cols_ / 32, superBlocks = cols_ / 256;
+    std::vector<int8_t> q(static_cast<size_t>(M * cols_)), qK(static_cast<size_t>(M * cols_));
+    std::vector<float> d(static_cast<size_t>(M * groups)), dK(static_cast<size_t>(std::max<int64_t>(1, M * superBlocks)));
+    std::vector<int32_t> qsum16(static_cast<size_t>(M * cols_ / 16)), qKsum16(static_cast<size_t>(M * cols_ / 16));
+    std::vector<QuantX> xq(static_cast<size_t>(M));
+    for (int64_t m = 0; m < M; ++m) {
+        const float* xm = x + m * cols_;
+        quantizeX(xm, cols_, 32, q.data() + m * cols_, d.data() + m * groups, qsum16.data() + m * cols_ / 16);
+        if (superBlocks > 0)
+            quantizeX(xm, cols_, 256, qK.data() + m * cols_, dK.data() + m * superBlocks,
+                      qKsum16.data() + m * cols_ / 16);
+        xq[static_cast<size_t>(m)] = {xm,
+                                      q.data() + m * cols_,
+                                      d.data() + m * groups,
+                                      qsum16.data() + m * cols_ / 16,
+                                      qK.data() + m * cols_,
+                                      dK.data() + m * superBlocks,
+                                      qKsum16.data() + m * cols_ / 16};
+    }
+    const int64_t rowBytes = bytes() / rows_;
+    const int64_t grain = std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(rowBytes, 1));
+    at::parallel_for(0, rows_, grain, [&](int64_t r0, int64_t r1) {
+        std::vector<float> scratch;
+        for (int64_t r = r0; r < r1; ++r) {
+            const Part* p = nullptr;
+            const uint8_t* src = row(r, &p);
+            if (isa != nullptr && p->format != QuantFormat::Other) {
+                const RowDot dot = isa->of(p->format);
+                for (int64_t m = 0; m < M; ++m) y[m * rows_ + r] = dot(src, xq[static_cast<size_t>(m)], cols_);
+                continue;
+            }
+            scratch.resize(static_cast<size_t>(cols_));
+            dequantize_(p->ggmlType, src, scratch.data(), cols_);
+            for (int64_t m = 0; m < M; ++m) {
+                if (isa != nullptr) {
+                    y[m * rows_ + r] = isa->f32(reinterpret_cast<const uint8_t*>(scratch.data()),
+                                                xq[static_cast<size_t>(m)], cols_);
+                } else {
+                    float s = 0.0f;
+                    for (int64_t i = 0; i < cols_; ++i) s += scratch[static_cast<size_t>(i)] * x[m * cols_ + i];
+                    y[m * rows_ + r] = s;
+                }
+            }
+        }
+    });
+}
+
+const QuantDotTable* QuantMatrix::fastestIsa() {
+    const CpuFeatures& f = CpuFeatures::detect();
+    if (f.avx512vnni && quantDotAvx512Vnni()) return quantDotAvx512Vnni();
+    if (f.avx512f && quantDotAvx512()) return quantDotAvx512();
+    if (f.avx2 && quantDotAvx2()) return quantDotAvx2();
+    return nullptr;
+}
+
+std::vector<const QuantDotTable*> QuantMatrix::runnableIsas() {
+    const CpuFeatures f = CpuFeatures::probe();
+    std::vector<const QuantDotTable*> out{nullptr};
+    if (f.avx2 && quantDotAvx2()) out.push_back(quantDotAvx2());
+    if (f.avx512f && quantDotAvx512()) out.push_back(quantDotAvx512());
+    if (f.avx512vnni && quantDotAvx512Vnni()) out.push_back(quantDotAvx512Vnni());
+    return out;
+}
+
+}  // namespace kvlens::kernels

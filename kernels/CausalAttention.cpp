@@ -2,11 +2,17 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "kernels/CpuFeatures.h"
 #include "kernels/CpuMath.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #ifdef KVLENS_WITH_CUDA_KERNELS
 #include <c10/cuda/CUDAGuard.h>
@@ -71,6 +77,137 @@ void attendRow(const T* q, int64_t D_, float scale, const T* kr, int64_t ks1, co
     for (int64_t d = 0; d < D; ++d) o[d] = fromFloat<T>(acc[d] * inv);
 }
 
+// A group of G query heads reading one KV head (GQA): the keys and values are read once
+// for all of them, each key's fp32 dot with every query of the group in vector
+// registers, then each row's fp32 softmax and weighted values. Each row's arithmetic
+// does not depend on the group around it, so a head decodes the same alone (a
+// per-query-head compressed cache) as in its group (the full cache); the contiguous
+// and ragged entry points share these, so a compressed cache that kept everything
+// decodes bit-identically to the full cache. AVX2 and AVX-512 bodies for head
+// dimensions 64 and 128 (what Llama, Mistral and Qwen use), chosen at run time; the
+// scalar attendRow otherwise.
+template <typename T>
+using GroupFn = void (*)(const T* q, int64_t qHeadStride, int G, float scale, const T* kr, int64_t ks1, const T* vr,
+                         int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o);
+
+// The softmax of each of G rows of S scores in place; returns nothing, writes the
+// rows' 1 / sum into inv.
+inline void softmaxRows(float* scores, int G, int64_t S, float* inv) {
+    for (int g = 0; g < G; ++g) {
+        float* row = scores + g * S;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
+        float z = 0.0f;
+        for (int64_t j = 0; j < S; ++j) z += (row[j] = std::exp(row[j] - mx));
+        inv[g] = 1.0f / z;
+    }
+}
+
+#if defined(__x86_64__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define KVLENS_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define KVLENS_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+
+KVLENS_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+KVLENS_AVX2 inline __m256 load8(const uint16_t* p) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+KVLENS_AVX2 inline float hsum8(__m256 a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+KVLENS_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+KVLENS_AVX512 inline __m512 load16(const uint16_t* p) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+
+template <typename T, int DK>
+KVLENS_AVX2 void attendGroupAvx2(const T* q, int64_t qs, int G, float scale, const T* kr, int64_t ks1, const T* vr,
+                                 int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o) {
+    constexpr int NV = DK / 8;
+    for (int g = 0; g < G; ++g)
+        for (int d = 0; d < DK; ++d) qf[g * DK + d] = toFloat(q[g * qs + d]) * scale;
+    for (int64_t j = 0; j < S; ++j) {
+        __m256 k[NV];
+        for (int v = 0; v < NV; ++v) k[v] = load8(kr + j * ks1 + 8 * v);
+        for (int g = 0; g < G; ++g) {
+            __m256 a = _mm256_mul_ps(load8(qf + g * DK), k[0]);
+            for (int v = 1; v < NV; ++v) a = _mm256_fmadd_ps(load8(qf + g * DK + 8 * v), k[v], a);
+            scores[g * S + j] = hsum8(a);
+        }
+    }
+    float inv[64];
+    softmaxRows(scores, G, S, inv);
+    for (int g = 0; g < G; ++g) {
+        __m256 a[NV];
+        for (int v = 0; v < NV; ++v) a[v] = _mm256_setzero_ps();
+        const float* p = scores + g * S;
+        for (int64_t j = 0; j < S; ++j) {
+            const __m256 pj = _mm256_set1_ps(p[j]);
+            for (int v = 0; v < NV; ++v) a[v] = _mm256_fmadd_ps(pj, load8(vr + j * vs1 + 8 * v), a[v]);
+        }
+        const __m256 s = _mm256_set1_ps(inv[g]);
+        for (int v = 0; v < NV; ++v) _mm256_storeu_ps(acc + 8 * v, _mm256_mul_ps(a[v], s));
+        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(acc[d]);
+    }
+}
+
+template <typename T, int DK>
+KVLENS_AVX512 void attendGroupAvx512(const T* q, int64_t qs, int G, float scale, const T* kr, int64_t ks1,
+                                     const T* vr, int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o) {
+    constexpr int NV = DK / 16;
+    for (int g = 0; g < G; ++g)
+        for (int d = 0; d < DK; ++d) qf[g * DK + d] = toFloat(q[g * qs + d]) * scale;
+    for (int64_t j = 0; j < S; ++j) {
+        __m512 k[NV];
+        for (int v = 0; v < NV; ++v) k[v] = load16(kr + j * ks1 + 16 * v);
+        for (int g = 0; g < G; ++g) {
+            __m512 a = _mm512_mul_ps(load16(qf + g * DK), k[0]);
+            for (int v = 1; v < NV; ++v) a = _mm512_fmadd_ps(load16(qf + g * DK + 16 * v), k[v], a);
+            scores[g * S + j] = _mm512_reduce_add_ps(a);
+        }
+    }
+    float inv[64];
+    softmaxRows(scores, G, S, inv);
+    for (int g = 0; g < G; ++g) {
+        __m512 a[NV];
+        for (int v = 0; v < NV; ++v) a[v] = _mm512_setzero_ps();
+        const float* p = scores + g * S;
+        for (int64_t j = 0; j < S; ++j) {
+            const __m512 pj = _mm512_set1_ps(p[j]);
+            for (int v = 0; v < NV; ++v) a[v] = _mm512_fmadd_ps(pj, load16(vr + j * vs1 + 16 * v), a[v]);
+        }
+        const __m512 s = _mm512_set1_ps(inv[g]);
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + 16 * v, _mm512_mul_ps(a[v], s));
+        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(acc[d]);
+    }
+}
+#pragma GCC diagnostic pop
+#endif
+
+// The group kernel this CPU runs for head dimension D (nullptr: the scalar rows).
+template <typename T>
+GroupFn<T> groupKernel(int64_t D) {
+#if defined(__x86_64__)
+    const CpuFeatures& f = CpuFeatures::detect();
+    if (f.avx512f && D == 64) return &attendGroupAvx512<T, 64>;
+    if (f.avx512f && D == 128) return &attendGroupAvx512<T, 128>;
+    if (f.avx2 && D == 64) return &attendGroupAvx2<T, 64>;
+    if (f.avx2 && D == 128) return &attendGroupAvx2<T, 128>;
+#endif
+    (void)D;
+    return nullptr;
+}
+
+// Most query heads one KV head serves (GQA groups are at most this large here).
+constexpr int kMaxGroup = 64;
+
 // Calls f.template operator()<DK>() with DK the compile-time head dimension (0: any).
 template <typename F>
 void withHeadDim(int64_t D, F&& f) {
@@ -87,12 +224,27 @@ void withHeadDim(int64_t D, F&& f) {
 template <typename T>
 void attendCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t p0,
                   at::Tensor& out) {
-    const int64_t Tq = q.size(0), H = q.size(1), D = q.size(2), G = H / k.size(0);
+    const int64_t Tq = q.size(0), H = q.size(1), D = q.size(2), KV = k.size(0), G = H / KV;
     const T* qp = reinterpret_cast<const T*>(q.data_ptr());
     const T* kp = reinterpret_cast<const T*>(k.data_ptr());
     const T* vp = reinterpret_cast<const T*>(v.data_ptr());
     T* op = reinterpret_cast<T*>(out.data_ptr());
     const float scale = 1.0f / std::sqrt(float(D));
+    if (const GroupFn<T> group = G <= kMaxGroup ? groupKernel<T>(D) : nullptr) {
+        // One task per (query, KV head): its G query heads in one pass over the keys.
+        const int64_t grain = std::max<int64_t>(1, 65536 / ((p0 + Tq) * D * G));
+        at::parallel_for(0, Tq * KV, grain, [&](int64_t b, int64_t e) {
+            std::vector<float> scores, qf(G * D), acc(D);
+            for (int64_t task = b; task < e; ++task) {
+                const int64_t t = task / KV, kv = task % KV, S = p0 + t + 1;
+                scores.resize(static_cast<size_t>(G * S));
+                group(qp + t * q.stride(0) + kv * G * q.stride(1), q.stride(1), static_cast<int>(G), scale,
+                      kp + kv * k.stride(0), k.stride(1), vp + kv * v.stride(0), v.stride(1), S, scores.data(),
+                      qf.data(), acc.data(), op + t * H * D + kv * G * D);
+            }
+        });
+        return;
+    }
     const int64_t grain = std::max<int64_t>(1, 65536 / ((p0 + Tq) * D));
     withHeadDim(D, [&](auto dk) {
         constexpr int DK = decltype(dk)::value;
@@ -118,6 +270,35 @@ void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
     const float scale = 1.0f / std::sqrt(float(D));
     int64_t longest = 1;
     for (const at::Tensor& kk : keys) longest = std::max<int64_t>(longest, kk.size(0));
+    if (const GroupFn<T> group = groupKernel<T>(D)) {
+        // Runs of consecutive query heads on one cache head (a KV-head cache's GQA
+        // groups; a query-head cache has runs of one) share one pass over it.
+        std::vector<std::pair<int64_t, int64_t>> runs;  // first head, heads
+        for (int64_t h = 0; h < H; ++h) {
+            if (!runs.empty() && headOf[h] == headOf[runs.back().first] && runs.back().second < kMaxGroup &&
+                runs.back().first + runs.back().second == h) {
+                ++runs.back().second;
+            } else {
+                runs.push_back({h, 1});
+            }
+        }
+        const int64_t grain = std::max<int64_t>(1, 65536 / (longest * D * (H / int64_t(runs.size()))));
+        at::parallel_for(0, static_cast<int64_t>(runs.size()), grain, [&](int64_t b, int64_t e) {
+            std::vector<float> scores, qf, acc(D);
+            for (int64_t r = b; r < e; ++r) {
+                const auto [h, G] = runs[static_cast<size_t>(r)];
+                const at::Tensor& kk = keys[headOf[h]];
+                const at::Tensor& vv = values[headOf[h]];
+                const int64_t S = kk.size(0);
+                scores.resize(static_cast<size_t>(G * S));
+                qf.resize(static_cast<size_t>(G * D));
+                group(qp + h * q.stride(1), q.stride(1), static_cast<int>(G), scale,
+                      reinterpret_cast<const T*>(kk.data_ptr()), kk.stride(0), reinterpret_cast<const T*>(vv.data_ptr()),
+                      vv.stride(0), S, scores.data(), qf.data(), acc.data(), op + h * D);
+            }
+        });
+        return;
+    }
     const int64_t grain = std::max<int64_t>(1, 65536 / (longest * D));
     withHeadDim(D, [&](auto dk) {
         constexpr int DK = decltype(dk)::value;

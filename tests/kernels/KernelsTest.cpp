@@ -125,7 +125,7 @@ at::Tensor attentionReference(const at::Tensor& q, const at::Tensor& k, const at
 }
 
 TEST(CausalAttention, MatchesDefinitionForEachHeadDimension) {
-    for (int64_t D : {8, 12, 64}) {  // 12 takes the generic path
+    for (int64_t D : {8, 12, 64, 128}) {  // 12 takes the generic path; 64, 128 the GQA group kernel
         for (int64_t T : {1, 3}) {
             const int64_t H = 6, KV = 2, p0 = 29, S = p0 + T;
             at::Tensor q = randn({T, H, D}, 11), k = randn({KV, S, D}, 12), v = randn({KV, S, D}, 13);
@@ -161,7 +161,8 @@ namespace kvlens::kernels {
 namespace {
 
 TEST(RaggedAttention, EachHeadAttendsOnlyItsOwnEntries) {
-    const int64_t H = 4, D = 16;
+  for (const int64_t D : {16, 64, 128}) {  // 64 and 128: runs of heads on one cache head share a pass
+    const int64_t H = 4;
     const std::vector<int64_t> lengths = {5, 17, 1}, headOf = {0, 0, 1, 2};
     std::vector<at::Tensor> keys, values;
     for (size_t c = 0; c < lengths.size(); ++c) {
@@ -179,11 +180,26 @@ TEST(RaggedAttention, EachHeadAttendsOnlyItsOwnEntries) {
         const at::Tensor out = raggedAttention(q.to(type), k, v, headOf).to(at::kDouble);
         for (int64_t h = 0; h < H; ++h) {
             const at::Tensor kk = k[headOf[h]].to(at::kDouble), vv = v[headOf[h]].to(at::kDouble);
-            const at::Tensor p = at::softmax(at::matmul(q.to(type).to(at::kDouble)[0][h], kk.t()) / 4.0, -1);
+            const at::Tensor p = at::softmax(at::matmul(q.to(type).to(at::kDouble)[0][h], kk.t()) / std::sqrt(double(D)), -1);
             const at::Tensor expected = at::matmul(p, vv);
             EXPECT_LT(maxAbs(out[0].narrow(0, h * D, D) - expected), type == at::kFloat ? 1e-5 : 2e-2)
-                << "head " << h;
+                << "head " << h << " D=" << D;
         }
+    }
+  }
+}
+
+// A query head decodes the same alone as in its GQA group: each row's arithmetic does
+// not depend on the heads beside it (what makes FullKV decode bit-identical).
+TEST(RaggedAttention, AHeadAloneEqualsItsGroupBitForBit) {
+    for (const int64_t D : {64, 128}) {
+        const int64_t H = 4;
+        const at::Tensor k = randn({23, D}, 50), v = randn({23, D}, 51), q = randn({1, H, D}, 52);
+        const at::Tensor grouped = raggedAttention(q, {k}, {v}, {0, 0, 0, 0});
+        const at::Tensor alone = raggedAttention(q, {k, k, k, k}, {v, v, v, v}, {0, 1, 2, 3});
+        EXPECT_TRUE(at::equal(grouped, alone)) << "D=" << D;
+        const at::Tensor causal = causalAttention(q, k.unsqueeze(0), v.unsqueeze(0), 22);
+        EXPECT_TRUE(at::equal(causal, grouped)) << "D=" << D;
     }
 }
 

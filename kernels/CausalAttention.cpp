@@ -87,21 +87,9 @@ void attendRow(const T* q, int64_t D_, float scale, const T* kr, int64_t ks1, co
 // dimensions 64 and 128 (what Llama, Mistral and Qwen use), chosen at run time; the
 // scalar attendRow otherwise.
 template <typename T>
+// scores: G * S floats, qf and acc: G * D each (scratch); o: G rows of D.
 using GroupFn = void (*)(const T* q, int64_t qHeadStride, int G, float scale, const T* kr, int64_t ks1, const T* vr,
                          int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o);
-
-// The softmax of each of G rows of S scores in place; returns nothing, writes the
-// rows' 1 / sum into inv.
-inline void softmaxRows(float* scores, int G, int64_t S, float* inv) {
-    for (int g = 0; g < G; ++g) {
-        float* row = scores + g * S;
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
-        float z = 0.0f;
-        for (int64_t j = 0; j < S; ++j) z += (row[j] = std::exp(row[j] - mx));
-        inv[g] = 1.0f / z;
-    }
-}
 
 #if defined(__x86_64__)
 #pragma GCC diagnostic push
@@ -127,6 +115,87 @@ KVLENS_AVX512 inline __m512 load16(const uint16_t* p) {
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
 }
 
+// exp(x) for x <= 0 (scores less their maximum), as Cephes' expf: x = n ln2 + r with
+// |r| <= ln2 / 2, a degree-6 polynomial for e^r (relative error ~1e-7), times 2^n;
+// below -87.3 the result is the smallest normal float's neighbourhood, never a NaN.
+#define KVLENS_EXP_BODY(V, set1, add, mul, fma, floorf, cvt, castI, shift, addI)            \
+    x = V##max_ps(x, set1(-87.3f));                                                            \
+    const auto n = floorf(fma(x, set1(1.44269504088896341f), set1(0.5f)));                  \
+    x = fma(n, set1(-0.693359375f), x);                                                      \
+    x = fma(n, set1(2.12194440e-4f), x);                                                     \
+    auto p = set1(1.9875691500e-4f);                                                         \
+    p = fma(p, x, set1(1.3981999507e-3f));                                                   \
+    p = fma(p, x, set1(8.3334519073e-3f));                                                   \
+    p = fma(p, x, set1(4.1665795894e-2f));                                                   \
+    p = fma(p, x, set1(1.6666665459e-1f));                                                   \
+    p = fma(p, x, set1(5.0000001201e-1f));                                                   \
+    p = fma(p, mul(x, x), add(x, set1(1.0f)));                                               \
+    return mul(p, castI(shift(addI(cvt(n)), 23)));
+
+KVLENS_AVX2 inline __m256 exp8(__m256 x) {
+#define KVLENS_ADD127_8(i) _mm256_add_epi32(i, _mm256_set1_epi32(127))
+#define KVLENS_FLOOR8(v) _mm256_floor_ps(v)
+    KVLENS_EXP_BODY(_mm256_, _mm256_set1_ps, _mm256_add_ps, _mm256_mul_ps, _mm256_fmadd_ps, KVLENS_FLOOR8,
+                    _mm256_cvtps_epi32, _mm256_castsi256_ps, _mm256_slli_epi32, KVLENS_ADD127_8)
+}
+KVLENS_AVX512 inline __m512 exp16(__m512 x) {
+#define KVLENS_ADD127_16(i) _mm512_add_epi32(i, _mm512_set1_epi32(127))
+#define KVLENS_FLOOR16(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+    KVLENS_EXP_BODY(_mm512_, _mm512_set1_ps, _mm512_add_ps, _mm512_mul_ps, _mm512_fmadd_ps, KVLENS_FLOOR16,
+                    _mm512_cvtps_epi32, _mm512_castsi512_ps, _mm512_slli_epi32, KVLENS_ADD127_16)
+}
+
+// Each of G rows of S scores turned into exp(score - max) in place, with 1 / sum in inv.
+KVLENS_AVX2 void softmaxRowsAvx2(float* scores, int G, int64_t S, float* inv) {
+    for (int g = 0; g < G; ++g) {
+        float* row = scores + g * S;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
+        const __m256 m = _mm256_set1_ps(mx);
+        __m256 z = _mm256_setzero_ps();
+        int64_t j = 0;
+        for (; j + 8 <= S; j += 8) {
+            const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
+            _mm256_storeu_ps(row + j, e);
+            z = _mm256_add_ps(z, e);
+        }
+        if (j < S) {  // the tail through a padded lane set, the padding's lanes dropped
+            alignas(32) float tail[8];
+            for (int i = 0; i < 8; ++i) tail[i] = j + i < S ? row[j + i] : mx;
+            const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(tail), m));
+            _mm256_store_ps(tail, e);
+            for (int i = 0; j + i < S; ++i) row[j + i] = tail[i];
+            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(S - j)), lane));
+            z = _mm256_add_ps(z, _mm256_and_ps(e, keep));
+        }
+        inv[g] = 1.0f / hsum8(z);
+    }
+}
+
+KVLENS_AVX512 void softmaxRowsAvx512(float* scores, int G, int64_t S, float* inv) {
+    for (int g = 0; g < G; ++g) {
+        float* row = scores + g * S;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
+        const __m512 m = _mm512_set1_ps(mx);
+        __m512 z = _mm512_setzero_ps();
+        int64_t j = 0;
+        for (; j + 16 <= S; j += 16) {
+            const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), m));
+            _mm512_storeu_ps(row + j, e);
+            z = _mm512_add_ps(z, e);
+        }
+        if (j < S) {
+            const __mmask16 k = static_cast<__mmask16>((1u << (S - j)) - 1u);
+            const __m512 e = exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(m, k, row + j), m));
+            _mm512_mask_storeu_ps(row + j, k, e);
+            z = _mm512_add_ps(z, _mm512_maskz_mov_ps(k, e));
+        }
+        inv[g] = 1.0f / _mm512_reduce_add_ps(z);
+    }
+}
+
 template <typename T, int DK>
 KVLENS_AVX2 void attendGroupAvx2(const T* q, int64_t qs, int G, float scale, const T* kr, int64_t ks1, const T* vr,
                                  int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o) {
@@ -143,18 +212,24 @@ KVLENS_AVX2 void attendGroupAvx2(const T* q, int64_t qs, int G, float scale, con
         }
     }
     float inv[64];
-    softmaxRows(scores, G, S, inv);
-    for (int g = 0; g < G; ++g) {
-        __m256 a[NV];
-        for (int v = 0; v < NV; ++v) a[v] = _mm256_setzero_ps();
-        const float* p = scores + g * S;
-        for (int64_t j = 0; j < S; ++j) {
-            const __m256 pj = _mm256_set1_ps(p[j]);
-            for (int v = 0; v < NV; ++v) a[v] = _mm256_fmadd_ps(pj, load8(vr + j * vs1 + 8 * v), a[v]);
+    softmaxRowsAvx2(scores, G, S, inv);
+    // Each value row is read once for the whole group: the G rows' sums live in acc
+    // (L1), each summed in the same order as alone.
+    for (int i = 0; i < G * DK; i += 8) _mm256_storeu_ps(acc + i, _mm256_setzero_ps());
+    for (int64_t j = 0; j < S; ++j) {
+        __m256 vj[NV];
+        for (int v = 0; v < NV; ++v) vj[v] = load8(vr + j * vs1 + 8 * v);
+        for (int g = 0; g < G; ++g) {
+            const __m256 pj = _mm256_set1_ps(scores[g * S + j]);
+            float* a = acc + g * DK;
+            for (int v = 0; v < NV; ++v) _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(pj, vj[v], _mm256_loadu_ps(a + 8 * v)));
         }
+    }
+    for (int g = 0; g < G; ++g) {
         const __m256 s = _mm256_set1_ps(inv[g]);
-        for (int v = 0; v < NV; ++v) _mm256_storeu_ps(acc + 8 * v, _mm256_mul_ps(a[v], s));
-        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(acc[d]);
+        float* a = acc + g * DK;
+        for (int v = 0; v < NV; ++v) _mm256_storeu_ps(a + 8 * v, _mm256_mul_ps(_mm256_loadu_ps(a + 8 * v), s));
+        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(a[d]);
     }
 }
 
@@ -174,18 +249,23 @@ KVLENS_AVX512 void attendGroupAvx512(const T* q, int64_t qs, int G, float scale,
         }
     }
     float inv[64];
-    softmaxRows(scores, G, S, inv);
-    for (int g = 0; g < G; ++g) {
-        __m512 a[NV];
-        for (int v = 0; v < NV; ++v) a[v] = _mm512_setzero_ps();
-        const float* p = scores + g * S;
-        for (int64_t j = 0; j < S; ++j) {
-            const __m512 pj = _mm512_set1_ps(p[j]);
-            for (int v = 0; v < NV; ++v) a[v] = _mm512_fmadd_ps(pj, load16(vr + j * vs1 + 16 * v), a[v]);
+    softmaxRowsAvx512(scores, G, S, inv);
+    for (int i = 0; i < G * DK; i += 16) _mm512_storeu_ps(acc + i, _mm512_setzero_ps());
+    for (int64_t j = 0; j < S; ++j) {
+        __m512 vj[NV];
+        for (int v = 0; v < NV; ++v) vj[v] = load16(vr + j * vs1 + 16 * v);
+        for (int g = 0; g < G; ++g) {
+            const __m512 pj = _mm512_set1_ps(scores[g * S + j]);
+            float* a = acc + g * DK;
+            for (int v = 0; v < NV; ++v)
+                _mm512_storeu_ps(a + 16 * v, _mm512_fmadd_ps(pj, vj[v], _mm512_loadu_ps(a + 16 * v)));
         }
+    }
+    for (int g = 0; g < G; ++g) {
         const __m512 s = _mm512_set1_ps(inv[g]);
-        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + 16 * v, _mm512_mul_ps(a[v], s));
-        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(acc[d]);
+        float* a = acc + g * DK;
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(a + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(a + 16 * v), s));
+        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(a[d]);
     }
 }
 #pragma GCC diagnostic pop
@@ -234,7 +314,7 @@ void attendCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
         // One task per (query, KV head): its G query heads in one pass over the keys.
         const int64_t grain = std::max<int64_t>(1, 65536 / ((p0 + Tq) * D * G));
         at::parallel_for(0, Tq * KV, grain, [&](int64_t b, int64_t e) {
-            std::vector<float> scores, qf(G * D), acc(D);
+            std::vector<float> scores, qf(G * D), acc(G * D);
             for (int64_t task = b; task < e; ++task) {
                 const int64_t t = task / KV, kv = task % KV, S = p0 + t + 1;
                 scores.resize(static_cast<size_t>(G * S));
@@ -284,7 +364,7 @@ void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
         }
         const int64_t grain = std::max<int64_t>(1, 65536 / (longest * D * (H / int64_t(runs.size()))));
         at::parallel_for(0, static_cast<int64_t>(runs.size()), grain, [&](int64_t b, int64_t e) {
-            std::vector<float> scores, qf, acc(D);
+            std::vector<float> scores, qf, acc;
             for (int64_t r = b; r < e; ++r) {
                 const auto [h, G] = runs[static_cast<size_t>(r)];
                 const at::Tensor& kk = keys[headOf[h]];
@@ -292,6 +372,7 @@ void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
                 const int64_t S = kk.size(0);
                 scores.resize(static_cast<size_t>(G * S));
                 qf.resize(static_cast<size_t>(G * D));
+                acc.resize(static_cast<size_t>(G * D));
                 group(qp + h * q.stride(1), q.stride(1), static_cast<int>(G), scale,
                       reinterpret_cast<const T*>(kk.data_ptr()), kk.stride(0), reinterpret_cast<const T*>(vv.data_ptr()),
                       vv.stride(0), S, scores.data(), qf.data(), acc.data(), op + h * D);

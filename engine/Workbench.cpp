@@ -18,7 +18,6 @@
 #include "engine/analysis/AttentionStats.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/compress/presses/PressScores.h"
-#include "engine/gguf/GgufFile.h"
 #include "engine/tokenizer/ChatTemplate.h"
 #include "kernels/DeviceMemory.h"
 
@@ -109,12 +108,11 @@ WorkbenchModel Workbench::load(const LoadOptions& options, const Progress& progr
         noChat = "chat template: " + options.model +
                  " is a random model, without tokenizer.chat_template: send plain text";
     } else {
-        GgufFile file(m.path);
-        if (!file.has("tokenizer.chat_template")) {
+        if (!loaded.chatTemplate) {
             noChat = "chat template: " + m.path + " has no tokenizer.chat_template: send plain text";
         } else {
             try {
-                chat = ChatTemplate::detect(file.getString("tokenizer.chat_template"), m.path);
+                chat = ChatTemplate::detect(*loaded.chatTemplate, m.path);
                 m.chatTemplate = ChatTemplate::name(*chat);
             } catch (const Error& e) {
                 noChat = std::string("chat template: ") + e.what();

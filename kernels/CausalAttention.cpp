@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/AttentionGroup.h"
 #include "kernels/CpuFeatures.h"
 #include "kernels/CpuMath.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #ifdef KVLENS_WITH_CUDA_KERNELS
 #include <c10/cuda/CUDAGuard.h>
@@ -77,212 +76,34 @@ void attendRow(const T* q, int64_t D_, float scale, const T* kr, int64_t ks1, co
     for (int64_t d = 0; d < D; ++d) o[d] = fromFloat<T>(acc[d] * inv);
 }
 
-// A group of G query heads reading one KV head (GQA): the keys and values are read once
-// for all of them, each key's fp32 dot with every query of the group in vector
-// registers, then each row's fp32 softmax and weighted values. Each row's arithmetic
-// does not depend on the group around it, so a head decodes the same alone (a
-// per-query-head compressed cache) as in its group (the full cache); the contiguous
-// and ragged entry points share these, so a compressed cache that kept everything
-// decodes bit-identically to the full cache. AVX2 and AVX-512 bodies for head
-// dimensions 64 and 128 (what Llama, Mistral and Qwen use), chosen at run time; the
-// scalar attendRow otherwise.
+// The GQA group kernel (AttentionGroup.h) this CPU runs for head dimension D, or
+// nullptr (the scalar rows). The contiguous and ragged entry points share it, so a
+// compressed cache that kept everything decodes bit-identically to the full cache.
 template <typename T>
-// scores: G * S floats, qf and acc: G * D each (scratch); o: G rows of D.
-using GroupFn = void (*)(const T* q, int64_t qHeadStride, int G, float scale, const T* kr, int64_t ks1, const T* vr,
-                         int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o);
-
-#if defined(__x86_64__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define KVLENS_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define KVLENS_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
-
-KVLENS_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-KVLENS_AVX2 inline __m256 load8(const uint16_t* p) {
-    return _mm256_castsi256_ps(
-        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
-}
-KVLENS_AVX2 inline float hsum8(__m256 a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-KVLENS_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-KVLENS_AVX512 inline __m512 load16(const uint16_t* p) {
-    return _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-}
-
-// exp(x) for x <= 0 (scores less their maximum), as Cephes' expf: x = n ln2 + r with
-// |r| <= ln2 / 2, a degree-6 polynomial for e^r (relative error ~1e-7), times 2^n;
-// below -87.3 the result is the smallest normal float's neighbourhood, never a NaN.
-#define KVLENS_EXP_BODY(V, set1, add, mul, fma, floorf, cvt, castI, shift, addI)            \
-    x = V##max_ps(x, set1(-87.3f));                                                            \
-    const auto n = floorf(fma(x, set1(1.44269504088896341f), set1(0.5f)));                  \
-    x = fma(n, set1(-0.693359375f), x);                                                      \
-    x = fma(n, set1(2.12194440e-4f), x);                                                     \
-    auto p = set1(1.9875691500e-4f);                                                         \
-    p = fma(p, x, set1(1.3981999507e-3f));                                                   \
-    p = fma(p, x, set1(8.3334519073e-3f));                                                   \
-    p = fma(p, x, set1(4.1665795894e-2f));                                                   \
-    p = fma(p, x, set1(1.6666665459e-1f));                                                   \
-    p = fma(p, x, set1(5.0000001201e-1f));                                                   \
-    p = fma(p, mul(x, x), add(x, set1(1.0f)));                                               \
-    return mul(p, castI(shift(addI(cvt(n)), 23)));
-
-KVLENS_AVX2 inline __m256 exp8(__m256 x) {
-#define KVLENS_ADD127_8(i) _mm256_add_epi32(i, _mm256_set1_epi32(127))
-#define KVLENS_FLOOR8(v) _mm256_floor_ps(v)
-    KVLENS_EXP_BODY(_mm256_, _mm256_set1_ps, _mm256_add_ps, _mm256_mul_ps, _mm256_fmadd_ps, KVLENS_FLOOR8,
-                    _mm256_cvtps_epi32, _mm256_castsi256_ps, _mm256_slli_epi32, KVLENS_ADD127_8)
-}
-KVLENS_AVX512 inline __m512 exp16(__m512 x) {
-#define KVLENS_ADD127_16(i) _mm512_add_epi32(i, _mm512_set1_epi32(127))
-#define KVLENS_FLOOR16(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
-    KVLENS_EXP_BODY(_mm512_, _mm512_set1_ps, _mm512_add_ps, _mm512_mul_ps, _mm512_fmadd_ps, KVLENS_FLOOR16,
-                    _mm512_cvtps_epi32, _mm512_castsi512_ps, _mm512_slli_epi32, KVLENS_ADD127_16)
-}
-
-// Each of G rows of S scores turned into exp(score - max) in place, with 1 / sum in inv.
-KVLENS_AVX2 void softmaxRowsAvx2(float* scores, int G, int64_t S, float* inv) {
-    for (int g = 0; g < G; ++g) {
-        float* row = scores + g * S;
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
-        const __m256 m = _mm256_set1_ps(mx);
-        __m256 z = _mm256_setzero_ps();
-        int64_t j = 0;
-        for (; j + 8 <= S; j += 8) {
-            const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
-            _mm256_storeu_ps(row + j, e);
-            z = _mm256_add_ps(z, e);
-        }
-        if (j < S) {  // the tail through a padded lane set, the padding's lanes dropped
-            alignas(32) float tail[8];
-            for (int i = 0; i < 8; ++i) tail[i] = j + i < S ? row[j + i] : mx;
-            const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(tail), m));
-            _mm256_store_ps(tail, e);
-            for (int i = 0; j + i < S; ++i) row[j + i] = tail[i];
-            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-            const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(S - j)), lane));
-            z = _mm256_add_ps(z, _mm256_and_ps(e, keep));
-        }
-        inv[g] = 1.0f / hsum8(z);
-    }
-}
-
-KVLENS_AVX512 void softmaxRowsAvx512(float* scores, int G, int64_t S, float* inv) {
-    for (int g = 0; g < G; ++g) {
-        float* row = scores + g * S;
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
-        const __m512 m = _mm512_set1_ps(mx);
-        __m512 z = _mm512_setzero_ps();
-        int64_t j = 0;
-        for (; j + 16 <= S; j += 16) {
-            const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), m));
-            _mm512_storeu_ps(row + j, e);
-            z = _mm512_add_ps(z, e);
-        }
-        if (j < S) {
-            const __mmask16 k = static_cast<__mmask16>((1u << (S - j)) - 1u);
-            const __m512 e = exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(m, k, row + j), m));
-            _mm512_mask_storeu_ps(row + j, k, e);
-            z = _mm512_add_ps(z, _mm512_maskz_mov_ps(k, e));
-        }
-        inv[g] = 1.0f / _mm512_reduce_add_ps(z);
-    }
-}
-
-template <typename T, int DK>
-KVLENS_AVX2 void attendGroupAvx2(const T* q, int64_t qs, int G, float scale, const T* kr, int64_t ks1, const T* vr,
-                                 int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o) {
-    constexpr int NV = DK / 8;
-    for (int g = 0; g < G; ++g)
-        for (int d = 0; d < DK; ++d) qf[g * DK + d] = toFloat(q[g * qs + d]) * scale;
-    for (int64_t j = 0; j < S; ++j) {
-        __m256 k[NV];
-        for (int v = 0; v < NV; ++v) k[v] = load8(kr + j * ks1 + 8 * v);
-        for (int g = 0; g < G; ++g) {
-            __m256 a = _mm256_mul_ps(load8(qf + g * DK), k[0]);
-            for (int v = 1; v < NV; ++v) a = _mm256_fmadd_ps(load8(qf + g * DK + 8 * v), k[v], a);
-            scores[g * S + j] = hsum8(a);
-        }
-    }
-    float inv[64];
-    softmaxRowsAvx2(scores, G, S, inv);
-    // Each value row is read once for the whole group: the G rows' sums live in acc
-    // (L1), each summed in the same order as alone.
-    for (int i = 0; i < G * DK; i += 8) _mm256_storeu_ps(acc + i, _mm256_setzero_ps());
-    for (int64_t j = 0; j < S; ++j) {
-        __m256 vj[NV];
-        for (int v = 0; v < NV; ++v) vj[v] = load8(vr + j * vs1 + 8 * v);
-        for (int g = 0; g < G; ++g) {
-            const __m256 pj = _mm256_set1_ps(scores[g * S + j]);
-            float* a = acc + g * DK;
-            for (int v = 0; v < NV; ++v) _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(pj, vj[v], _mm256_loadu_ps(a + 8 * v)));
-        }
-    }
-    for (int g = 0; g < G; ++g) {
-        const __m256 s = _mm256_set1_ps(inv[g]);
-        float* a = acc + g * DK;
-        for (int v = 0; v < NV; ++v) _mm256_storeu_ps(a + 8 * v, _mm256_mul_ps(_mm256_loadu_ps(a + 8 * v), s));
-        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(a[d]);
-    }
-}
-
-template <typename T, int DK>
-KVLENS_AVX512 void attendGroupAvx512(const T* q, int64_t qs, int G, float scale, const T* kr, int64_t ks1,
-                                     const T* vr, int64_t vs1, int64_t S, float* scores, float* qf, float* acc, T* o) {
-    constexpr int NV = DK / 16;
-    for (int g = 0; g < G; ++g)
-        for (int d = 0; d < DK; ++d) qf[g * DK + d] = toFloat(q[g * qs + d]) * scale;
-    for (int64_t j = 0; j < S; ++j) {
-        __m512 k[NV];
-        for (int v = 0; v < NV; ++v) k[v] = load16(kr + j * ks1 + 16 * v);
-        for (int g = 0; g < G; ++g) {
-            __m512 a = _mm512_mul_ps(load16(qf + g * DK), k[0]);
-            for (int v = 1; v < NV; ++v) a = _mm512_fmadd_ps(load16(qf + g * DK + 16 * v), k[v], a);
-            scores[g * S + j] = _mm512_reduce_add_ps(a);
-        }
-    }
-    float inv[64];
-    softmaxRowsAvx512(scores, G, S, inv);
-    for (int i = 0; i < G * DK; i += 16) _mm512_storeu_ps(acc + i, _mm512_setzero_ps());
-    for (int64_t j = 0; j < S; ++j) {
-        __m512 vj[NV];
-        for (int v = 0; v < NV; ++v) vj[v] = load16(vr + j * vs1 + 16 * v);
-        for (int g = 0; g < G; ++g) {
-            const __m512 pj = _mm512_set1_ps(scores[g * S + j]);
-            float* a = acc + g * DK;
-            for (int v = 0; v < NV; ++v)
-                _mm512_storeu_ps(a + 16 * v, _mm512_fmadd_ps(pj, vj[v], _mm512_loadu_ps(a + 16 * v)));
-        }
-    }
-    for (int g = 0; g < G; ++g) {
-        const __m512 s = _mm512_set1_ps(inv[g]);
-        float* a = acc + g * DK;
-        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(a + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(a + 16 * v), s));
-        for (int d = 0; d < DK; ++d) o[g * DK + d] = fromFloat<T>(a[d]);
-    }
-}
-#pragma GCC diagnostic pop
-#endif
-
-// The group kernel this CPU runs for head dimension D (nullptr: the scalar rows).
-template <typename T>
-GroupFn<T> groupKernel(int64_t D) {
-#if defined(__x86_64__)
+AttentionGroupFn<T> groupKernel(int64_t D) {
     const CpuFeatures& f = CpuFeatures::detect();
-    if (f.avx512f && D == 64) return &attendGroupAvx512<T, 64>;
-    if (f.avx512f && D == 128) return &attendGroupAvx512<T, 128>;
-    if (f.avx2 && D == 64) return &attendGroupAvx2<T, 64>;
-    if (f.avx2 && D == 128) return &attendGroupAvx2<T, 128>;
-#endif
-    (void)D;
-    return nullptr;
+    const AttentionGroupTable* t = f.avx512f ? attentionGroupAvx512() : f.avx2 ? attentionGroupAvx2() : nullptr;
+    if (t == nullptr) return nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+        return D == 64 ? t->f32d64 : D == 128 ? t->f32d128 : nullptr;
+    } else {
+        return D == 64 ? t->bf16d64 : D == 128 ? t->bf16d128 : nullptr;
+    }
+}
+
+// G query heads (rows `qs` apart) through `kernel`: queries widened and scaled as
+// attendRow does, outputs (G consecutive heads of D at o) back in T.
+template <typename T>
+void attendGroupWith(AttentionGroupFn<T> kernel, const T* q, int64_t qs, int64_t G, int64_t D, float scale,
+                     const T* kr, int64_t ks1, const T* vr, int64_t vs1, int64_t S, std::vector<float>& scores,
+                     std::vector<float>& qf, std::vector<float>& out, T* o) {
+    scores.resize(static_cast<size_t>(G * S));
+    qf.resize(static_cast<size_t>(G * D));
+    out.resize(static_cast<size_t>(G * D));
+    for (int64_t g = 0; g < G; ++g)
+        for (int64_t d = 0; d < D; ++d) qf[static_cast<size_t>(g * D + d)] = toFloat(q[g * qs + d]) * scale;
+    kernel(qf.data(), static_cast<int>(G), kr, ks1, vr, vs1, S, scores.data(), out.data());
+    for (int64_t i = 0; i < G * D; ++i) o[i] = fromFloat<T>(out[static_cast<size_t>(i)]);
 }
 
 // Most query heads one KV head serves (GQA groups are at most this large here).
@@ -310,17 +131,16 @@ void attendCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const T* vp = reinterpret_cast<const T*>(v.data_ptr());
     T* op = reinterpret_cast<T*>(out.data_ptr());
     const float scale = 1.0f / std::sqrt(float(D));
-    if (const GroupFn<T> group = G <= kMaxGroup ? groupKernel<T>(D) : nullptr) {
+    if (const AttentionGroupFn<T> group = G <= kMaxGroup ? groupKernel<T>(D) : nullptr) {
         // One task per (query, KV head): its G query heads in one pass over the keys.
         const int64_t grain = std::max<int64_t>(1, 65536 / ((p0 + Tq) * D * G));
         at::parallel_for(0, Tq * KV, grain, [&](int64_t b, int64_t e) {
-            std::vector<float> scores, qf(G * D), acc(G * D);
+            std::vector<float> scores, qf, acc;
             for (int64_t task = b; task < e; ++task) {
-                const int64_t t = task / KV, kv = task % KV, S = p0 + t + 1;
-                scores.resize(static_cast<size_t>(G * S));
-                group(qp + t * q.stride(0) + kv * G * q.stride(1), q.stride(1), static_cast<int>(G), scale,
-                      kp + kv * k.stride(0), k.stride(1), vp + kv * v.stride(0), v.stride(1), S, scores.data(),
-                      qf.data(), acc.data(), op + t * H * D + kv * G * D);
+                const int64_t t = task / KV, kv = task % KV;
+                attendGroupWith<T>(group, qp + t * q.stride(0) + kv * G * q.stride(1), q.stride(1), G, D, scale,
+                                   kp + kv * k.stride(0), k.stride(1), vp + kv * v.stride(0), v.stride(1), p0 + t + 1,
+                                   scores, qf, acc, op + t * H * D + kv * G * D);
             }
         });
         return;
@@ -350,7 +170,7 @@ void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
     const float scale = 1.0f / std::sqrt(float(D));
     int64_t longest = 1;
     for (const at::Tensor& kk : keys) longest = std::max<int64_t>(longest, kk.size(0));
-    if (const GroupFn<T> group = groupKernel<T>(D)) {
+    if (const AttentionGroupFn<T> group = groupKernel<T>(D)) {
         // Runs of consecutive query heads on one cache head (a KV-head cache's GQA
         // groups; a query-head cache has runs of one) share one pass over it.
         std::vector<std::pair<int64_t, int64_t>> runs;  // first head, heads
@@ -369,13 +189,10 @@ void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
                 const auto [h, G] = runs[static_cast<size_t>(r)];
                 const at::Tensor& kk = keys[headOf[h]];
                 const at::Tensor& vv = values[headOf[h]];
-                const int64_t S = kk.size(0);
-                scores.resize(static_cast<size_t>(G * S));
-                qf.resize(static_cast<size_t>(G * D));
-                acc.resize(static_cast<size_t>(G * D));
-                group(qp + h * q.stride(1), q.stride(1), static_cast<int>(G), scale,
-                      reinterpret_cast<const T*>(kk.data_ptr()), kk.stride(0), reinterpret_cast<const T*>(vv.data_ptr()),
-                      vv.stride(0), S, scores.data(), qf.data(), acc.data(), op + h * D);
+                attendGroupWith<T>(group, qp + h * q.stride(1), q.stride(1), G, D, scale,
+                                   reinterpret_cast<const T*>(kk.data_ptr()), kk.stride(0),
+                                   reinterpret_cast<const T*>(vv.data_ptr()), vv.stride(0), kk.size(0), scores, qf,
+                                   acc, op + h * D);
             }
         });
         return;

@@ -67,6 +67,8 @@ QuantMatrix::QuantMatrix(int64_t cols, std::vector<Part> parts, DequantizeFn deq
         }
         firstRow_.push_back(rows_);
         rows_ += p.rows;
+        uses32_ = uses32_ || p.format == QuantFormat::Q8_0 || p.format == QuantFormat::Q4_0;
+        usesK_ = usesK_ || p.format == QuantFormat::Q4_K || p.format == QuantFormat::Q5_K || p.format == QuantFormat::Q6_K;
     }
     if (parts_.empty()) throw Error("quantised matrix: no rows");
 }
@@ -121,8 +123,10 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     std::vector<QuantX> xq(static_cast<size_t>(M));
     for (int64_t m = 0; m < M; ++m) {
         const float* xm = x + m * cols_;
-        quantizeX(xm, cols_, 32, q.data() + m * cols_, d.data() + m * groups, qsum16.data() + m * cols_ / 16);
-        if (superBlocks > 0)
+        // Only what the rows' formats read (none on the plain C++ path).
+        if (isa != nullptr && uses32_)
+            quantizeX(xm, cols_, 32, q.data() + m * cols_, d.data() + m * groups, qsum16.data() + m * cols_ / 16);
+        if (isa != nullptr && usesK_)
             quantizeX(xm, cols_, 256, qK.data() + m * cols_, dK.data() + m * superBlocks,
                       qKsum16.data() + m * cols_ / 16);
         xq[static_cast<size_t>(m)] = {xm,

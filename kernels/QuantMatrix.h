@@ -65,6 +65,7 @@ private:
     int64_t rows_ = 0, cols_ = 0;
     std::vector<Part> parts_;
     std::vector<int64_t> firstRow_;  // of each part
+    bool uses32_ = false, usesK_ = false;  // parts that read x quantised in 32s / in 256s
     DequantizeFn dequantize_;
     std::shared_ptr<const void> owner_;
 };

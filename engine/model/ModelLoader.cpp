@@ -81,7 +81,7 @@ LoadedModel loadModel(const std::string& specText, c10::Device device, c10::Scal
     checkFits(file.path(), ModelWeights::denseBytes(file, config, device, dtype), device);
     // CPU weights are read in place: from a copy in (huge-page) memory, which decode
     // streams faster than the file's mapping.
-    if (device.is_cpu()) {
+    if (ModelWeights::readsInPlace(file, device)) {
         filePtr->loadIntoMemory([&](double f) {
             if (progress) progress(0.0, "reading " + std::to_string(static_cast<int>(100 * f)) + "% of the file");
         });
@@ -89,6 +89,7 @@ LoadedModel loadModel(const std::string& specText, c10::Device device, c10::Scal
     ModelWeights weights = ModelWeights::fromGguf(filePtr, config, device, dtype, progress);
     loaded.tokenizer = std::move(tokenizer);
     loaded.model = std::make_unique<LlamaModel>(config, std::move(weights), device, dtype);
+    if (file.has("tokenizer.chat_template")) loaded.chatTemplate = file.getString("tokenizer.chat_template");
     return loaded;
 }
 

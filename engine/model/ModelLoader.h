@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/model/DType.h"
@@ -16,6 +17,7 @@ struct LoadedModel {
     ModelSpec spec;
     std::unique_ptr<Tokenizer> tokenizer;
     std::unique_ptr<LlamaModel> model;
+    std::optional<std::string> chatTemplate;  // the file's tokenizer.chat_template, when it has one
 };
 
 // Throws kvlens::Error naming the file, key or tensor when the model cannot be

@@ -129,6 +129,12 @@ int64_t ModelWeights::estimateBytes(const ModelConfig& c, c10::ScalarType dtype)
            static_cast<int64_t>(c10::elementSize(dtype));
 }
 
+bool ModelWeights::readsInPlace(const GgufFile& file, c10::Device device) {
+    for (const GgufTensorInfo& t : file.tensors())
+        if (t.shape.size() >= 2 && keptInFormat(t.type, t.shape[0], device)) return true;
+    return false;
+}
+
 int64_t ModelWeights::denseBytes(const GgufFile& file, const ModelConfig& c, c10::Device device,
                                  c10::ScalarType dtype) {
     if (!device.is_cpu()) return estimateBytes(c, dtype);

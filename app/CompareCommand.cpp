@@ -108,6 +108,7 @@ int runCompare(const std::vector<std::string>& argv) {
     }
     for (size_t i = 0; i < runs.size(); ++i) {
         const PressParams& p = runs[i];
+        prepareMethod(loaded, *capture, p.method);
         ProgressBar bar("run " + std::to_string(i + 1) + "/" + std::to_string(runs.size()));
         bar.update(0.0, p.describe());
         const auto selectStart = std::chrono::steady_clock::now();

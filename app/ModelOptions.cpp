@@ -61,6 +61,14 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
     return capture;
 }
 
+void prepareMethod(LoadedModel& loaded, const Capture& capture, const std::string& method) {
+    if (method != "h2o" || capture.hasH2oScores()) return;
+    ProgressBar bar("H2O's accumulated attention: a replay of " + std::to_string(capture.promptLength()) +
+                    " tokens");
+    capture.keepScoresFor(*loaded.model, method, [&](double f, const std::string& what) { bar.update(f, what); });
+    bar.finish();
+}
+
 namespace {
 
 // Prompts are UTF-8 text: a byte that is not is refused (never replaced), so

@@ -34,6 +34,10 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
                                        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {},
                                        bool parseSpecial = false);
 
+// Computes what `method` alone needs of `capture` before its first selection
+// (H2O's accumulated attention: a replay of the prompt), with a progress bar.
+void prepareMethod(LoadedModel& loaded, const Capture& capture, const std::string& method);
+
 // --prompt TEXT or --prompt-file PATH; throws kvlens::Error for a missing,
 // unreadable or empty prompt, naming the flag.
 std::string readPrompt(const CommandLine& args);

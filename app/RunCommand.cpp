@@ -88,6 +88,7 @@ int runRun(const std::vector<std::string>& argv) {
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, {}, chat.parseSpecial);
     params.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
+    prepareMethod(loaded, *capture, params.method);
     const auto t0 = std::chrono::steady_clock::now();
     const Selection selection = Press::create(params.method)->select(*capture, params);
     const RunMetrics m = evaluator.evaluate(

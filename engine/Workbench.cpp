@@ -207,6 +207,7 @@ WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTo
 Selection Workbench::select(const PressParams& params, double* seconds) const {
     if (!state_->capture) throw Error("no prompt has been run yet");
     const double t0 = now();
+    state_->capture->keepScoresFor(*state_->loaded.model, params.method);
     Selection s = Press::create(params.method)->select(*state_->capture, params);
     if (seconds != nullptr) *seconds = now() - t0;
     return s;
@@ -225,7 +226,8 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (m == "snapkv" || m == "pyramidkv" || m == "adakv") {
         prefix = presses::windowVotes(c, layer, params.window, params.gqa);
         for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
-    } else if (m == "h2o" && c.hasH2oScores()) {
+    } else if (m == "h2o" && !c.prompt().empty()) {
+        c.keepScoresFor(*state_->loaded.model, m);
         // H2O selects per KV head whatever the GQA mode (Press::select): its scores
         // must have the selection's rows.
         prefix = presses::accumulatedAttention(c, layer, params.window, GqaMode::KvHead);

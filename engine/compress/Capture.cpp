@@ -15,31 +15,63 @@
 namespace kvlens {
 namespace {
 
+// Copies the rows of q [n, H, D] (positions p0 .. p0 + n) at positions [from, from + count)
+// into dst [H, count, D] (row r = position from + r): a window may straddle two chunks.
+void copyWindowRows(const at::Tensor& q, int64_t p0, int64_t from, int64_t count, at::Tensor& dst) {
+    const int64_t lo = std::max(from, p0), hi = std::min(from + count, p0 + q.size(0));
+    if (lo >= hi) return;
+    if (!dst.defined()) dst = at::empty({q.size(1), count, q.size(2)}, q.options().dtype(at::kFloat));
+    dst.narrow(1, lo - from, hi - lo).copy_(q.narrow(0, lo - p0, hi - lo).permute({1, 0, 2}));
+}
+
+// Keeps the queries of chosen (layer, head) pairs at every prompt position, [T, D] fp32,
+// chunk by chunk.
+void keepHeadQueries(std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted, int64_t layer,
+                     const at::Tensor& q, int64_t p0, int64_t promptLength) {
+    const int64_t n = std::min<int64_t>(q.size(0), promptLength - p0);
+    if (n <= 0) return;
+    for (auto& [lh, t] : wanted) {
+        if (lh.first != layer) continue;
+        if (!t.defined()) t = at::empty({promptLength, q.size(2)}, q.options().dtype(at::kFloat));
+        t.narrow(0, p0, n).copy_(q.narrow(0, 0, n).select(1, lh.second));
+    }
+}
+
 class CaptureObserver : public ForwardObserver {
 public:
     CaptureObserver(int64_t layers, int64_t promptLength,
                     const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads)
-        : queries(layers), sums(layers), promptLength_(promptLength) {
+        : queries(layers), promptLength_(promptLength) {
         for (const auto& lh : fullQueryHeads) fullQueries[lh] = at::Tensor();
     }
 
     void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override {
-        for (auto& [lh, t] : fullQueries) {
-            if (lh.first == layer && firstPosition == 0 && q.size(0) == promptLength_) {
-                t = q.select(1, lh.second).to(at::kFloat).contiguous();
-            }
-        }
+        keepHeadQueries(fullQueries, layer, q, firstPosition, promptLength_);
         // Keep the queries of the last kMaxWindow prompt positions, [H, w, D] fp32.
-        const int64_t T = q.size(0), w = std::min<int64_t>(Capture::kMaxWindow, promptLength_);
-        const int64_t start = promptLength_ - w - firstPosition;
-        if (start < 0 || start + w > T) return;  // the prompt arrives in one prefill
-        queries[layer] = q.narrow(0, start, w).permute({1, 0, 2}).to(at::kFloat).contiguous();
+        const int64_t w = std::min<int64_t>(Capture::kMaxWindow, promptLength_);
+        copyWindowRows(q, firstPosition, promptLength_ - w, w, queries[layer]);
     }
-    bool wantsAttentionColumnSums() const override { return true; }
-    void onAttentionColumnSums(int64_t layer, const at::Tensor& s) override { sums[layer] = s; }
 
-    std::vector<at::Tensor> queries, sums;
+    std::vector<at::Tensor> queries;
     std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries;
+
+private:
+    int64_t promptLength_;
+};
+
+// Sums, per layer, the attention every key gets from all prompt queries (H2O's
+// score), over the chunks of a replayed prefill: [H, T] fp32.
+class ColumnSumAccumulator : public ForwardObserver {
+public:
+    ColumnSumAccumulator(int64_t layers, int64_t promptLength) : sums(layers), promptLength_(promptLength) {}
+    void onQueries(int64_t, const at::Tensor&, int64_t) override {}
+    bool wantsAttentionColumnSums() const override { return true; }
+    void onAttentionColumnSums(int64_t layer, const at::Tensor& s) override {
+        if (!sums[layer].defined()) sums[layer] = at::zeros({s.size(0), promptLength_}, s.options());
+        sums[layer].narrow(1, 0, s.size(1)).add_(s);
+    }
+
+    std::vector<at::Tensor> sums;
 
 private:
     int64_t promptLength_;
@@ -67,7 +99,6 @@ void requireFiniteCapture(const Capture& c, const std::string& source) {
         requireFinite(c.windowQueries(l), l, "query head", "window queries", source);
         requireFinite(c.keys(l), l, "KV head", "keys", source);
         requireFinite(c.values(l), l, "KV head", "values", source);
-        if (c.hasH2oScores()) requireFinite(c.h2oScores(l), l, "query head", "accumulated attention", source);
     }
 }
 
@@ -102,7 +133,6 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
     capture->prefillSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     capture->windowQueries_ = std::move(observer.queries);
-    capture->h2oScores_ = std::move(observer.sums);
     capture->fullQueries_ = std::move(observer.fullQueries);
     requireFiniteCapture(*capture, kPrefill);
     // The default window's votes are part of the capture: the first SnapKV,
@@ -161,18 +191,18 @@ at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
 
 namespace {
 
-// Keeps the queries of chosen (layer, head) pairs of a re-run prompt.
+// Keeps the queries of chosen (layer, head) pairs of a replayed prompt.
 class QueryKeeper : public ForwardObserver {
 public:
-    explicit QueryKeeper(std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted) : wanted_(wanted) {}
-    void onQueries(int64_t layer, const at::Tensor& q, int64_t) override {
-        for (auto& [lh, t] : wanted_) {
-            if (lh.first == layer) t = q.select(1, lh.second).to(at::kFloat).contiguous();
-        }
+    QueryKeeper(std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted, int64_t promptLength)
+        : wanted_(wanted), promptLength_(promptLength) {}
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t p0) override {
+        keepHeadQueries(wanted_, layer, q, p0, promptLength_);
     }
 
 private:
     std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted_;
+    int64_t promptLength_;
 };
 
 }  // namespace
@@ -195,10 +225,27 @@ void Capture::keepQueries(LlamaModel& model, const std::vector<std::pair<int64_t
         deepest = std::max(deepest, layer);
     }
     if (wanted.empty()) return;
-    KvCache scratch(deepest + 1, c.nKvHeads, c.headDim, promptLength_, model.dtype(), model.device());
-    QueryKeeper keeper(wanted);
-    model.forward(prompt_, scratch, false, progress, &keeper, deepest);
+    QueryKeeper keeper(wanted, promptLength_);
+    model.replay(prompt_, *cache_, keeper, progress, deepest);
     for (auto& [lh, t] : wanted) fullQueries_[lh] = std::move(t);
+}
+
+void Capture::keepScoresFor(LlamaModel& model, const std::string& method, const ProgressFn& progress) const {
+    if (method != "h2o" || hasH2oScores() || prompt_.empty()) return;
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    if (hasH2oScores()) return;
+    const ModelConfig& c = model.config();
+    if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_) {
+        throw Error("H2O's scores need the model that made the capture (another one is loaded)");
+    }
+    c10::InferenceMode guard;
+    ColumnSumAccumulator sums(layers(), promptLength_);
+    model.replay(prompt_, *cache_, sums, progress);
+    for (int64_t l = 0; l < layers(); ++l) {
+        requireFinite(sums.sums[l], l, "query head", "accumulated attention", kPrefill);
+    }
+    h2oScores_ = std::move(sums.sums);
+    h2oReady_ = true;
 }
 
 const at::Tensor& Capture::queries(int64_t layer, int64_t head) const {
@@ -215,7 +262,8 @@ int64_t Capture::bytes() const {
     for (const auto& [lh, t] : fullQueries_)
         if (t.defined()) total += t.numel() * t.element_size();
     for (const at::Tensor& t : windowQueries_) total += t.numel() * t.element_size();
-    for (const at::Tensor& t : h2oScores_) total += t.numel() * t.element_size();
+    if (hasH2oScores())
+        for (const at::Tensor& t : h2oScores_) total += t.numel() * t.element_size();
     std::lock_guard<std::mutex> lock(votesMutex_);
     for (const auto& [w, perLayer] : votes_)
         for (const at::Tensor& t : perLayer) total += t.numel() * t.element_size();

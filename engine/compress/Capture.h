@@ -1,18 +1,21 @@
 // What a prefill leaves behind for the compression methods, so that any
 // method, budget, window (up to 64), kernel, pooling, beta or alpha can be
 // selected again without running the prefill: per layer, the full KV (after
-// RoPE), the last 64 queries (after RoPE), the attention each key got from all
-// prompt queries (H2O's score), and the SnapKV votes of the default window (32).
-// Votes of other window sizes are derived from the window queries and keys on
-// first use, then cached. A capture holding a NaN or an Inf (window queries,
-// keys, values, H2O scores, votes) is refused with one line naming the layer
-// and head, so no method ever ranks one.
+// RoPE), the last 64 queries (after RoPE) and the SnapKV votes of the default
+// window (32). Votes of other window sizes are derived from the window queries
+// and keys on first use, then cached. What only one method needs is computed
+// when that method is first used (keepScoresFor): H2O's attention each key got
+// from all prompt queries takes a replay of the prompt over the capture's own KV
+// (about 1.5x a prefill's time, no second KV), so a capture costs a plain
+// prefill plus the window's votes. A capture holding a NaN or an Inf (window
+// queries, keys, values, H2O scores, votes) is refused with one line naming the
+// layer and head, so no method ever ranks one.
 //
 // Memory, for T prompt tokens, L layers, H query heads, KV heads, head dim D,
 // compute dtype of b bytes:
 //   full KV         2 * L * KV * T * D * b
 //   window queries  L * H * 64 * D * 4
-//   H2O scores      L * H * T * 4
+//   H2O scores      L * H * T * 4 once H2O is used
 //   votes           L * H * (T - W) * 4 for each window size W used
 // e.g. tinyllama-1.1b (L=22, H=32, KV=4, D=64), T=8192, bf16: KV 184.5 MB,
 // queries 11.5 MB, H2O 23.1 MB, votes for one window 23.0 MB.
@@ -20,9 +23,11 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -75,7 +80,13 @@ public:
     void keepQueries(LlamaModel& model, const std::vector<std::pair<int64_t, int64_t>>& heads,
                      const ProgressFn& progress = {});
 
-    bool hasH2oScores() const { return !h2oScores_.empty(); }
+    // Computes, the first time `method` needs them, the statistics only it uses
+    // (H2O: the accumulated attention, a replay of the prompt on `model`, which
+    // must be the one that made the capture); nothing for the other methods, nor
+    // for a capture from tensors (which cannot have them). Thread-safe.
+    void keepScoresFor(LlamaModel& model, const std::string& method, const ProgressFn& progress = {}) const;
+
+    bool hasH2oScores() const { return h2oReady_; }
     const at::Tensor& h2oScores(int64_t layer) const { return h2oScores_[layer]; }  // [H, T]
 
     // Sum over the last `window` queries of their causal softmax (fp32, over all
@@ -97,7 +108,9 @@ private:
     int64_t promptLength_ = 0, queryHeads_ = 0, kvHeads_ = 0, headDim_ = 0;
     std::unique_ptr<KvCache> cache_;
     std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
-    std::vector<at::Tensor> h2oScores_;      // [H, T] fp32
+    mutable std::mutex statsMutex_;
+    mutable std::vector<at::Tensor> h2oScores_;  // [H, T] fp32, once keepScoresFor("h2o")
+    mutable std::atomic<bool> h2oReady_{false};
     std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries_;  // (layer, head) -> [T, D] fp32
     std::vector<int32_t> prompt_;
     at::Tensor lastLogits_;

@@ -17,6 +17,18 @@
 #include "kernels/SiluMul.h"
 
 namespace kvlens {
+namespace {
+
+void requireVocabulary(const std::vector<int32_t>& tokens, int64_t vocabSize) {
+    for (int32_t id : tokens) {
+        if (id < 0 || id >= vocabSize) {
+            throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                        std::to_string(vocabSize));
+        }
+    }
+}
+
+}  // namespace
 
 LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device device,
                        c10::ScalarType dtype)
@@ -104,23 +116,76 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
 
 at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits,
                                const ProgressFn& progress, ForwardObserver* observer, int64_t stopAfterLayer) {
-    const int64_t p0 = cache.length();
     if (static_cast<int64_t>(tokens.size()) >= kLongPrefill) limitHeapFragmentation();
-    return run(tokens, p0, allLogits, progress,
-               [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-                   if (observer) observer->onQueries(l, q, p0);
-                   cache.append(l, k.transpose(0, 1), v.transpose(0, 1));
-                   const at::Tensor keys = cache.keys(l), values = cache.values(l);
-                   if (observer && observer->wantsAttentionColumnSums()) {
-                       at::Tensor sums;
-                       at::Tensor a = attention(q, keys, values, p0, &sums);
-                       observer->onAttentionColumnSums(l, sums);
-                       return a;
-                   }
-                   return kernels::useFusedAttention(q, keys)
-                              ? kernels::causalAttention(q, keys, values, p0)
-                              : attention(q, keys, values, p0);
-               }, stopAfterLayer);
+    return runChunked(tokens, cache.length(), allLogits, progress,
+                      [&](int64_t p0) -> AttentionStep {
+                          return [&, p0](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+                              if (observer) observer->onQueries(l, q, p0);
+                              cache.append(l, k.transpose(0, 1), v.transpose(0, 1));
+                              return observedAttention(l, q, cache.keys(l), cache.values(l), p0, observer);
+                          };
+                      },
+                      stopAfterLayer);
+}
+
+void LlamaModel::replay(const std::vector<int32_t>& tokens, const KvCache& filled, ForwardObserver& observer,
+                        const ProgressFn& progress, int64_t stopAfterLayer) {
+    const int64_t T = static_cast<int64_t>(tokens.size());
+    const int64_t layers = stopAfterLayer >= 0 ? std::min(stopAfterLayer + 1, config_.nLayers) : config_.nLayers;
+    for (int64_t l = 0; l < layers; ++l) {
+        if (l >= filled.layers() || filled.length(l) < T) {
+            throw Error("a replay needs the keys and values of all " + std::to_string(T) +
+                        " prompt tokens in layer " + std::to_string(l));
+        }
+    }
+    if (T >= kLongPrefill) limitHeapFragmentation();
+    runChunked(tokens, 0, false, progress,
+               [&](int64_t p0) -> AttentionStep {
+                   return [&, p0](int64_t l, const at::Tensor& q, const at::Tensor&, const at::Tensor&) {
+                       observer.onQueries(l, q, p0);
+                       const int64_t S = p0 + q.size(0);
+                       return observedAttention(l, q, filled.keys(l).narrow(1, 0, S),
+                                                filled.values(l).narrow(1, 0, S), p0, &observer);
+                   };
+               },
+               layers - 1);
+}
+
+at::Tensor LlamaModel::observedAttention(int64_t layer, const at::Tensor& q, const at::Tensor& keys,
+                                         const at::Tensor& values, int64_t firstPosition,
+                                         ForwardObserver* observer) const {
+    if (observer && observer->wantsAttentionColumnSums()) {
+        at::Tensor sums;
+        at::Tensor a = attention(q, keys, values, firstPosition, &sums);
+        observer->onAttentionColumnSums(layer, sums);
+        return a;
+    }
+    return kernels::useFusedAttention(q, keys) ? kernels::causalAttention(q, keys, values, firstPosition)
+                                               : attention(q, keys, values, firstPosition);
+}
+
+at::Tensor LlamaModel::runChunked(const std::vector<int32_t>& tokens, int64_t p0, bool allLogits,
+                                  const ProgressFn& progress, const StepAt& stepAt, int64_t stopAfterLayer) {
+    const int64_t T = static_cast<int64_t>(tokens.size());
+    if (T <= prefillChunk_) return run(tokens, p0, allLogits, progress, stepAt(p0), stopAfterLayer);
+    requireVocabulary(tokens, config_.vocabSize);  // before the first chunk fills the cache
+    const int64_t chunks = (T + prefillChunk_ - 1) / prefillChunk_;
+    std::vector<at::Tensor> perChunk;
+    at::Tensor last;
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t off = c * prefillChunk_, n = std::min(prefillChunk_, T - off);
+        const std::vector<int32_t> part(tokens.begin() + off, tokens.begin() + off + n);
+        ProgressFn sub;
+        if (progress) {
+            sub = [&, off, n, c](double f, const std::string& what) {
+                progress((double(off) + f * double(n)) / double(T),
+                         "chunk " + std::to_string(c + 1) + "/" + std::to_string(chunks) + ", " + what);
+            };
+        }
+        last = run(part, p0 + off, allLogits, sub, stepAt(p0 + off), stopAfterLayer);
+        if (allLogits && last.defined()) perChunk.push_back(last);
+    }
+    return allLogits && !perChunk.empty() ? at::cat(perChunk, 0) : last;
 }
 
 at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
@@ -139,12 +204,7 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
     const int64_t T = static_cast<int64_t>(tokens.size());
     const ModelConfig& c = config_;
     if (T == 0) throw Error("no tokens to run");
-    for (int32_t id : tokens) {
-        if (id < 0 || id >= c.vocabSize) {
-            throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " +
-                        std::to_string(c.vocabSize));
-        }
-    }
+    requireVocabulary(tokens, c.vocabSize);
     std::vector<int64_t> ids(tokens.begin(), tokens.end());
     // The residual stream stays fp32; matmul inputs are in the compute dtype.
     at::Tensor x = kernels::embeddingRows(weights_.tokenEmbedding, ids).to(device_);  // fp32 [T, E]

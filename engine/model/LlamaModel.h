@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -34,13 +35,24 @@ public:
     // Runs `tokens` at positions cache.length() onwards, appending their keys
     // (after RoPE) and values to `cache`. Returns fp32 logits on the CPU:
     // [vocab] for the last token, or [n, vocab] for every token when `allLogits`.
-    // `progress` hears once per layer (prefills of long prompts take minutes).
+    // `progress` hears once per layer of each chunk (prefills of long prompts take
+    // minutes). A prompt longer than the prefill chunk runs chunk after chunk, each
+    // attending over the cache so far, so activations stay bounded whatever its
+    // length; `observer` then hears every chunk (its firstPosition says where).
     // With `stopAfterLayer` >= 0 only layers 0 .. stopAfterLayer run (for what
     // the observer collects; `cache` needs only those layers) and the result is
     // an undefined tensor.
     at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits = false,
                        const ProgressFn& progress = {}, ForwardObserver* observer = nullptr,
                        int64_t stopAfterLayer = -1);
+
+    // Runs again a prompt whose keys and values `filled` already holds (its first
+    // tokens.size() entries, from forward on the same tokens), for what `observer`
+    // collects: each chunk attends over `filled`'s entries and appends nothing, so a
+    // second look at a prefill needs no second KV cache. Layers 0 .. stopAfterLayer
+    // (all when < 0).
+    void replay(const std::vector<int32_t>& tokens, const KvCache& filled, ForwardObserver& observer,
+                const ProgressFn& progress = {}, int64_t stopAfterLayer = -1);
 
     // One decode step on a compressed cache: appends the token's keys and values
     // to every head and attends over each head's own entries. Returns fp32 [vocab].
@@ -58,6 +70,10 @@ public:
     // size follows from it (memory grows with T x block, never T x T).
     void setAttentionBlockBytes(int64_t bytes) { blockBytes_ = bytes; }
     int64_t queryBlockSize(int64_t keys) const;
+    // Tokens a prefill runs at once (kPrefillChunk by default; at least 1).
+    static constexpr int64_t kPrefillChunk = 4096;
+    void setPrefillChunk(int64_t tokens) { prefillChunk_ = std::max<int64_t>(tokens, 1); }
+    int64_t prefillChunk() const { return prefillChunk_; }
 
 private:
     // Appends k, v [T, kvHeads, D] for `layer` to a cache and returns the
@@ -66,6 +82,15 @@ private:
                                                    const at::Tensor& k, const at::Tensor& v)>;
     at::Tensor run(const std::vector<int32_t>& tokens, int64_t firstPosition, bool allLogits,
                    const ProgressFn& progress, const AttentionStep& attend, int64_t stopAfterLayer = -1);
+    // Runs `tokens` chunk by chunk from position p0, each chunk through run() with
+    // the step stepAt(its first position); the logits as forward() returns them.
+    using StepAt = std::function<AttentionStep(int64_t firstPosition)>;
+    at::Tensor runChunked(const std::vector<int32_t>& tokens, int64_t p0, bool allLogits,
+                          const ProgressFn& progress, const StepAt& stepAt, int64_t stopAfterLayer);
+    // The prefill's attention of q [T, H, D] at `firstPosition` over keys/values
+    // [KV, firstPosition + T, D], telling `observer` the column sums it asks for.
+    at::Tensor observedAttention(int64_t layer, const at::Tensor& q, const at::Tensor& keys,
+                                 const at::Tensor& values, int64_t firstPosition, ForwardObserver* observer) const;
 
     // Blocked attention for many queries (prefill): GEMMs over query blocks.
     // `columnSums`, when given, receives the probabilities summed over queries, [H, S].
@@ -79,6 +104,7 @@ private:
     at::Tensor invFreq_;  // [ropeDim / 2] fp32 (RopeFrequencies)
     float ropeMagnitude_ = 1.0f;
     int64_t blockBytes_ = 64ll << 20;
+    int64_t prefillChunk_ = kPrefillChunk;
 };
 
 }  // namespace kvlens

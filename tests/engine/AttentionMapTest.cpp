@@ -22,6 +22,7 @@ protected:
         std::vector<int32_t>& prompt = prompt_;
         for (int i = 0; i < kT; ++i) prompt.push_back(3 + (i * 41) % 250);
         keep_ = new std::shared_ptr<Capture>(Capture::fromPrefill(*loaded_->model, prompt, {}, {{1, 5}, {0, 0}}));
+        (*keep_)->keepScoresFor(*loaded_->model, "h2o");
         capture_ = keep_->get();
     }
     static void TearDownTestSuite() {

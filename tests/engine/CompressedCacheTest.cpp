@@ -72,6 +72,7 @@ protected:
     void SetUp() override {
         loaded_ = loadModel("random:tiny:layers=2", c10::Device(c10::kCPU), c10::kFloat);
         capture_ = Capture::fromPrefill(*loaded_.model, promptOf(60));
+        capture_->keepScoresFor(*loaded_.model, "h2o");
     }
     LoadedModel loaded_;
     std::shared_ptr<Capture> capture_;

@@ -166,6 +166,9 @@ TEST(CudaEngine, PrefillCaptureAndCompressedDecodeMatchTheCpu) {
     const auto cpu = Capture::fromPrefill(*cpuModel.model, prompt);
     const auto gpu = Capture::fromPrefill(*gpuModel.model, prompt);
     ASSERT_TRUE(gpu->keys(0).is_cuda());
+    EXPECT_FALSE(gpu->hasH2oScores());
+    gpu->keepScoresFor(*gpuModel.model, "h2o");
+    cpu->keepScoresFor(*cpuModel.model, "h2o");
     EXPECT_TRUE(gpu->hasH2oScores());
     ASSERT_TRUE(gpu->lastLogits().device().is_cpu());
     const double scale = cpu->lastLogits().abs().max().item<double>();

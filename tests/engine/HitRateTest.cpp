@@ -40,6 +40,7 @@ protected:
         p.budget = budget;
         p.seed = seed;
         p.gqa = gqa;
+        (*capture_)->keepScoresFor(*loaded_->model, method);
         return Press::create(method)->select(**capture_, p);
     }
     static LoadedModel* loaded_;

@@ -363,6 +363,7 @@ const Prefilled& prefilled() {
         std::vector<int32_t> prompt;
         for (int32_t i = 0; i < 48; ++i) prompt.push_back((37 * i + 11) % 500 + 3);
         out->capture = Capture::fromPrefill(model, prompt);
+        out->capture->keepScoresFor(model, "h2o");
 
         const int64_t T = int64_t(prompt.size()), H = model.config().nHeads,
                       G = H / model.config().nKvHeads, D = model.config().headDim;
@@ -643,6 +644,83 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     expectError([&] { Press::create("snapkv")->select(*capture, params("lru", 48)); },
                 {"--method 'lru'"});
     expectError([&] { select(*capture, params("h2o", 48)); }, {"--method h2o"});
+}
+
+// H2O's scores are not part of the capture (they cost a second pass over the
+// prompt): the first H2O selection computes them by a replay over the capture's
+// own KV, chunk by chunk like a long prefill, equal to the definition in double.
+TEST(Press, H2oScoresComeOnFirstUseFromAReplayOfThePrompt) {
+    const Prefilled& m = prefilled();
+    LlamaModel& model = *m.loaded.model;
+    const auto fresh = Capture::fromPrefill(model, m.capture->prompt());
+    EXPECT_FALSE(fresh->hasH2oScores());
+    const int64_t before = fresh->bytes();
+    expectError([&] { select(*fresh, params("h2o", 20, 8)); }, {"--method h2o", "keepScoresFor"});
+    fresh->keepScoresFor(model, "snapkv");  // nothing: SnapKV needs only the votes
+    EXPECT_FALSE(fresh->hasH2oScores());
+    EXPECT_EQ(fresh->bytes(), before);
+    for (int64_t chunk : {int64_t(48), int64_t(7)}) {  // one chunk; seven, the last of 6 tokens
+        model.setPrefillChunk(chunk);
+        const auto c = Capture::fromPrefill(model, m.capture->prompt());
+        c->keepScoresFor(model, "h2o");
+        model.setPrefillChunk(LlamaModel::kPrefillChunk);
+        ASSERT_TRUE(c->hasH2oScores());
+        const int64_t T = c->promptLength(), H = c->queryHeads();
+        EXPECT_EQ(c->bytes(), before + c->layers() * H * T * 4) << chunk;
+        for (int64_t l = 0; l < c->layers(); ++l) {
+            const at::Tensor got = c->h2oScores(l).to(at::kDouble).contiguous();
+            const auto g = got.accessor<double, 2>();
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t t = 0; t < T; ++t) {
+                    const double want = m.accumulated[l][h][t];
+                    ASSERT_NEAR(g[h][t], want, 1e-4 * want + 1e-6) << "chunk " << chunk << " layer " << l;
+                }
+        }
+        EXPECT_EQ(select(*c, params("h2o", 20, 8)).kept, select(*m.capture, params("h2o", 20, 8)).kept);
+    }
+    // Another model than the capture's is refused, naming why.
+    LoadedModel other = loadModel("random:tiny:layers=1", c10::Device(c10::kCPU), c10::kFloat);
+    expectError([&] { fresh->keepScoresFor(*other.model, "h2o"); }, {"H2O's scores need the model"});
+}
+
+// A prompt longer than the prefill chunk runs chunk after chunk: the same logits,
+// KV and capture (window queries straddling two chunks, full queries) as one run.
+TEST(Press, ChunkedPrefillCapturesWhatOnePrefillDoes) {
+    const Prefilled& m = prefilled();
+    LlamaModel& model = *m.loaded.model;
+    const std::vector<int32_t>& prompt = m.capture->prompt();
+    const auto whole = Capture::fromPrefill(model, prompt, {}, {{1, 3}, {0, 0}});
+    for (int64_t chunk : {int64_t(5), int64_t(30), int64_t(47)}) {
+        model.setPrefillChunk(chunk);
+        std::vector<std::string> heard;
+        const auto c = Capture::fromPrefill(model, prompt, [&](double, const std::string& w) { heard.push_back(w); },
+                                            {{1, 3}, {0, 0}});
+        KvCache cache = model.makeCache(int64_t(prompt.size()));
+        const at::Tensor all = model.forward(prompt, cache, true);
+        model.setPrefillChunk(LlamaModel::kPrefillChunk);
+        EXPECT_TRUE(at::allclose(c->lastLogits(), whole->lastLogits(), 1e-5, 1e-5)) << chunk;
+        ASSERT_EQ(all.size(0), int64_t(prompt.size()));
+        EXPECT_TRUE(at::allclose(all[-1], whole->lastLogits(), 1e-5, 1e-5)) << chunk;
+        for (int64_t l = 0; l < c->layers(); ++l) {
+            EXPECT_TRUE(at::allclose(c->keys(l), whole->keys(l), 1e-5, 1e-5)) << chunk;
+            EXPECT_TRUE(at::allclose(c->values(l), whole->values(l), 1e-5, 1e-5)) << chunk;
+            EXPECT_TRUE(at::allclose(c->windowQueries(l), whole->windowQueries(l), 1e-5, 1e-5)) << chunk;
+            EXPECT_TRUE(at::allclose(c->votes(l, 32), whole->votes(l, 32), 1e-5, 1e-6)) << chunk;
+        }
+        EXPECT_TRUE(at::allclose(c->queries(1, 3), whole->queries(1, 3), 1e-5, 1e-5)) << chunk;
+        EXPECT_TRUE(at::allclose(c->queries(0, 0), whole->queries(0, 0), 1e-5, 1e-5)) << chunk;
+        const int64_t chunks = (int64_t(prompt.size()) + chunk - 1) / chunk;
+        ASSERT_FALSE(heard.empty());
+        EXPECT_NE(heard.front().find("chunk 1/" + std::to_string(chunks)), std::string::npos) << heard.front();
+    }
+    // A bad id anywhere fails before the first chunk touches the cache.
+    model.setPrefillChunk(5);
+    KvCache cache = model.makeCache(16);
+    std::vector<int32_t> bad(12, 5);
+    bad[11] = int32_t(model.config().vocabSize);
+    expectError([&] { model.forward(bad, cache); }, {"token id " + std::to_string(bad[11]), "outside the vocabulary"});
+    model.setPrefillChunk(LlamaModel::kPrefillChunk);
+    EXPECT_EQ(cache.length(), 0);
 }
 
 }  // namespace

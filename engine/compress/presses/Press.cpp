@@ -31,8 +31,11 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
     const int64_t T = capture.promptLength();
     params.validate(T, capture.windowCapacity());
     if (params.method == "h2o" && !capture.hasH2oScores()) {
-        throw Error("--method h2o needs the attention of every prompt query, which only a model "
-                    "prefill records (not tensors given with --inputs)");
+        throw Error(capture.prompt().empty()
+                        ? "--method h2o needs the attention of every prompt query, which only a model "
+                          "prefill records (not tensors given with --inputs)"
+                        : "--method h2o: the capture's accumulated attention has not been computed "
+                          "(Capture::keepScoresFor before selecting)");
     }
     Selection s;
     s.params = params;

@@ -56,7 +56,7 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
     ProgressBar bar("prefill of " + std::to_string(ids.size()) + " tokens");
     auto capture = Capture::fromPrefill(*loaded.model, ids, [&](double f, const std::string& what) {
         bar.update(f, what);
-    }, fullQueryHeads);
+    }, fullQueryHeads, newTokens);
     bar.finish();
     return capture;
 }

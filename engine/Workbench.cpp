@@ -185,7 +185,7 @@ WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTo
     }
     std::shared_ptr<Capture> capture = Capture::fromPrefill(
         *state_->loaded.model, ids, [&](double f, const std::string& w) { check(0.9 * f, "prefill: " + w); },
-        fullHeads);
+        fullHeads, newTokens);
     WorkbenchCapture result;
     result.stats = AttentionStats::fromCapture(
         *capture, [&](double f, const std::string& w) { check(0.9 + 0.1 * f, w); });

@@ -20,9 +20,16 @@ template <typename K>
 using AttentionGroupFn = void (*)(const float* qf, int G, const K* kr, int64_t ks1, const K* vr, int64_t vs1,
                                   int64_t S, float* scores, float* out);
 
+// scores: G * S floats, row g the fp32 dots of query row g with the S keys (the
+// attention's first pass alone: the hit rate's ranking of keys).
+template <typename K>
+using GroupScoresFn = void (*)(const float* qf, int G, const K* kr, int64_t ks1, int64_t S, float* scores);
+
 struct AttentionGroupTable {
     AttentionGroupFn<float> f32d64, f32d128;
     AttentionGroupFn<uint16_t> bf16d64, bf16d128;
+    GroupScoresFn<float> scoresF32d64, scoresF32d128;
+    GroupScoresFn<uint16_t> scoresBf16d64, scoresBf16d128;
 };
 
 // nullptr off x86-64; whether the CPU runs them is the caller's to check.

@@ -51,9 +51,9 @@ void softmaxRows(float* scores, int G, int64_t S, float* inv) {
     }
 }
 
+// scores[g * S + j] = the fp32 dot of query row g with key row j, each key read once.
 template <class L, typename K, int DK>
-void attendGroup(const float* qf, int G, const K* kr, int64_t ks1, const K* vr, int64_t vs1, int64_t S,
-                 float* scores, float* out) {
+void groupScores(const float* qf, int G, const K* kr, int64_t ks1, int64_t S, float* scores) {
     constexpr int NV = DK / L::N;
     for (int64_t j = 0; j < S; ++j) {
         typename L::F k[NV];
@@ -64,6 +64,13 @@ void attendGroup(const float* qf, int G, const K* kr, int64_t ks1, const K* vr, 
             scores[g * S + j] = L::hsum(a);
         }
     }
+}
+
+template <class L, typename K, int DK>
+void attendGroup(const float* qf, int G, const K* kr, int64_t ks1, const K* vr, int64_t vs1, int64_t S,
+                 float* scores, float* out) {
+    constexpr int NV = DK / L::N;
+    groupScores<L, K, DK>(qf, G, kr, ks1, S, scores);
     float inv[64];
     softmaxRows<L>(scores, G, S, inv);
     // Each value row is read once for the whole group: the G rows' sums live in out
@@ -87,6 +94,8 @@ void attendGroup(const float* qf, int G, const K* kr, int64_t ks1, const K* vr, 
 
 template <class L>
 constexpr AttentionGroupTable attentionTableFor() {
-    return AttentionGroupTable{&attendGroup<L, float, 64>, &attendGroup<L, float, 128>,
-                               &attendGroup<L, uint16_t, 64>, &attendGroup<L, uint16_t, 128>};
+    return AttentionGroupTable{&attendGroup<L, float, 64>,     &attendGroup<L, float, 128>,
+                               &attendGroup<L, uint16_t, 64>,  &attendGroup<L, uint16_t, 128>,
+                               &groupScores<L, float, 64>,     &groupScores<L, float, 128>,
+                               &groupScores<L, uint16_t, 64>,  &groupScores<L, uint16_t, 128>};
 }

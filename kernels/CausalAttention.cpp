@@ -269,6 +269,39 @@ bool raggedCuda(const at::Tensor& q, const std::vector<at::Tensor>& keys,
 
 }  // namespace
 
+at::Tensor queryKeyScores(const at::Tensor& q, const at::Tensor& k) {
+    const int64_t H = q.size(0), D = q.size(1), KV = k.size(0), S = k.size(1), G = H / KV;
+    const CpuFeatures& f = CpuFeatures::detect();
+    const AttentionGroupTable* t = !k.is_cuda() && k.stride(2) == 1
+                                       ? (f.avx512f ? attentionGroupAvx512() : f.avx2 ? attentionGroupAvx2() : nullptr)
+                                       : nullptr;
+    const bool bf16 = k.scalar_type() == at::kBFloat16;
+    const GroupScoresFn<float> f32 = t == nullptr || k.scalar_type() != at::kFloat ? nullptr
+                                     : D == 64 ? t->scoresF32d64 : D == 128 ? t->scoresF32d128 : nullptr;
+    const GroupScoresFn<uint16_t> b16 = t == nullptr || !bf16 ? nullptr
+                                        : D == 64 ? t->scoresBf16d64 : D == 128 ? t->scoresBf16d128 : nullptr;
+    if (f32 == nullptr && b16 == nullptr) {
+        const at::Tensor qg = q.reshape({KV, G, D}).to(at::kFloat);
+        return at::bmm(qg, k.to(at::kFloat).transpose(1, 2)).view({H, S});
+    }
+    const at::Tensor qf = q.to(at::kCPU, at::kFloat).contiguous();
+    at::Tensor out = at::empty({H, S}, qf.options());
+    const float* qp = qf.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    at::parallel_for(0, KV, 1, [&](int64_t b, int64_t e) {
+        for (int64_t kv = b; kv < e; ++kv) {
+            if (b16 != nullptr) {
+                const auto* kr = reinterpret_cast<const uint16_t*>(k.data_ptr()) + kv * k.stride(0);
+                b16(qp + kv * G * D, static_cast<int>(G), kr, k.stride(1), S, op + kv * G * S);
+            } else {
+                const float* kr = k.data_ptr<float>() + kv * k.stride(0);
+                f32(qp + kv * G * D, static_cast<int>(G), kr, k.stride(1), S, op + kv * G * S);
+            }
+        }
+    });
+    return out;
+}
+
 bool useFusedAttention(const at::Tensor& q, const at::Tensor& k) {
     return cpuType(q) && q.size(0) <= kMaxFusedQueries && k.scalar_type() == q.scalar_type() &&
            q.stride(2) == 1 && k.stride(2) == 1;

@@ -25,6 +25,12 @@ at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
 at::Tensor raggedAttention(const at::Tensor& q, const std::vector<at::Tensor>& keys,
                            const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf);
 
+// The dot product of each query head with every key of its KV head, unscaled:
+// q [H, D] (any float dtype), k [KV, S, D] (unit last stride); fp32 [H, S] with
+// query head h against KV head h / (H / KV). On the CPU, f32/bf16 keys of head
+// dimension 64 or 128 are read in place, never copied to fp32.
+at::Tensor queryKeyScores(const at::Tensor& q, const at::Tensor& k);
+
 // Whether causalAttention serves this call: CPU, f32/bf16, and few queries.
 bool useFusedAttention(const at::Tensor& q, const at::Tensor& k);
 

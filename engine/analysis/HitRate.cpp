@@ -11,6 +11,7 @@
 #include "engine/model/LlamaModel.h"
 #include "engine/model/Sampler.h"
 #include "engine/compress/presses/Press.h"
+#include "kernels/CausalAttention.h"
 
 namespace kvlens {
 namespace {
@@ -24,10 +25,9 @@ public:
     void beginStep(int64_t step) { step_ = step; }
 
     void onQueries(int64_t layer, const at::Tensor& q, int64_t) override {
-        const int64_t H = capture_.queryHeads(), KV = capture_.kvHeads(), D = capture_.headDim(), G = H / KV;
-        at::Tensor keys = capture_.keys(layer).to(at::kFloat);                // [KV, T, D]
-        at::Tensor query = q.reshape({KV, G, D}).to(at::kFloat);              // [KV, G, D]
-        at::Tensor logits = at::bmm(query, keys.transpose(1, 2)).view({H, -1});  // [H, T]
+        const int64_t H = capture_.queryHeads(), D = capture_.headDim();
+        // Each query head's fp32 logits over the prompt keys, read where they lie.
+        const at::Tensor logits = kernels::queryKeyScores(q.reshape({H, D}), capture_.keys(layer));  // [H, T]
         at::Tensor idx = std::get<1>(logits.topk(k_, -1, true, true)).to(at::kInt).to(at::kCPU).contiguous();
         int32_t* dst = top_.data() + ((step_ * capture_.layers() + layer) * H) * k_;
         std::copy(idx.data_ptr<int32_t>(), idx.data_ptr<int32_t>() + H * k_, dst);

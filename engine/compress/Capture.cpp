@@ -106,7 +106,7 @@ void requireFiniteCapture(const Capture& c, const std::string& source) {
 
 std::shared_ptr<Capture> Capture::fromPrefill(
     LlamaModel& model, const std::vector<int32_t>& prompt, const ProgressFn& progress,
-    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads) {
+    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads, int64_t spareTokens) {
     const ModelConfig& c = model.config();
     for (const auto& [layer, head] : fullQueryHeads) {
         if (layer < 0 || layer >= c.nLayers || head < 0 || head >= c.nHeads) {
@@ -127,7 +127,8 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     capture->kvHeads_ = c.nKvHeads;
     capture->headDim_ = c.headDim;
     capture->prompt_ = prompt;
-    capture->cache_ = std::make_unique<KvCache>(model.makeCache(capture->promptLength_));
+    capture->cache_ =
+        std::make_unique<KvCache>(model.makeCache(capture->promptLength_ + std::max<int64_t>(spareTokens, 0)));
     CaptureObserver observer(c.nLayers, capture->promptLength_, fullQueryHeads);
     const auto start = std::chrono::steady_clock::now();
     capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
@@ -163,6 +164,14 @@ std::shared_ptr<Capture> Capture::fromTensors(const std::vector<at::Tensor>& win
     }
     requireFiniteCapture(*capture, "the inputs hold");
     return capture;
+}
+
+std::shared_ptr<void> Capture::borrowSpare() const {
+    bool expected = false;
+    if (!spareLent_->compare_exchange_strong(expected, true)) return nullptr;
+    // The flag outlives the capture if the borrower does.
+    std::shared_ptr<std::atomic<bool>> flag = spareLent_;
+    return std::shared_ptr<void>(flag.get(), [flag](void*) { *flag = false; });
 }
 
 at::Tensor Capture::votes(int64_t layer, int64_t window) const {

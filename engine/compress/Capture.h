@@ -45,9 +45,12 @@ public:
     // Prefills `prompt` on `model`, keeping what the methods need, plus the
     // queries of every prompt position for the (layer, query head) pairs in
     // `fullQueryHeads` (T * D * 4 bytes each), for full attention maps.
+    // `spareTokens`: room reserved in the KV buffers after the prompt, which a
+    // FullKV compressed cache of up to that many decode steps borrows instead of
+    // copying the whole KV (the evaluator's and the hit rate's full-cache decode).
     static std::shared_ptr<Capture> fromPrefill(
         LlamaModel& model, const std::vector<int32_t>& prompt, const ProgressFn& progress = {},
-        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
+        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {}, int64_t spareTokens = 0);
 
     // From tensors dumped elsewhere (`kvlens select`): per layer, window queries
     // [H, W, D] and keys/values [KV, T, D]. Has no H2O scores.
@@ -63,6 +66,11 @@ public:
     int64_t windowCapacity() const { return windowQueries_.empty() ? 0 : windowQueries_[0].size(1); }
 
     const KvCache& cache() const { return *cache_; }
+    // Rows of room after the prompt in every KV buffer.
+    int64_t spareTokens() const { return cache_->capacity() - promptLength_; }
+    // Lends that room to one borrower at a time: a FullKV CompressedCache appends
+    // its decode steps there, past the rows this capture reads. Null while lent.
+    std::shared_ptr<void> borrowSpare() const;
     at::Tensor keys(int64_t layer) const { return cache_->keys(layer); }
     at::Tensor values(int64_t layer) const { return cache_->values(layer); }
     const at::Tensor& windowQueries(int64_t layer) const { return windowQueries_[layer]; }
@@ -108,6 +116,7 @@ private:
     int64_t promptLength_ = 0, queryHeads_ = 0, kvHeads_ = 0, headDim_ = 0;
     std::unique_ptr<KvCache> cache_;
     std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
+    std::shared_ptr<std::atomic<bool>> spareLent_ = std::make_shared<std::atomic<bool>>(false);
     mutable std::mutex statsMutex_;
     mutable std::vector<at::Tensor> h2oScores_;  // [H, T] fp32, once keepScoresFor("h2o")
     mutable std::atomic<bool> h2oReady_{false};

@@ -7,6 +7,20 @@
 #include "core/Error.h"
 
 namespace kvlens {
+namespace {
+
+// Every head of every layer kept positions 0 .. T-1 in order.
+bool keepsEverything(const Selection& s, int64_t T) {
+    for (const auto& layer : s.kept)
+        for (const auto& head : layer) {
+            if (static_cast<int64_t>(head.size()) != T) return false;
+            for (int64_t i = 0; i < T; ++i)
+                if (head[static_cast<size_t>(i)] != i) return false;
+        }
+    return true;
+}
+
+}  // namespace
 
 CompressedCache::CompressedCache(const Capture& capture, const Selection& selection,
                                  int64_t extraTokens)
@@ -31,6 +45,25 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     offsets_.assign(L, std::vector<int64_t>(heads, 0));
     capacities_.assign(L, std::vector<int64_t>(heads, 0));
     lengths_.assign(L, std::vector<int64_t>(heads, 0));
+    if (!perQueryHead_ && keepsEverything(selection, capture.promptLength()) &&
+        capture.spareTokens() >= extraTokens && (spare_ = capture.borrowSpare())) {
+        // The capture's buffers [KV, capacity, D] are the segments back to back.
+        const int64_t capacity = capture.cache().capacity();
+        for (int64_t l = 0; l < L; ++l) {
+            const at::Tensor& k = capture.cache().keyBuffer(l);
+            keys_[l] = k.view({heads * capacity, k.size(2)});
+            values_[l] = capture.cache().valueBuffer(l).view({heads * capacity, k.size(2)});
+            std::vector<int64_t> next(heads);
+            for (int64_t c = 0; c < heads; ++c) {
+                offsets_[l][c] = c * capacity;
+                capacities_[l][c] = capacity;
+                lengths_[l][c] = capture.promptLength();
+                next[c] = offsets_[l][c] + lengths_[l][c];
+            }
+            nextRows_[l] = at::tensor(next, at::kLong).to(device);
+        }
+        return;
+    }
     for (int64_t l = 0; l < L; ++l) {
         const at::Tensor k = capture.keys(l), v = capture.values(l);  // [KV, T, D]
         int64_t rows = 0;
@@ -63,6 +96,7 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
 
 CompressedCache CompressedCache::clone() const {
     CompressedCache copy = *this;
+    copy.spare_.reset();
     for (auto* store : {&copy.keys_, &copy.values_, &copy.nextRows_})
         for (at::Tensor& t : *store) t = t.clone();
     return copy;

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <vector>
 
 #include "engine/compress/Capture.h"
@@ -16,11 +17,16 @@ namespace kvlens {
 class CompressedCache {
 public:
     // Gathers the kept entries from the capture's full KV, with room for
-    // `extraTokens` decode steps before any buffer grows.
+    // `extraTokens` decode steps before any buffer grows. A selection that kept
+    // every entry (FullKV, per KV head) copies nothing when the capture has that
+    // much room and lends it (Capture::borrowSpare): it reads the capture's own
+    // buffers and appends past the prompt; another such cache meanwhile copies.
     CompressedCache(const Capture& capture, const Selection& selection, int64_t extraTokens = 0);
 
-    // A deep copy (tensors are not shared), to fork a decode.
+    // A deep copy (tensors are not shared, nothing borrowed), to fork a decode.
     CompressedCache clone() const;
+    // Whether this cache reads the capture's KV buffers rather than a copy.
+    bool borrowsCapture() const { return spare_ != nullptr; }
 
     int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
     int64_t heads() const { return lengths_.empty() ? 0 : static_cast<int64_t>(lengths_[0].size()); }
@@ -58,6 +64,7 @@ private:
     int64_t group_ = 1;        // query heads per KV head
     bool perQueryHead_ = false;
     int64_t nextPosition_ = 0;
+    std::shared_ptr<void> spare_;  // the capture's room after the prompt, while borrowed
 };
 
 }  // namespace kvlens

@@ -26,6 +26,11 @@ public:
     int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
     int64_t capacity() const { return capacity_; }
 
+    // The whole buffers, [kv_heads, capacity, head_dim]: rows past length(layer)
+    // are room, which a FullKV compressed cache may borrow (Capture::borrowSpare).
+    const at::Tensor& keyBuffer(int64_t layer) const { return keys_[layer]; }
+    const at::Tensor& valueBuffer(int64_t layer) const { return values_[layer]; }
+
     // Bytes of the cached entries (not of the reserved capacity).
     int64_t bytes() const;
 

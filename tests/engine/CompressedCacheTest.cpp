@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <tuple>
 
 #include "engine/compress/Capture.h"
@@ -56,6 +57,49 @@ TEST_P(FullKvBitIdentity, CompressedDecodeEqualsPlainDecode) {
     }
     EXPECT_EQ(compressed.nextPosition(), 40 + 12);
     EXPECT_EQ(compressed.length(model.config().nLayers - 1, 0), 40 + 12);
+}
+
+// A capture with room after the prompt lends it to one FullKV cache, which then
+// copies nothing: it decodes in the capture's own buffers (past the prompt rows,
+// which stay as they were), bit-identical to plain decode, also once it outgrows
+// the room; a second FullKV cache meanwhile copies, and the room returns after.
+TEST_P(FullKvBitIdentity, AFullKvCacheBorrowsTheCapturesRoomInsteadOfCopying) {
+    LoadedModel loaded =
+        loadModel(std::get<0>(GetParam()), c10::Device(c10::kCPU), std::get<1>(GetParam()));
+    LlamaModel& model = *loaded.model;
+    const std::vector<int32_t> prompt = promptOf(40);
+    auto capture = Capture::fromPrefill(model, prompt, {}, {}, 4);
+    EXPECT_EQ(capture->spareTokens(), 4);
+    const int64_t last = model.config().nLayers - 1;
+    const at::Tensor promptKeys = capture->keys(last).clone(), promptValues = capture->values(last).clone();
+    const Selection full = select(*capture, "full", 0);
+    {
+        auto borrowed = std::make_unique<CompressedCache>(*capture, full, 4);
+        CompressedCache copied(*capture, full, 4);
+        ASSERT_TRUE(borrowed->borrowsCapture());
+        EXPECT_FALSE(copied.borrowsCapture());
+        EXPECT_EQ(borrowed->keys(0)[1].data_ptr(), capture->keys(0)[1].data_ptr());
+        EXPECT_FALSE(CompressedCache(*capture, full, 5).borrowsCapture());  // more than the room
+        EXPECT_FALSE(borrowed->clone().borrowsCapture());
+        KvCache plain = model.makeCache(64);
+        int32_t token = Sampler::argmax(capture->lastLogits().data_ptr<float>(), capture->lastLogits().numel());
+        model.forward(prompt, plain);
+        for (int step = 0; step < 9; ++step) {  // the room holds 4: then layer buffers grow
+            const at::Tensor a = model.forward({token}, plain);
+            ASSERT_TRUE(at::equal(a, model.decode(token, *borrowed))) << "step " << step;
+            ASSERT_TRUE(at::equal(a, model.decode(token, copied))) << "step " << step;
+            token = Sampler::argmax(a.data_ptr<float>(), a.numel());
+        }
+        EXPECT_EQ(capture->keys(last).size(1), 40);
+        EXPECT_TRUE(at::equal(capture->keys(last), promptKeys));
+        EXPECT_TRUE(at::equal(capture->values(last), promptValues));
+        const auto b = capture->borrowSpare();
+        EXPECT_EQ(b, nullptr);  // still lent
+        borrowed.reset();
+    }
+    EXPECT_TRUE(CompressedCache(*capture, full, 4).borrowsCapture());
+    // A selection that dropped anything gathers its own copy.
+    EXPECT_FALSE(CompressedCache(*capture, select(*capture, "streamingllm", 20), 4).borrowsCapture());
 }
 
 INSTANTIATE_TEST_SUITE_P(

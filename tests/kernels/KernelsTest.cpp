@@ -149,6 +149,25 @@ TEST(CausalAttention, ReadsCacheViewsWithCapacityStride) {
               1e-5);
 }
 
+// The hit rate's logits: every query head against its KV head's keys, read in
+// place (a capacity-strided cache view, bf16 or f32), equal to the double product.
+TEST(QueryKeyScores, EqualTheProductOfEachHeadWithItsGroupsKeys) {
+    for (int64_t D : {12, 64, 128}) {  // 12: the LibTorch path; 64, 128: the group kernel
+        const int64_t H = 8, KV = 2, S = 37;
+        const at::Tensor q = randn({H, D}, 21), buf = randn({KV, 50, D}, 22);
+        for (at::ScalarType type : {at::kFloat, at::kBFloat16}) {
+            const at::Tensor k = buf.to(type).narrow(1, 0, S);  // rows 50 apart
+            const at::Tensor want =
+                at::bmm(q.to(at::kDouble).view({KV, H / KV, D}), k.to(at::kDouble).transpose(1, 2)).view({H, S});
+            const at::Tensor got = queryKeyScores(q, k);
+            ASSERT_EQ(got.scalar_type(), at::kFloat);
+            ASSERT_EQ(got.sizes(), want.sizes());
+            EXPECT_LT(maxAbs(got.to(at::kDouble) - want), 1e-4 * std::sqrt(double(D)))
+                << "D=" << D << " " << c10::toString(type);
+        }
+    }
+}
+
 TEST(CausalAttention, ManyQueriesAreLeftToTheBlockedPath) {
     at::Tensor q = randn({9, 2, 8}, 17), k = randn({1, 9, 8}, 18);
     EXPECT_FALSE(useFusedAttention(q, k));

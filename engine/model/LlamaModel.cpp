@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "core/Error.h"
-#include "engine/model/HeapTuning.h"
+#include "engine/model/CachingHostAllocator.h"
 #include "engine/model/RopeFrequencies.h"
 #include "kernels/CausalAttention.h"
 #include "kernels/Linear.h"
@@ -33,6 +33,7 @@ void requireVocabulary(const std::vector<int32_t>& tokens, int64_t vocabSize) {
 LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device device,
                        c10::ScalarType dtype)
     : config_(std::move(config)), weights_(std::move(weights)), device_(device), dtype_(dtype) {
+    CachingHostAllocator::install();  // a forward's large temporaries reuse their pages
     std::vector<float> factors;
     if (weights_.ropeFreqFactors.defined()) {
         const at::Tensor f = weights_.ropeFreqFactors.to(at::kCPU, at::kFloat).contiguous();
@@ -116,7 +117,6 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
 
 at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, bool allLogits,
                                const ProgressFn& progress, ForwardObserver* observer, int64_t stopAfterLayer) {
-    if (static_cast<int64_t>(tokens.size()) >= kLongPrefill) limitHeapFragmentation();
     return runChunked(tokens, cache.length(), allLogits, progress,
                       [&](int64_t p0) -> AttentionStep {
                           return [&, p0](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -138,7 +138,6 @@ void LlamaModel::replay(const std::vector<int32_t>& tokens, const KvCache& fille
                         " prompt tokens in layer " + std::to_string(l));
         }
     }
-    if (T >= kLongPrefill) limitHeapFragmentation();
     runChunked(tokens, 0, false, progress,
                [&](int64_t p0) -> AttentionStep {
                    return [&, p0](int64_t l, const at::Tensor& q, const at::Tensor&, const at::Tensor&) {

@@ -68,7 +68,12 @@ public:
 
     // Attention scores held at once stay under this many bytes; the query block
     // size follows from it (memory grows with T x block, never T x T).
-    void setAttentionBlockBytes(int64_t bytes) { blockBytes_ = bytes; }
+    // By default a block holds at least 16 queries (GEMMs too small cost more than
+    // cache misses); a bound set here is kept exactly (down to one query).
+    void setAttentionBlockBytes(int64_t bytes) {
+        blockBytes_ = bytes;
+        minQueryBlock_ = 1;
+    }
     int64_t queryBlockSize(int64_t keys) const;
     // Tokens a prefill runs at once (kPrefillChunk by default; at least 1).
     static constexpr int64_t kPrefillChunk = 4096;
@@ -103,7 +108,8 @@ private:
     c10::ScalarType dtype_;
     at::Tensor invFreq_;  // [ropeDim / 2] fp32 (RopeFrequencies)
     float ropeMagnitude_ = 1.0f;
-    int64_t blockBytes_ = 64ll << 20;
+    int64_t blockBytes_ = 16ll << 20;
+    int64_t minQueryBlock_ = 16;
     int64_t prefillChunk_ = kPrefillChunk;
 };
 

@@ -106,6 +106,20 @@ void attendGroupWith(AttentionGroupFn<T> kernel, const T* q, int64_t qs, int64_t
     for (int64_t i = 0; i < G * D; ++i) o[i] = fromFloat<T>(out[static_cast<size_t>(i)]);
 }
 
+// Scratch rows of one worker thread, kept from call to call: a decode step's
+// attention allocates nothing once the longest head has been seen.
+struct Scratch {
+    std::vector<float> scores, qf, acc;
+};
+Scratch& threadScratch(int64_t D) {
+    thread_local Scratch s;
+    if (static_cast<int64_t>(s.qf.size()) < D) {
+        s.qf.resize(static_cast<size_t>(D));
+        s.acc.resize(static_cast<size_t>(D));
+    }
+    return s;
+}
+
 // Most query heads one KV head serves (GQA groups are at most this large here).
 constexpr int kMaxGroup = 64;
 
@@ -135,7 +149,7 @@ void attendCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
         // One task per (query, KV head): its G query heads in one pass over the keys.
         const int64_t grain = std::max<int64_t>(1, 65536 / ((p0 + Tq) * D * G));
         at::parallel_for(0, Tq * KV, grain, [&](int64_t b, int64_t e) {
-            std::vector<float> scores, qf, acc;
+            auto& [scores, qf, acc] = threadScratch(D);
             for (int64_t task = b; task < e; ++task) {
                 const int64_t t = task / KV, kv = task % KV;
                 attendGroupWith<T>(group, qp + t * q.stride(0) + kv * G * q.stride(1), q.stride(1), G, D, scale,
@@ -149,7 +163,7 @@ void attendCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     withHeadDim(D, [&](auto dk) {
         constexpr int DK = decltype(dk)::value;
         at::parallel_for(0, Tq * H, grain, [&](int64_t b, int64_t e) {
-            std::vector<float> scores, qf(D), acc(D);
+            auto& [scores, qf, acc] = threadScratch(D);
             for (int64_t row = b; row < e; ++row) {
                 const int64_t t = row / H, h = row % H, kv = h / G;
                 attendRow<T, DK>(qp + t * q.stride(0) + h * q.stride(1), D, scale,
@@ -184,7 +198,7 @@ void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
         }
         const int64_t grain = std::max<int64_t>(1, 65536 / (longest * D * (H / int64_t(runs.size()))));
         at::parallel_for(0, static_cast<int64_t>(runs.size()), grain, [&](int64_t b, int64_t e) {
-            std::vector<float> scores, qf, acc;
+            auto& [scores, qf, acc] = threadScratch(D);
             for (int64_t r = b; r < e; ++r) {
                 const auto [h, G] = runs[static_cast<size_t>(r)];
                 const at::Tensor& kk = keys[headOf[h]];
@@ -201,7 +215,7 @@ void attendRagged(const at::Tensor& q, const std::vector<at::Tensor>& keys,
     withHeadDim(D, [&](auto dk) {
         constexpr int DK = decltype(dk)::value;
         at::parallel_for(0, H, grain, [&](int64_t b, int64_t e) {
-            std::vector<float> scores, qf(D), acc(D);
+            auto& [scores, qf, acc] = threadScratch(D);
             for (int64_t h = b; h < e; ++h) {
                 const at::Tensor& kk = keys[headOf[h]];
                 const at::Tensor& vv = values[headOf[h]];

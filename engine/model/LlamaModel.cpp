@@ -86,30 +86,34 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     if (columnSums) {
         sums = at::zeros({KV, G, firstPosition + T}, q.options().dtype(at::kFloat));
     }
+    // The scale goes on the queries once, not on every block's scores.
+    const at::Tensor qScaled = qg.mul(scale);
     for (int64_t b0 = 0; b0 < T; b0 += block) {
         const int64_t nb = std::min(block, T - b0);
         const int64_t S = firstPosition + b0 + nb;  // keys the block's last query sees
         at::Tensor qb = qg.narrow(2, b0, nb).reshape({KV, G * nb, D});
         at::Tensor kb = k.narrow(1, 0, S), vb = v.narrow(1, 0, S);
-        // Query i of the block sits at position firstPosition + b0 + i and sees keys up to it.
-        at::Tensor masked;  // [nb, S], undefined when nothing is masked (one query, all keys)
-        if (nb > 1 || S > firstPosition + b0 + 1) {
-            at::Tensor qpos = at::arange(firstPosition + b0, firstPosition + b0 + nb, posOpts);
-            masked = at::arange(0, S, posOpts).unsqueeze(0) > qpos.unsqueeze(1);
-        }
-        auto causalSoftmax = [&](at::Tensor logits) {  // fp32 [KV, G * nb, S]
-            logits = logits.mul_(scale).view({KV, G, nb, S});
-            if (masked.defined()) logits.masked_fill_(masked, -std::numeric_limits<float>::infinity());
-            return at::softmax(logits, -1);  // [KV, G, nb, S]
+        // Query i of the block sits at position firstPosition + b0 + i and sees keys up to
+        // it: only the block's own last nb keys can lie after one of its queries.
+        const at::Tensor later =
+            nb > 1 ? at::ones({nb, nb}, posOpts.dtype(at::kBool)).triu(1) : at::Tensor();  // [nb, nb]
+        auto maskLater = [&](at::Tensor logits) {  // [KV, G, nb, S]
+            if (later.defined()) logits.narrow(3, S - nb, nb).masked_fill_(later, -std::numeric_limits<float>::infinity());
+            return logits;
         };
-        at::Tensor probs = causalSoftmax(at::bmm(qb, kb.transpose(1, 2)).to(at::kFloat));
+        at::Tensor logits = at::bmm(qScaled.narrow(2, b0, nb).reshape({KV, G * nb, D}), kb.transpose(1, 2));
+        at::Tensor probs = at::softmax(maskLater(logits.view({KV, G, nb, S})), -1, at::kFloat);
         if (columnSums) {
             // H2O's scores come from fp32 logits, like the SnapKV votes, so its
             // ranking does not inherit bf16 rounding; the attention output keeps
             // the compute dtype's path, so a capture's prefill equals a plain one.
-            at::Tensor exact = dtype_ == at::kFloat
-                                   ? probs
-                                   : causalSoftmax(at::bmm(qb.to(at::kFloat), kb.transpose(1, 2).to(at::kFloat)));
+            at::Tensor exact =
+                dtype_ == at::kFloat
+                    ? probs
+                    : at::softmax(maskLater(at::bmm(qb.to(at::kFloat), kb.transpose(1, 2).to(at::kFloat))
+                                                .mul_(scale)
+                                                .view({KV, G, nb, S})),
+                                  -1);
             sums.narrow(2, 0, S).add_(exact.sum(2));
         }
         probs = probs.to(dtype_).view({KV, G * nb, S});

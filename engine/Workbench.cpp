@@ -204,6 +204,13 @@ WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTo
     return result;
 }
 
+void Workbench::prepareMethod(const std::string& method, const Progress& progress) const {
+    if (!state_->capture) return;
+    state_->capture->keepScoresFor(*state_->loaded.model, method, [&](double f, const std::string& w) {
+        if (progress) progress(f, method + "'s statistics (a replay of the prompt): " + w);
+    });
+}
+
 Selection Workbench::select(const PressParams& params, double* seconds) const {
     if (!state_->capture) throw Error("no prompt has been run yet");
     const double t0 = now();

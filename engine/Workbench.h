@@ -116,6 +116,10 @@ public:
     // What `params` keeps on the capture (validated: throws kvlens::Error naming the
     // field), and how long the selection took.
     Selection select(const PressParams& params, double* seconds = nullptr) const;
+    // Computes, before a method's first selection, what only it needs of the capture
+    // (H2O's accumulated attention: a replay of the prompt), with progress; select()
+    // does it too, silently. Nothing for the other methods, or without a capture.
+    void prepareMethod(const std::string& method, const Progress& progress) const;
     // The method's per-position score on `layer` for each selection head: pooled
     // window votes (snapkv, pyramidkv, adakv), accumulated attention (h2o); empty for
     // methods without scores. Prefix positions only; the window has none (NaN).

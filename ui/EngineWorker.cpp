@@ -132,6 +132,7 @@ uint64_t EngineWorker::select(const PressParams& params, int focusLayer) {
     const uint64_t request = ++selectRequests_;
     post(Select, {"select", false, [this, params, focusLayer, request] {
                       SelectionResult r;
+                      bench_.prepareMethod(params.method, progressFor("select"));
                       auto s = std::make_shared<Selection>(bench_.select(params, &r.seconds));
                       r.focusLayer = std::max(0, std::min(focusLayer, int(s->layers()) - 1));
                       r.scores = std::make_shared<const std::vector<std::vector<float>>>(
@@ -157,6 +158,7 @@ void EngineWorker::selectOthers(const PressParams& params) {
                           PressParams p = params;
                           p.method = method;
                           try {
+                              bench_.prepareMethod(method, progressFor("compare methods"));
                               auto s = std::make_shared<const Selection>(bench_.select(p));
                               others.emplace_back(s->params.describe(), s);
                           } catch (const Error&) {

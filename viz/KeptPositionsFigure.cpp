@@ -49,8 +49,14 @@ int KeptPositionsFigure::plotWidth(const Selection& s, int width, int height, bo
     setScale(probe, exact);
     probe.setYAxis(headAxis(s), "");
     const int64_t heads = s.headsPerLayer(), T = s.promptLength;
-    probe.addCategoryPanel(std::vector<uint8_t>(size_t(heads * T), 0), heads, T,
-                           "L" + std::to_string(s.layers() - 1), headLabels(s));
+    // The probe's panel is of the kind its scale draws (a colour bar takes values).
+    const std::string name = "L" + std::to_string(s.layers() - 1);
+    if (exact) {
+        probe.addCategoryPanel(std::vector<uint8_t>(size_t(heads * T), 0), heads, T, name, headLabels(s));
+    } else {
+        probe.addMatrixPanel(std::vector<float>(size_t(heads * T), 0.0f), heads, T, Reduction::Mean, name,
+                             headLabels(s));
+    }
     return probe.plotWidth();
 }
 

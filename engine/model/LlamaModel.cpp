@@ -88,6 +88,8 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     }
     // The scale goes on the queries once, not on every block's scores.
     const at::Tensor qScaled = qg.mul(scale);
+    // H2O's fp32 scores read the keys in fp32: converted once, not once a block.
+    const at::Tensor keys32 = columnSums && dtype_ != at::kFloat ? k.to(at::kFloat) : at::Tensor();
     for (int64_t b0 = 0; b0 < T; b0 += block) {
         const int64_t nb = std::min(block, T - b0);
         const int64_t S = firstPosition + b0 + nb;  // keys the block's last query sees
@@ -110,7 +112,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
             at::Tensor exact =
                 dtype_ == at::kFloat
                     ? probs
-                    : at::softmax(maskLater(at::bmm(qb.to(at::kFloat), kb.transpose(1, 2).to(at::kFloat))
+                    : at::softmax(maskLater(at::bmm(qb.to(at::kFloat), keys32.narrow(1, 0, S).transpose(1, 2))
                                                 .mul_(scale)
                                                 .view({KV, G, nb, S})),
                                   -1);

@@ -121,6 +121,20 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
                 EXPECT_LE(scores[h][t], lowestKept) << "head " << h << " position " << t;
             }
     }
+    // H2O's statistics come on first use, with progress the GUI shows; then its
+    // selection equals Press::select on a capture that computed them alike.
+    std::vector<std::string> heard;
+    w.prepareMethod("snapkv", [&](double, const std::string& what) { heard.push_back(what); });
+    EXPECT_TRUE(heard.empty());  // SnapKV needs nothing more
+    w.prepareMethod("h2o", [&](double, const std::string& what) { heard.push_back(what); });
+    ASSERT_FALSE(heard.empty());
+    EXPECT_EQ(heard.front().rfind("h2o's statistics (a replay of the prompt): ", 0), 0u) << heard.front();
+    {
+        PressParams h = p;
+        h.method = "h2o";
+        capture->keepScoresFor(*loaded.model, "h2o");
+        EXPECT_EQ(w.select(h).kept, Press::create("h2o")->select(*capture, h).kept);
+    }
     PressParams streaming = p;
     streaming.method = "streamingllm";
     EXPECT_TRUE(w.scores(streaming, 0).empty());

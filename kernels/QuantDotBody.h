@@ -20,12 +20,19 @@ inline float hsum8(__m256 a) {
     return _mm_cvtss_f32(s);
 }
 inline __m256i srl16(__m256i v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
-// Rows are streamed once per token: ask for the bytes `kAhead` beyond the block in
-// hand (the next rows, past a row's end), so the loads do not wait on memory.
-constexpr int kAhead = 8192;
+// Rows are streamed once per token: ask for the bytes `Ahead` beyond the block in
+// hand (the next rows, past a row's end) into cache level `Hint`, so the loads do not
+// wait on memory. The best distance depends on how many instructions a format spends
+// per byte; each format's was measured on decode (kvlens bench, README).
+template <int Ahead, int Hint>
 inline void prefetch(const uint8_t* blk, int bytes) {
-    for (int o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kAhead + o), _MM_HINT_T2);
+    for (int o = 0; o < bytes; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk + Ahead + o), static_cast<_mm_hint>(Hint));
 }
+constexpr int kHalfAhead = 16384, kHalfHint = _MM_HINT_T2;
+constexpr int kQ8Ahead = 3072, kQ8Hint = _MM_HINT_T0;
+constexpr int kQ4Ahead = 3072, kQ4Hint = _MM_HINT_T0;
+constexpr int kKAhead = 2048, kKHint = _MM_HINT_T0;
 
 template <class V>
 float dotF32(const uint8_t* row, const QuantX& xq, int64_t n) {
@@ -50,7 +57,7 @@ float dotHalf(const uint8_t* row, const QuantX& xq, int64_t n) {
     typename V::F a0 = V::zero(), a1 = V::zero();
     int64_t i = 0;
     for (; i + 2 * V::N <= n; i += 2 * V::N) {
-        if (i % 32 == 0) prefetch(reinterpret_cast<const uint8_t*>(w + i), 64);
+        if (i % 32 == 0) prefetch<kHalfAhead, kHalfHint>(reinterpret_cast<const uint8_t*>(w + i), 64);
         a0 = V::fma(Bf16 ? V::bf16(w + i) : V::f16(w + i), V::load(x + i), a0);
         a1 = V::fma(Bf16 ? V::bf16(w + i + V::N) : V::f16(w + i + V::N), V::load(x + i + V::N), a1);
     }
@@ -86,7 +93,7 @@ float dotQ8_0(const uint8_t* row, const QuantX& xq, int64_t n) {
     int64_t b = 0;
     for (; b + 1 < blocks; b += 2) {
         const uint8_t* blk = row + 34 * b;
-        prefetch(blk, 64);  // one line per 68 bytes: the stream's next lines, about
+        prefetch<kQ8Ahead, kQ8Hint>(blk, 64);  // one line per 68 bytes: the stream's next lines, about
         acc0 = q8_0Block<V>(blk, xq, b, acc0);
         acc1 = q8_0Block<V>(blk + 34, xq, b + 1, acc1);
     }
@@ -102,7 +109,7 @@ float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
     float offset = 0.0f;
     for (int64_t b = 0; b < n / 32; ++b) {
         const uint8_t* blk = row + 18 * b;
-        if (b % 4 == 0) prefetch(blk, 72);
+        if (b % 4 == 0) prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
         const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
         const __m256i s = V::dot(u, load256(xq.q + 32 * b));
@@ -142,7 +149,7 @@ float dotQ4_5_K(const uint8_t* row, const QuantX& xq, int64_t n) {
     float mins = 0.0f;
     for (int64_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = row + kBytes * b;
-        prefetch(blk, static_cast<int>(kBytes));
+        prefetch<kKAhead, kKHint>(blk, static_cast<int>(kBytes));
         const float dx = xq.dK[b];
         const float d = halfToFloat(blk) * dx;
         const float dmin = halfToFloat(blk + 2) * dx;
@@ -181,7 +188,7 @@ float dotQ6_K(const uint8_t* row, const QuantX& xq, int64_t n) {
     float offset = 0.0f;
     for (int64_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = row + 210 * b;
-        prefetch(blk, 210);
+        prefetch<kKAhead, kKHint>(blk, 210);
         const float d = halfToFloat(blk + 208) * xq.dK[b];
         const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
         const int32_t* ys = xq.qKsum16 + 16 * b;

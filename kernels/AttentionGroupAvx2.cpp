@@ -34,6 +34,29 @@ struct L {
         s = _mm_add_ss(s, _mm_movehdup_ps(s));
         return _mm_cvtss_f32(s);
     }
+    static float hmax(F a) {
+        __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+        s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_max_ss(s, _mm_movehdup_ps(s));
+        return _mm_cvtss_f32(s);
+    }
+    // hsum of 8 vectors: each level adds the halves hsum adds, two vectors' at once
+    // (256 -> 128 bits, then lanes 2 and 1 apart); lane 4c + e ends up with vector
+    // 2e + c's sum, put in order by one permute.
+    static void hsumN(const F* a, float* out) {
+        F r[4], w[2];
+        #pragma GCC unroll 8
+        for (int m = 0; m < 4; ++m)
+            r[m] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * m], a[2 * m + 1], 0x20),
+                                 _mm256_permute2f128_ps(a[2 * m], a[2 * m + 1], 0x31));
+        #pragma GCC unroll 8
+        for (int n = 0; n < 2; ++n)
+            w[n] = _mm256_add_ps(_mm256_shuffle_ps(r[2 * n], r[2 * n + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(r[2 * n], r[2 * n + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        const F f = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+        _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
 };
 
 #include "kernels/AttentionGroupBody.h"

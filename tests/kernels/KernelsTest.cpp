@@ -164,6 +164,31 @@ TEST(QueryKeyScores, EqualTheProductOfEachHeadWithItsGroupsKeys) {
             ASSERT_EQ(got.sizes(), want.sizes());
             EXPECT_LT(maxAbs(got.to(at::kDouble) - want), 1e-4 * std::sqrt(double(D)))
                 << "D=" << D << " " << c10::toString(type);
+            // Keys go by blocks of the vector width, their horizontal sums shared; a
+            // key's score is the same bits in a block as alone (the tail's own sum).
+            for (int64_t j = 0; D != 12 && j < S; ++j) {
+                EXPECT_TRUE(at::equal(got.narrow(1, j, 1), queryKeyScores(q, k.narrow(1, j, 1))))
+                    << "key " << j << " D=" << D << " " << c10::toString(type);
+            }
+        }
+    }
+}
+
+// Long contexts cross the kernels' blocks (16 keys of scores, 16 KB of values): a
+// context of 300 with 1 and 3 queries, fp32 and bf16 caches.
+TEST(CausalAttention, LongContextsMatchTheDefinitionAcrossBlocks) {
+    for (int64_t D : {64, 128}) {
+        for (int64_t T : {1, 3}) {
+            const int64_t H = 8, KV = 2, p0 = 297, S = p0 + T;
+            at::Tensor q = randn({T, H, D}, 61), k = randn({KV, S, D}, 62), v = randn({KV, S, D}, 63);
+            const at::Tensor expected = attentionReference(q, k, v, p0);
+            EXPECT_LT(maxAbs(causalAttention(q, k, v, p0).to(at::kDouble) - expected), 1e-5)
+                << "D=" << D << " T=" << T;
+            const at::Tensor b = causalAttention(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16), p0);
+            EXPECT_LT(maxAbs(b.to(at::kDouble) - attentionReference(q.to(at::kBFloat16), k.to(at::kBFloat16),
+                                                                   v.to(at::kBFloat16), p0)),
+                      2e-2)
+                << "bf16 D=" << D << " T=" << T;
         }
     }
 }
@@ -213,12 +238,14 @@ TEST(RaggedAttention, EachHeadAttendsOnlyItsOwnEntries) {
 TEST(RaggedAttention, AHeadAloneEqualsItsGroupBitForBit) {
     for (const int64_t D : {64, 128}) {
         const int64_t H = 4;
-        const at::Tensor k = randn({23, D}, 50), v = randn({23, D}, 51), q = randn({1, H, D}, 52);
+      for (const int64_t S : {23, 150}) {  // 150: several blocks of keys and values
+        const at::Tensor k = randn({S, D}, 50), v = randn({S, D}, 51), q = randn({1, H, D}, 52);
         const at::Tensor grouped = raggedAttention(q, {k}, {v}, {0, 0, 0, 0});
         const at::Tensor alone = raggedAttention(q, {k, k, k, k}, {v, v, v, v}, {0, 1, 2, 3});
-        EXPECT_TRUE(at::equal(grouped, alone)) << "D=" << D;
-        const at::Tensor causal = causalAttention(q, k.unsqueeze(0), v.unsqueeze(0), 22);
-        EXPECT_TRUE(at::equal(causal, grouped)) << "D=" << D;
+        EXPECT_TRUE(at::equal(grouped, alone)) << "D=" << D << " S=" << S;
+        const at::Tensor causal = causalAttention(q, k.unsqueeze(0), v.unsqueeze(0), S - 1);
+        EXPECT_TRUE(at::equal(causal, grouped)) << "D=" << D << " S=" << S;
+      }
     }
 }
 

@@ -8,22 +8,30 @@ KvCache::KvCache(int64_t layers, int64_t kvHeads, int64_t headDim, int64_t capac
                  c10::ScalarType dtype, c10::Device device)
     : lengths_(layers, 0), capacity_(std::max<int64_t>(capacity, 1)) {
     const auto options = at::TensorOptions().dtype(dtype).device(device);
+    keys_.resize(static_cast<size_t>(layers));
+    values_.resize(static_cast<size_t>(layers));
+    allocate(kvHeads, headDim, options);
+}
+
+void KvCache::allocate(int64_t kvHeads, int64_t headDim, const at::TensorOptions& options) {
+    // One block for every layer's keys and values: the per-layer buffers are views.
+    // (Apart, each a little over a multiple of a huge page would waste most of one.)
+    const int64_t layers = static_cast<int64_t>(keys_.size());
+    at::Tensor store = at::empty({layers, 2, kvHeads, capacity_, headDim}, options);
     for (int64_t l = 0; l < layers; ++l) {
-        keys_.push_back(at::empty({kvHeads, capacity_, headDim}, options));
-        values_.push_back(at::empty({kvHeads, capacity_, headDim}, options));
+        keys_[static_cast<size_t>(l)] = store[l][0];
+        values_[static_cast<size_t>(l)] = store[l][1];
     }
 }
 
 void KvCache::grow(int64_t needed) {
-    const int64_t newCapacity = std::max(needed, capacity_ * 2);
+    const std::vector<at::Tensor> oldKeys = keys_, oldValues = values_;
+    capacity_ = std::max(needed, capacity_ * 2);
+    allocate(oldKeys[0].size(0), oldKeys[0].size(2), oldKeys[0].options());
     for (size_t l = 0; l < keys_.size(); ++l) {
-        for (at::Tensor* t : {&keys_[l], &values_[l]}) {
-            at::Tensor bigger = at::empty({t->size(0), newCapacity, t->size(2)}, t->options());
-            bigger.narrow(1, 0, lengths_[l]).copy_(t->narrow(1, 0, lengths_[l]));
-            *t = bigger;
-        }
+        keys_[l].narrow(1, 0, lengths_[l]).copy_(oldKeys[l].narrow(1, 0, lengths_[l]));
+        values_[l].narrow(1, 0, lengths_[l]).copy_(oldValues[l].narrow(1, 0, lengths_[l]));
     }
-    capacity_ = newCapacity;
 }
 
 void KvCache::append(int64_t layer, const at::Tensor& k, const at::Tensor& v) {

@@ -36,6 +36,7 @@ public:
 
 private:
     void grow(int64_t needed);
+    void allocate(int64_t kvHeads, int64_t headDim, const at::TensorOptions& options);
 
     std::vector<at::Tensor> keys_, values_;
     std::vector<int64_t> lengths_;

@@ -75,8 +75,10 @@ public:
         minQueryBlock_ = 1;
     }
     int64_t queryBlockSize(int64_t keys) const;
-    // Tokens a prefill runs at once (kPrefillChunk by default; at least 1).
-    static constexpr int64_t kPrefillChunk = 4096;
+    // Tokens a prefill runs at once (kPrefillChunk by default; at least 1). 2048: a
+    // 4096-token prefill of the TinyLlama shape peaks 0.26 GB lower than at 4096 (the
+    // activations and the MLP's GEMM temporaries halve) for 4% of its speed.
+    static constexpr int64_t kPrefillChunk = 2048;
     void setPrefillChunk(int64_t tokens) { prefillChunk_ = std::max<int64_t>(tokens, 1); }
     int64_t prefillChunk() const { return prefillChunk_; }
 

@@ -31,7 +31,7 @@ inline void prefetch(const uint8_t* blk, int bytes) {
 }
 constexpr int kHalfAhead = 16384, kHalfHint = _MM_HINT_T2;
 constexpr int kQ8Ahead = 3072, kQ8Hint = _MM_HINT_T0;
-constexpr int kQ4Ahead = 3072, kQ4Hint = _MM_HINT_T0;
+constexpr int kQ4Ahead = 8192, kQ4Hint = _MM_HINT_T2;
 constexpr int kKAhead = 2048, kKHint = _MM_HINT_T0;
 
 template <class V>

@@ -101,23 +101,31 @@ float dotQ8_0(const uint8_t* row, const QuantX& xq, int64_t n) {
     return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
-// Q4_0: d (q - 8): the unsigned nibbles times x, less 8 sum(x's q).
+// Q4_0: d (q - 8): the nibbles less 8 as signed bytes, then as Q8_0 (|w| meets x with
+// w's sign); two blocks in flight, no scalar chain across blocks.
+template <class V>
+inline __m256 q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256 acc) {
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m256i w = _mm256_sub_epi8(
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)), _mm256_set1_epi8(8));
+    const __m256i s = V::dot(_mm256_abs_epi8(w), _mm256_sign_epi8(load256(xq.q + 32 * b), w));
+    return _mm256_fmadd_ps(cvt(s), _mm256_set1_ps(halfToFloat(blk) * xq.d[b]), acc);
+}
+
 template <class V>
 float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    float offset = 0.0f;
-    for (int64_t b = 0; b < n / 32; ++b) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t blocks = n / 32;
+    int64_t b = 0;
+    for (; b + 1 < blocks; b += 2) {
         const uint8_t* blk = row + 18 * b;
         if (b % 4 == 0) prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-        const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-        const __m256i s = V::dot(u, load256(xq.q + 32 * b));
-        const float dd = halfToFloat(blk) * xq.d[b];
-        acc = _mm256_fmadd_ps(cvt(s), _mm256_set1_ps(dd), acc);
-        offset += 8.0f * dd * static_cast<float>(xq.qsum16[2 * b] + xq.qsum16[2 * b + 1]);
+        acc0 = q4_0Block<V>(blk, xq, b, acc0);
+        acc1 = q4_0Block<V>(blk + 18, xq, b + 1, acc1);
     }
-    return hsum8(acc) - offset;
+    if (b < blocks) acc0 = q4_0Block<V>(row + 18 * b, xq, b, acc0);
+    return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
 // The 8 six-bit scales and mins of a Q4_K/Q5_K super-block (get_scale_min_k4, see

@@ -26,7 +26,6 @@ struct QuantX {
     const float* x;            // n floats (for F16, BF16 and F32 rows)
     const int8_t* q;           // n: x quantised, block b of 32 scaled by d[b]
     const float* d;            // n / 32
-    const int32_t* qsum16;     // n / 16: the sum of q over each 16
     const int8_t* qK;          // n: x quantised, block b of 256 scaled by dK[b] (n % 256 == 0)
     const float* dK;           // n / 256
     const int32_t* qKsum16;    // n / 16: the sum of qK over each 16

@@ -108,7 +108,7 @@ void QuantMatrix::quantizeX(const float* x, int64_t n, int64_t block, int8_t* q,
             q[block * b + i] = static_cast<int8_t>(std::clamp(v, -127, 127));
         }
     }
-    for (int64_t g = 0; g < n / 16; ++g) {
+    for (int64_t g = 0; qsum16 != nullptr && g < n / 16; ++g) {
         int32_t s = 0;
         for (int64_t i = 0; i < 16; ++i) s += q[16 * g + i];
         qsum16[g] = s;
@@ -117,26 +117,39 @@ void QuantMatrix::quantizeX(const float* x, int64_t n, int64_t block, int8_t* q,
 
 void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable* isa) const {
     const int64_t groups = cols_ / 32, superBlocks = cols_ / 256;
-    std::vector<int8_t> q(static_cast<size_t>(M * cols_)), qK(static_cast<size_t>(M * cols_));
-    std::vector<float> d(static_cast<size_t>(M * groups)), dK(static_cast<size_t>(std::max<int64_t>(1, M * superBlocks)));
-    std::vector<int32_t> qsum16(static_cast<size_t>(M * cols_ / 16)), qKsum16(static_cast<size_t>(M * cols_ / 16));
-    std::vector<QuantX> xq(static_cast<size_t>(M));
+    // x quantised into buffers of the calling thread, kept from call to call: a decode
+    // step's products allocate nothing once the widest matrix has been seen.
+    struct Scratch {
+        std::vector<int8_t> q, qK;
+        std::vector<float> d, dK;
+        std::vector<int32_t> qKsum16;
+        std::vector<QuantX> xq;
+    };
+    thread_local Scratch s;
+    auto atLeast = [](auto& v, int64_t n) {
+        if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+    };
+    atLeast(s.q, M * cols_);
+    atLeast(s.qK, M * cols_);
+    atLeast(s.d, M * groups);
+    atLeast(s.dK, std::max<int64_t>(1, M * superBlocks));
+    atLeast(s.qKsum16, M * cols_ / 16);
+    atLeast(s.xq, M);
     for (int64_t m = 0; m < M; ++m) {
         const float* xm = x + m * cols_;
         // Only what the rows' formats read (none on the plain C++ path).
-        if (isa != nullptr && uses32_)
-            quantizeX(xm, cols_, 32, q.data() + m * cols_, d.data() + m * groups, qsum16.data() + m * cols_ / 16);
+        if (isa != nullptr && uses32_) quantizeX(xm, cols_, 32, s.q.data() + m * cols_, s.d.data() + m * groups, nullptr);
         if (isa != nullptr && usesK_)
-            quantizeX(xm, cols_, 256, qK.data() + m * cols_, dK.data() + m * superBlocks,
-                      qKsum16.data() + m * cols_ / 16);
-        xq[static_cast<size_t>(m)] = {xm,
-                                      q.data() + m * cols_,
-                                      d.data() + m * groups,
-                                      qsum16.data() + m * cols_ / 16,
-                                      qK.data() + m * cols_,
-                                      dK.data() + m * superBlocks,
-                                      qKsum16.data() + m * cols_ / 16};
+            quantizeX(xm, cols_, 256, s.qK.data() + m * cols_, s.dK.data() + m * superBlocks,
+                      s.qKsum16.data() + m * cols_ / 16);
+        s.xq[static_cast<size_t>(m)] = {xm,
+                                        s.q.data() + m * cols_,
+                                        s.d.data() + m * groups,
+                                        s.qK.data() + m * cols_,
+                                        s.dK.data() + m * superBlocks,
+                                        s.qKsum16.data() + m * cols_ / 16};
     }
+    const std::vector<QuantX>& xq = s.xq;
     const int64_t rowBytes = bytes() / rows_;
     const int64_t grain = std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(rowBytes, 1));
     at::parallel_for(0, rows_, grain, [&](int64_t r0, int64_t r1) {

@@ -44,7 +44,8 @@ public:
     void gemv(const float* x, int64_t M, float* y, const QuantDotTable* isa) const;
 
     // x (n a multiple of `block`, 32 or 256) quantised as the integer kernels read it
-    // (QuantX): q, d (n / block scales, amax / 127) and the sums of q over each 16.
+    // (QuantX): q, d (n / block scales, amax / 127) and, unless qsum16 is nullptr, the
+    // sums of q over each 16.
     static void quantizeX(const float* x, int64_t n, int64_t block, int8_t* q, float* d, int32_t* qsum16);
 
     // Rows [r0, r1) as fp32, [r1 - r0, cols] row-major, into `out`.

@@ -4,6 +4,7 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <sys/mman.h>
 
+#include <iterator>
 #include <new>
 
 namespace kvlens {
@@ -49,6 +50,33 @@ c10::DataPtr CachingHostAllocator::allocate(size_t bytes) const {
         }
     }
     if (p == nullptr) {
+        // A request a little larger than an idle block (the attention's blocks grow by
+        // a few keys at a time) grows that block: its pages stay, only the new tail
+        // faults in.
+        void* grown = nullptr;
+        size_t from = 0;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            auto it = idle_.lower_bound(size);
+            if (it != idle_.begin() && std::prev(it)->first >= size - size / 4) {
+                --it;
+                grown = it->second;
+                from = it->first;
+                idleBytes_ -= it->first;
+                idle_.erase(it);
+            }
+        }
+        if (grown != nullptr) {
+            void* moved = mremap(grown, from, size, MREMAP_MAYMOVE);
+            if (moved == MAP_FAILED) {
+                munmap(grown, from);
+            } else {
+                std::lock_guard<std::mutex> lock(mutex_);
+                ++grows_;
+                live_.emplace(moved, size);
+                return c10::DataPtr(moved, moved, &CachingHostAllocator::free, c10::Device(c10::kCPU));
+            }
+        }
         p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
@@ -98,6 +126,11 @@ size_t CachingHostAllocator::cachedBytes() const {
 int64_t CachingHostAllocator::reuses() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return reuses_;
+}
+
+int64_t CachingHostAllocator::grows() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return grows_;
 }
 
 void CachingHostAllocator::release() const {

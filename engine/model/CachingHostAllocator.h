@@ -1,7 +1,8 @@
 // The CPU allocator of every LibTorch tensor once installed: blocks of 1 MB and
 // more are anonymous mappings (transparent huge pages asked for) kept on free,
-// up to a bound, and handed out again for the next request of about that size;
-// smaller ones go to LibTorch's default allocator.
+// up to a bound, and handed out again for the next request of about that size (or
+// grown in place for one up to a third larger); smaller ones go to LibTorch's default
+// allocator.
 //
 // Why: a forward pass allocates and frees the same few large temporaries layer
 // after layer. glibc maps each one afresh above its mmap threshold, so every
@@ -35,9 +36,11 @@ public:
     // The raw interface (some LibTorch code frees through it): context == data.
     c10::DeleterFnPtr raw_deleter() const override { return &CachingHostAllocator::free; }
 
-    // Idle bytes held for reuse, and how many large requests a held block served.
+    // Idle bytes held for reuse, how many large requests a held block served as it was,
+    // and how many it served grown (mremap) from up to a quarter smaller.
     size_t cachedBytes() const;
     int64_t reuses() const;
+    int64_t grows() const;
     // Unmaps every idle block.
     void release() const;
 
@@ -50,6 +53,7 @@ private:
     mutable std::multimap<size_t, void*> idle_;       // mapped size -> block
     mutable size_t idleBytes_ = 0;
     mutable int64_t reuses_ = 0;
+    mutable int64_t grows_ = 0;
     size_t cacheBytes_ = kDefaultCacheBytes;
 };
 

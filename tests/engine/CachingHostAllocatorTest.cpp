@@ -40,6 +40,21 @@ TEST(CachingHostAllocator, ReusesLargeBlocksWithinItsBound) {
         EXPECT_EQ(a.cachedBytes(), size_t(12) << 20);
         EXPECT_EQ(a.reuses(), reused + 1);
     }
+    // A request a little larger than every idle block grows one (its pages kept).
+    a.release();
+    {
+        at::Tensor t = at::empty({6 << 20}, at::kByte);
+        t.fill_(3);
+    }
+    {
+        const int64_t grown = a.grows();
+        at::Tensor larger = at::empty({7 << 20}, at::kByte);
+        EXPECT_EQ(a.grows(), grown + 1);
+        EXPECT_EQ(a.cachedBytes(), 0u);
+        larger.fill_(5);
+        EXPECT_EQ(larger[(7 << 20) - 1].item<uint8_t>(), 5);
+    }
+    EXPECT_EQ(a.cachedBytes(), size_t(8) << 20);
     // Freed blocks beyond the bound are unmapped, not kept.
     {
         std::vector<at::Tensor> many;

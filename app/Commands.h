@@ -14,6 +14,7 @@ int runBench(const std::vector<std::string>& args);
 int runSelect(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
+int runNiah(const std::vector<std::string>& args);
 int runInspect(const std::vector<std::string>& args);
 int runSessions(const std::vector<std::string>& args);
 int runReport(const std::vector<std::string>& args);

@@ -20,22 +20,6 @@
 
 namespace kvlens {
 
-namespace {
-
-std::vector<std::string> splitList(const std::string& text, const std::string& flag) {
-    std::vector<std::string> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        if (item.empty()) throw Error(flag + " '" + text + "' has an empty item");
-        out.push_back(item);
-    }
-    if (out.empty()) throw Error(flag + " is empty");
-    return out;
-}
-
-}  // namespace
-
 int runCompare(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
@@ -56,36 +40,8 @@ int runCompare(const std::vector<std::string>& argv) {
             stdout);
         return 0;
     }
-    if (args.has("--method") || args.has("--budget")) {
-        throw Error("compare takes --methods and --budgets (lists), not --method/--budget");
-    }
-    const std::vector<std::string> methods =
-        splitList(args.get("--methods", "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random"), "--methods");
-    const std::vector<std::string> budgets = splitList(args.get("--budgets", "64,128,256"), "--budgets");
-    const PressParams base = PressOptions::fromCommandLine(args);
-    std::vector<PressParams> runs;
-    for (const std::string& method : methods) {
-        const auto& known = PressParams::methodNames();
-        if (std::find(known.begin(), known.end(), method) == known.end()) {
-            std::string list;
-            for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-            throw Error("--methods: '" + method + "' is not one of " + list);
-        }
-        for (const std::string& budget : budgets) {
-            PressParams p = base;
-            p.method = method;
-            parseBudget(budget, "--budgets", p);
-            // A sweep may go below the default window: halve it for those budgets
-            // (the W column shows it) unless --window was given.
-            if (!args.has("--window") && p.budget > 0 && p.budget <= p.window && p.usesWindow()) {
-                p.window = std::max<int64_t>(1, p.budget / 2);
-            }
-            runs.push_back(p);
-            if (method == "full") break;  // one budget says all there is
-        }
-    }
-    // Settings that do not depend on the prompt fail before the model loads.
-    for (const PressParams& p : runs) p.validateSettings();
+    const std::vector<PressParams> runs = PressOptions::sweepFromCommandLine(
+        args, "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random", "64,128,256");
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);

@@ -1,7 +1,9 @@
 #include "app/PressOptions.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <sstream>
 
 #include "core/Error.h"
 
@@ -49,6 +51,52 @@ void parseBudget(const std::string& text, const std::string& flag, PressParams& 
     }
     params.budget = v;
     params.budgetRatio = 0.0;
+}
+
+std::vector<std::string> splitList(const std::string& text, const std::string& flag) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (item.empty()) throw Error(flag + " '" + text + "' has an empty item");
+        out.push_back(item);
+    }
+    if (out.empty()) throw Error(flag + " is empty");
+    return out;
+}
+
+std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& args, const std::string& methodList,
+                                                            const std::string& budgetList) {
+    if (args.has("--method") || args.has("--budget")) {
+        throw Error(args.command() + " takes --methods and --budgets (lists), not --method/--budget");
+    }
+    const std::vector<std::string> methods = splitList(args.get("--methods", methodList), "--methods");
+    const std::vector<std::string> budgets = splitList(args.get("--budgets", budgetList), "--budgets");
+    const PressParams base = PressOptions::fromCommandLine(args);
+    std::vector<PressParams> runs;
+    for (const std::string& method : methods) {
+        const auto& known = PressParams::methodNames();
+        if (std::find(known.begin(), known.end(), method) == known.end()) {
+            std::string list;
+            for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+            throw Error("--methods: '" + method + "' is not one of " + list);
+        }
+        for (const std::string& budget : budgets) {
+            PressParams p = base;
+            p.method = method;
+            parseBudget(budget, "--budgets", p);
+            // A sweep may go below the default window: halve it for those budgets
+            // (the W column shows it) unless --window was given.
+            if (!args.has("--window") && p.budget > 0 && p.budget <= p.window && p.usesWindow()) {
+                p.window = std::max<int64_t>(1, p.budget / 2);
+            }
+            runs.push_back(p);
+            if (method == "full") break;  // one budget says all there is
+        }
+    }
+    // Settings that do not depend on the prompt fail before the model loads.
+    for (const PressParams& p : runs) p.validateSettings();
+    return runs;
 }
 
 }  // namespace kvlens

@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "app/CommandLine.h"
 #include "core/PressParams.h"
@@ -15,7 +16,16 @@ struct PressOptions {
     static const std::set<std::string>& flags();
     // Everything but the method and budget, which compare sweeps.
     static PressParams fromCommandLine(const CommandLine& args);
+    // The sweep of --methods and --budgets (lists; `methods` and `budgets` when not
+    // given): every method at every budget ("full" once), the window halved for
+    // budgets at or below it unless --window was given, each run's settings
+    // validated. Throws naming the flag (--method/--budget instead are refused).
+    static std::vector<PressParams> sweepFromCommandLine(const CommandLine& args, const std::string& methods,
+                                                         const std::string& budgets);
 };
+
+// "a,b,c" as its items; throws kvlens::Error naming `flag` for an empty list or item.
+std::vector<std::string> splitList(const std::string& text, const std::string& flag);
 
 // "128" (entries per head, window included) or "12.5%" (of the prompt); throws
 // kvlens::Error naming `flag`.

@@ -22,6 +22,8 @@ const char* kUsage =
     "  compare    one prefill, then every method and budget: memory and quality table\n"
     "  inspect    pictures of what a method keeps: attention funnel, kept positions,\n"
     "             attention maps, hit rates, overlaps and memory (SVG/PNG + CSV)\n"
+    "  niah       needle-in-a-haystack sweeps with ground truth: accuracy and needle kept\n"
+    "             per method and budget, one capture per sample\n"
     "  sessions   saved runs: list, show, rename, delete, export, import (run/compare --save)\n"
     "  report     a session's runs compared: self-contained HTML, PDF, figures (SVG/PNG) and CSV\n"
     "\n"
@@ -50,10 +52,11 @@ int main(int argc, char** argv) {
         if (command == "select") return kvlens::runSelect(args);
         if (command == "run") return kvlens::runRun(args);
         if (command == "compare") return kvlens::runCompare(args);
+        if (command == "niah") return kvlens::runNiah(args);
         if (command == "inspect") return kvlens::runInspect(args);
         if (command == "sessions") return kvlens::runSessions(args);
         if (command == "report") return kvlens::runReport(args);
-        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, select, sessions, report)\n",
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, niah, select, sessions, report)\n",
                      command.c_str());
         return 2;
     } catch (const kvlens::Error& e) {

@@ -1,0 +1,88 @@
+// kvlens niah: a sweep on stories260K (a real SentencePiece vocabulary) gives one CSV
+// row per (depth, run) with the needle's scores, and bad flags fail in one line.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/CliHarness.h"
+
+namespace {
+
+using kvlens::test::expectOneLineError;
+using kvlens::test::runKvlens;
+
+const std::string kStories = std::string(KVLENS_SHARED_DIR) + "/models/stories260K.gguf";
+
+std::vector<std::string> fields(const std::string& line) {  // CSV, quotes honoured
+    std::vector<std::string> out(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (c == '"') {
+            if (quoted && i + 1 < line.size() && line[i + 1] == '"') {
+                out.back() += '"';
+                ++i;
+            } else {
+                quoted = !quoted;
+            }
+        } else if (c == ',' && !quoted) {
+            out.emplace_back();
+        } else {
+            out.back() += c;
+        }
+    }
+    return out;
+}
+
+TEST(NiahCli, EachDepthAndRunIsARowWithTheNeedlesScores) {
+    const auto r = runKvlens("niah --model " + kStories +
+                             " --lengths 300 --depths 0:100:100 --methods full,snapkv,streamingllm --budgets 48 -n 4 --csv");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::istringstream in(r.out);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "length,tokens,depth,sample,method,budget,params,contains,exact,needle_kept,agreement,mean_kl,answer");
+    int rows = 0;
+    for (; std::getline(in, line); ++rows) {
+        const auto f = fields(line);
+        ASSERT_EQ(f.size(), 13u) << line;
+        EXPECT_EQ(f[0], "300");
+        EXPECT_LE(std::stoi(f[1]), 300);
+        EXPECT_GT(std::stoi(f[1]), 200);  // stories260K: a filler sentence is up to ~60 tokens
+        EXPECT_EQ(f[2], rows < 3 ? "0" : "100");
+        const double kept = std::stod(f[9]), contains = std::stod(f[7]);
+        EXPECT_GE(kept, 0.0);
+        EXPECT_LE(kept, 1.0);
+        EXPECT_TRUE(contains == 0.0 || contains == 1.0) << line;  // one value asked
+        if (f[4] == "full") {
+            EXPECT_EQ(kept, 1.0);
+            EXPECT_EQ(std::stod(f[10]), 1.0);  // the full cache agrees with itself
+        }
+        // StreamingLLM keeps the sinks and the recent end: a needle at depth 0 sits in
+        // the first sentence, past 4 sinks, so only part of it can be kept.
+        if (f[4] == "streamingllm" && f[2] == "0") {
+            EXPECT_LT(kept, 1.0);
+        }
+    }
+    EXPECT_EQ(rows, 6);
+    EXPECT_NE(r.err.find("niah: 2 captures (prefills) in"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("6 runs re-selected"), std::string::npos) << r.err;
+}
+
+TEST(NiahCli, BadFlagsAreOneLineErrors) {
+    const std::string base = "niah --model " + kStories + " --methods full -n 2 ";
+    expectOneLineError(runKvlens(base + "--lengths 300 --depths 0:120:10"), {"--depths: 120 is outside 0-100"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --depths 50,-5"), {"--depths: -5 is outside 0-100"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --depths 0:100:0"), {"--depths: step '0' is not positive"});
+    expectOneLineError(runKvlens(base + "--lengths 4k --depths 50"),
+                       {"--lengths: 4096 tokens and -n 2 are over the model's context of 2048"});
+    expectOneLineError(runKvlens(base + "--lengths 2x --depths 50"), {"--lengths: '2x' is not a token count"});
+    expectOneLineError(runKvlens(base + "--lengths 20 --depths 50"),
+                       {"needle task: 20 tokens cannot hold the needles and the question"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --task haystack"), {"unknown needle task 'haystack'"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --filler /nonexistent/filler.txt"),
+                       {"--filler /nonexistent/filler.txt: cannot read"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --method snapkv"), {"niah takes --methods and --budgets"});
+}
+
+}  // namespace

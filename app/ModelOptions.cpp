@@ -86,18 +86,23 @@ const std::string& requireUtf8(const std::string& prompt, const std::string& wha
 
 }  // namespace
 
+std::string readFlagFile(const CommandLine& args, const std::string& flag, const std::string& what) {
+    const std::string path = args.get(flag);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(flag + " " + path + ": cannot read: " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (text.str().empty()) throw Error(flag + " " + path + ": the " + what + " is empty");
+    return text.str();
+}
+
 std::string readPrompt(const CommandLine& args) {
     if (args.has("--prompt") && args.has("--prompt-file")) {
         throw Error("give either --prompt or --prompt-file, not both");
     }
     if (args.has("--prompt-file")) {
         const std::string path = args.get("--prompt-file");
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw Error("--prompt-file " + path + ": cannot read: " + std::strerror(errno));
-        std::ostringstream text;
-        text << in.rdbuf();
-        if (text.str().empty()) throw Error("--prompt-file " + path + ": the prompt is empty");
-        return requireUtf8(text.str(), "--prompt-file " + path);
+        return requireUtf8(readFlagFile(args, "--prompt-file", "prompt"), "--prompt-file " + path);
     }
     if (!args.has("--prompt")) throw Error("no prompt: pass --prompt TEXT or --prompt-file PATH");
     const std::string prompt = args.get("--prompt");

@@ -38,6 +38,10 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
 // (H2O's accumulated attention: a replay of the prompt), with a progress bar.
 void prepareMethod(LoadedModel& loaded, const Capture& capture, const std::string& method);
 
+// The bytes of the file `flag` names; throws kvlens::Error "FLAG PATH: cannot read: ..."
+// or "FLAG PATH: the WHAT is empty".
+std::string readFlagFile(const CommandLine& args, const std::string& flag, const std::string& what);
+
 // --prompt TEXT or --prompt-file PATH; throws kvlens::Error for a missing,
 // unreadable or empty prompt, naming the flag.
 std::string readPrompt(const CommandLine& args);

@@ -8,8 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -73,17 +71,6 @@ std::vector<double> parseDepths(const std::string& text) {
     return out;
 }
 
-std::string readFiller(const CommandLine& args) {
-    if (!args.has("--filler")) return {};
-    const std::string path = args.get("--filler");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("--filler " + path + ": cannot read: " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (text.str().empty()) throw Error("--filler " + path + ": the file is empty");
-    return text.str();
-}
-
 // Every expected answer in the first line, and nothing else but "and" between them.
 double exactAll(const std::string& answer, const std::vector<std::string>& expected) {
     const std::string line = answer.substr(0, answer.find('\n'));
@@ -135,7 +122,7 @@ int runNiah(const std::vector<std::string>& argv) {
     const int64_t samples = args.getInt("--samples", 1, 1, 1 << 20);
     const NeedleKind kind = needleKindNamed(args.get("--task", "single"));
     const uint64_t taskSeed = args.getSeed("--task-seed", 1);
-    const std::string filler = readFiller(args);
+    const std::string filler = args.has("--filler") ? readFlagFile(args, "--filler", "file") : std::string();
     const std::vector<PressParams> runs =
         PressOptions::sweepFromCommandLine(args, "full,snapkv,pyramidkv,streamingllm,h2o,random", "64,128,256");
     const int64_t n = args.getInt("-n", 16, 1, 1 << 16);

@@ -93,7 +93,6 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     for (int64_t b0 = 0; b0 < T; b0 += block) {
         const int64_t nb = std::min(block, T - b0);
         const int64_t S = firstPosition + b0 + nb;  // keys the block's last query sees
-        at::Tensor qb = qg.narrow(2, b0, nb).reshape({KV, G * nb, D});
         at::Tensor kb = k.narrow(1, 0, S), vb = v.narrow(1, 0, S);
         // Query i of the block sits at position firstPosition + b0 + i and sees keys up to
         // it: only the block's own last nb keys can lie after one of its queries.
@@ -112,7 +111,8 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
             at::Tensor exact =
                 dtype_ == at::kFloat
                     ? probs
-                    : at::softmax(maskLater(at::bmm(qb.to(at::kFloat), keys32.narrow(1, 0, S).transpose(1, 2))
+                    : at::softmax(maskLater(at::bmm(qg.narrow(2, b0, nb).reshape({KV, G * nb, D}).to(at::kFloat),
+                                                    keys32.narrow(1, 0, S).transpose(1, 2))
                                                 .mul_(scale)
                                                 .view({KV, G, nb, S})),
                                   -1);

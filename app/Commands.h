@@ -18,5 +18,6 @@ int runNiah(const std::vector<std::string>& args);
 int runInspect(const std::vector<std::string>& args);
 int runSessions(const std::vector<std::string>& args);
 int runReport(const std::vector<std::string>& args);
+int runTrainTestbed(const std::vector<std::string>& args);
 
 }  // namespace kvlens

@@ -44,8 +44,13 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
                                        int64_t newTokens,
                                        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads,
                                        bool parseSpecial) {
-    const std::vector<int32_t> ids =
-        loaded.tokenizer->encode(prompt, addBos && loaded.tokenizer->addBosByDefault(), parseSpecial);
+    return captureTokens(loaded, loaded.tokenizer->encode(prompt, addBos && loaded.tokenizer->addBosByDefault(),
+                                                          parseSpecial),
+                         newTokens, fullQueryHeads);
+}
+
+std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<int32_t>& ids, int64_t newTokens,
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads) {
     const int64_t context = loaded.model->config().contextLength;
     const int64_t promptTokens = static_cast<int64_t>(ids.size());
     if (promptTokens <= context && promptTokens + newTokens > context) {

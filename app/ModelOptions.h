@@ -33,6 +33,9 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
                                        int64_t newTokens,
                                        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {},
                                        bool parseSpecial = false);
+// The same for token ids already encoded.
+std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<int32_t>& ids, int64_t newTokens,
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
 
 // Computes what `method` alone needs of `capture` before its first selection
 // (H2O's accumulated attention: a replay of the prompt), with a progress bar.

@@ -8,21 +8,28 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
+#include "app/RunSaver.h"
 #include "core/Error.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/eval/AnswerMetrics.h"
 #include "engine/eval/NeedleKept.h"
 #include "engine/eval/NeedleTask.h"
+#include "sessions/RunRecorder.h"
+#include "sessions/SessionStore.h"
 
 namespace kvlens {
 
@@ -86,6 +93,24 @@ double exactAll(const std::string& answer, const std::vector<std::string>& expec
     return got == want ? 1.0 : 0.0;
 }
 
+void writeFile(const std::string& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) throw Error("--save-prompts: cannot write " + path);
+}
+
+void savePrompt(const std::string& dir, int64_t length, double depth, int64_t sample, const NeedleSample& s) {
+    char name[96];
+    std::snprintf(name, sizeof name, "/L%lld_d%g_s%lld", (long long)length, depth, (long long)sample);
+    writeFile(dir + name + ".txt", s.prompt());
+    nlohmann::json j;
+    j["answers"] = s.answers;
+    j["needle_positions"] = s.needlePositions;
+    j["tokens"] = s.tokens.size();
+    j["context_tokens"] = s.contextTokens;
+    writeFile(dir + name + ".json", j.dump(1) + "\n");
+}
+
 struct Totals {
     double contains = 0, exact = 0, kept = 0, agreement = 0, kl = 0;
     int runs = 0;
@@ -97,21 +122,32 @@ int runNiah(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
     valueFlags.insert({"--lengths", "--depths", "--samples", "--task", "--task-seed", "--filler", "-n", "--methods",
-                       "--budgets"});
-    CommandLine args("niah", argv, valueFlags, {"--csv", "--no-bos", "--help"});
+                       "--budgets", "--save-prompts", "--shard"});
+    valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
+    CommandLine args("niah", argv, valueFlags, {"--csv", "--no-bos", "--question-after", "--save", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens niah [--model M] [--lengths 1k,2k,4k] [--depths 0:100:10] [--samples N]\n"
             "       [--task single|multikey|multivalue|multiquery|kv|vt] [--task-seed S] [--filler FILE]\n"
             "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,random] [--budgets 64,128,256]\n"
-            "       [method flags as for run] [-n N] [--csv]\n"
+            "       [method flags as for run] [-n N] [--question-after] [--csv] [--save-prompts DIR]\n"
+            "       [--save [--session NAME] [--store PATH]] [--shard I/N]\n"
             "  needle-in-a-haystack with ground truth: per length, depth and sample one generated\n"
             "  prompt (a needle with a value at the depth, filler around it, the question last) and\n"
             "  one capture; every method and budget by re-selection on it. Per run: contains (the\n"
             "  share of expected values in the greedy answer of -n tokens, default 16), exact (the\n"
             "  answer's first line is the value), needle kept (the share of the needle's token\n"
             "  positions each head kept, mean over heads and layers), agreement and KL against the\n"
-            "  full cache; then the means per method and budget. --csv: one row per run.\n",
+            "  full cache; then the means per method and budget. --csv: one row per run.\n"
+            "  --question-after: compress the context alone, then append the question to what\n"
+            "  each method kept (query-agnostic, kvpress's default); without it the question is\n"
+            "  inside the prompt and its window (query-aware, as in SnapKV's paper).\n"
+            "  --save-prompts DIR: each sample's prompt as DIR/L<length>_d<depth>_s<sample>.txt, with\n"
+            "  its answers and needle token positions in a .json beside it (open one in run/inspect).\n"
+            "  --save: every run into the session store (session 'niah' by default) as it is\n"
+            "  measured; run again, a sweep skips what the session already holds (a killed sweep\n"
+            "  resumes). --shard I/N: only samples I, I+N, I+2N, ... (1-based), e.g. one store per\n"
+            "  shard, joined by 'kvlens sessions merge'.\n",
             stdout);
         return 0;
     }
@@ -127,10 +163,51 @@ int runNiah(const std::vector<std::string>& argv) {
         PressOptions::sweepFromCommandLine(args, "full,snapkv,pyramidkv,streamingllm,h2o,random", "64,128,256");
     const int64_t n = args.getInt("-n", 16, 1, 1 << 16);
     const bool csv = args.has("--csv");
+    const bool questionAfter = args.has("--question-after");
+    const std::string promptsDir = args.get("--save-prompts", "");
+    if (!promptsDir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(promptsDir, ec);
+        if (ec) throw Error("--save-prompts: cannot create " + promptsDir + " (" + ec.message() + ")");
+    }
+
+    int64_t shard = 1, shards = 1;
+    if (args.has("--shard")) {
+        const std::string t = args.get("--shard");
+        char* end = nullptr;
+        shard = std::strtoll(t.c_str(), &end, 10);
+        if (end == t.c_str() || *end != '/' || (shards = std::strtoll(end + 1, &end, 10)) < 1 || *end != '\0' ||
+            shard < 1 || shard > shards)
+            throw Error("--shard: '" + t + "' is not I/N with 1 <= I <= N");
+    }
+    // The store opens before the model loads, so a bad store fails first.
+    if (!args.has("--save")) {
+        for (const char* flag : {"--session", "--store"})
+            if (args.has(flag)) throw Error(std::string(flag) + " goes with --save (kvlens niah ... --save)");
+    }
+    if (args.has("--session") && args.get("--session").empty()) throw Error("--session: the name is empty");
+    std::unique_ptr<sessions::SessionStore> store;
+    if (args.has("--save"))
+        store = std::make_unique<sessions::SessionStore>(RunSaver::storePath(args),
+                                                         sessions::SessionStore::Access::ReadWrite);
 
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
     const int64_t context = loaded.model->config().contextLength;
+    int64_t sessionId = 0, modelId = 0;
+    std::set<std::string> saved;  // keys of the runs the session holds
+    if (store) {
+        sessions::ModelRecord m;
+        m.spec = modelOptions.model;
+        m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
+        m.path = m.isFile ? loaded.spec.path : "";
+        static_cast<ModelShape&>(m) = loaded.model->config().shape();
+        sessions::RunRecorder recorder(*store);
+        modelId = store->saveModel(recorder.describeFile(m));
+        sessionId = store->openSession(args.get("--session", "niah")).id;
+        for (const sessions::NiahRunRecord& r : store->niahRuns(sessionId)) saved.insert(r.key());
+    }
+    int64_t skipped = 0, stored = 0;
     for (int64_t L : lengths) {
         if (L + n > context) {
             throw Error("--lengths: " + std::to_string(L) + " tokens and -n " + std::to_string(n) +
@@ -140,17 +217,43 @@ int runNiah(const std::vector<std::string>& argv) {
     if (csv) {
         std::printf("length,tokens,depth,sample,method,budget,params,contains,exact,needle_kept,agreement,mean_kl,answer\n");
     } else {
-        std::printf("task %s, %zu lengths x %zu depths x %lld samples, %zu runs each, %lld answer tokens, %s\n\n",
+        std::printf("task %s, %zu lengths x %zu depths x %lld samples, %zu runs each, %lld answer tokens, "
+                    "question %s, %s\n\n",
                     needleKindName(kind), lengths.size(), depths.size(), (long long)samples, runs.size(),
-                    (long long)n, modelOptions.model.c_str());
+                    (long long)n, questionAfter ? "after the compressed context" : "inside the prompt",
+                    modelOptions.model.c_str());
     }
     std::map<std::pair<std::string, std::string>, Totals> totals;
     std::vector<std::pair<std::string, std::string>> order;
     double captureSeconds = 0.0, fullSeconds = 0.0, runSeconds = 0.0;
     int64_t captures = 0;
+    int64_t index = 0;
     for (int64_t L : lengths) {
         for (double depth : depths) {
             for (int64_t s = 0; s < samples; ++s) {
+                if (index++ % shards != shard - 1) continue;
+                // Each run's record as the store keys it; a sample whose runs are all
+                // saved is skipped whole (no prefill).
+                auto recordOf = [&](const PressParams& p) {
+                    sessions::NiahRunRecord r;
+                    r.sessionId = sessionId;
+                    r.modelId = modelId;
+                    r.task = needleKindName(kind);
+                    r.taskSeed = taskSeed;
+                    r.length = L;
+                    r.depth = depth;
+                    r.sample = s;
+                    r.questionAfter = questionAfter;
+                    r.newTokens = n;
+                    r.method = p.method;
+                    r.params = p.describe();
+                    return r;
+                };
+                std::vector<const PressParams*> todo;
+                for (const PressParams& p : runs)
+                    if (!store || !saved.count(recordOf(p).key())) todo.push_back(&p);
+                skipped += static_cast<int64_t>(runs.size() - todo.size());
+                if (todo.empty()) continue;
                 NeedleSpec spec;
                 spec.kind = kind;
                 spec.tokens = L;
@@ -159,17 +262,21 @@ int runNiah(const std::vector<std::string>& argv) {
                 spec.filler = filler;
                 spec.addBos = !args.has("--no-bos") && loaded.tokenizer->addBosByDefault();
                 const NeedleSample sample = makeNeedleSample(spec, *loaded.tokenizer);
+                if (!promptsDir.empty()) savePrompt(promptsDir, L, depth, s, sample);
                 const auto t0 = std::chrono::steady_clock::now();
-                auto capture = capturePrompt(loaded, sample.prompt(), !args.has("--no-bos"), n);
-                if (capture->prompt() != sample.tokens) {
-                    throw Error("niah: the capture's tokens differ from the sample's (a tokenizer setting changed)");
-                }
+                // Query-aware: the whole prompt captured. Query-agnostic: its context
+                // tokens, the question's fed to every cache before the answer.
+                const auto split = sample.tokens.begin() + (questionAfter ? sample.contextTokens
+                                                                          : static_cast<int64_t>(sample.tokens.size()));
+                const std::vector<int32_t> prompt(sample.tokens.begin(), split), question(split, sample.tokens.end());
+                auto capture = captureTokens(loaded, prompt, n + static_cast<int64_t>(question.size()));
                 captureSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 const auto f0 = std::chrono::steady_clock::now();
-                MethodEvaluator evaluator(*loaded.model, capture, n);  // the full cache's answer, once
+                MethodEvaluator evaluator(*loaded.model, capture, n, {}, question);  // the full cache's answer, once
                 fullSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
                 ++captures;
-                for (const PressParams& p0 : runs) {
+                for (const PressParams* todoRun : todo) {
+                    const PressParams& p0 = *todoRun;
                     PressParams p = p0;
                     p.validate(capture->promptLength(), capture->windowCapacity());
                     const auto r0 = std::chrono::steady_clock::now();
@@ -193,11 +300,25 @@ int runNiah(const std::vector<std::string>& argv) {
                     t.agreement += m.tokenAgreement;
                     t.kl += m.meanKl;
                     ++t.runs;
+                    if (store) {
+                        sessions::NiahRunRecord r = recordOf(p0);
+                        r.tokens = static_cast<int64_t>(sample.tokens.size());
+                        r.budget = budget;
+                        r.contains = contains;
+                        r.exact = exact;
+                        r.needleKept = kept;
+                        r.agreement = m.tokenAgreement;
+                        r.meanKl = m.meanKl;
+                        r.answer = answer;
+                        r.expected = sample.answers;
+                        r.needlePositions.assign(sample.needlePositions.begin(), sample.needlePositions.end());
+                        stored += store->saveNiahRun(r) ? 1 : 0;
+                    }
                     if (csv) {
                         std::string quoted;
                         for (char c : answer) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
                         std::printf("%lld,%lld,%g,%lld,%s,%s,\"%s\",%.6f,%.6f,%.6f,%.6f,%.8g,\"%s\"\n", (long long)L,
-                                    (long long)capture->promptLength(), depth, (long long)s, p.method.c_str(),
+                                    (long long)sample.tokens.size(), depth, (long long)s, p.method.c_str(),
                                     budget.c_str(), p.describe().c_str(), contains, exact, kept, m.tokenAgreement,
                                     m.meanKl, quoted.c_str());
                         std::fflush(stdout);
@@ -216,6 +337,12 @@ int runNiah(const std::vector<std::string>& argv) {
                         100.0 * t.agreement / t.runs, t.kl / t.runs);
         }
     }
+    if (store) {
+        std::fprintf(stderr, "niah: saved %lld runs to session '%s' of %s%s\n", (long long)stored,
+                     args.get("--session", "niah").c_str(), store->path().c_str(),
+                     skipped ? (", skipped " + std::to_string(skipped) + " already saved").c_str() : "");
+    }
+    if (captures == 0) return 0;
     const size_t perCapture = runs.size();
     std::fprintf(stderr,
                  "niah: %lld captures (prefills) in %.1f s, the full cache's answers in %.1f s, %lld runs re-selected on "

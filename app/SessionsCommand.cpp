@@ -19,6 +19,7 @@
 #include "core/Selection.h"
 #include "sessions/ModelFile.h"
 #include "sessions/SessionExport.h"
+#include "sessions/SessionMerge.h"
 #include "sessions/SessionStore.h"
 
 
@@ -242,13 +243,15 @@ const char* kSessionsUsage =
     "  export NAME FILE               write one session to FILE, a new single-file store\n"
     "  import FILE [--session NAME] [--as NEW]\n"
     "                                 copy a session of an exported (or any) store into this one\n"
+    "  merge A.db B.db ... --into C.db  join stores (e.g. a sweep's shards): sessions of one\n"
+    "                                 name become one, every run copied once\n"
     "  --store: default $XDG_DATA_HOME/kvlens/sessions.db, else "
     "~/.local/share/kvlens/sessions.db\n";
 
 }  // namespace
 
 int runSessions(const std::vector<std::string>& argv) {
-    const std::set<std::string> valueFlags = {"--store", "--session", "--as"};
+    const std::set<std::string> valueFlags = {"--store", "--session", "--as", "--into"};
     std::vector<std::string> flags;
     const std::vector<std::string> words = positionals(argv, valueFlags, flags);
     CommandLine args("sessions", flags, valueFlags, {"--json", "--verify", "--help"});
@@ -258,7 +261,7 @@ int runSessions(const std::vector<std::string>& argv) {
     }
     const std::string& command = words[0];
     auto refuseFlags = [&](std::initializer_list<const char*> allowed) {
-        for (const char* flag : {"--session", "--as", "--json", "--verify"}) {
+        for (const char* flag : {"--session", "--as", "--json", "--verify", "--into"}) {
             bool ok = false;
             for (const char* a : allowed) ok |= std::string(a) == flag;
             if (!ok && args.has(flag))
@@ -322,8 +325,22 @@ int runSessions(const std::vector<std::string>& argv) {
                     (long long)info.runCount, store.path().c_str());
         return 0;
     }
+    if (command == "merge") {
+        if (words.size() < 2) throw Error("kvlens sessions merge: expected 'merge A.db B.db ... --into C.db'");
+        refuseFlags({"--into"});
+        if (!args.has("--into") || args.get("--into").empty())
+            throw Error("kvlens sessions merge: --into C.db names the store to merge into");
+        if (args.has("--store")) throw Error("kvlens sessions merge: --store does not apply (--into names the target)");
+        const std::vector<std::string> sources(words.begin() + 1, words.end());
+        const auto r = sessions::SessionMerge::merge(sources, args.get("--into"));
+        std::printf("merged %zu stores into %s: %lld runs and %lld niah runs in %lld sessions", sources.size(),
+                    args.get("--into").c_str(), (long long)r.runs, (long long)r.niahRuns, (long long)r.sessions);
+        if (r.niahDuplicates > 0) std::printf(" (%lld niah runs already there)", (long long)r.niahDuplicates);
+        std::printf("\n");
+        return 0;
+    }
     throw Error("kvlens sessions: unknown command '" + command +
-                "' (commands: list, show, rename, delete, export, import)");
+                "' (commands: list, show, rename, delete, export, import, merge)");
 }
 
 }  // namespace kvlens

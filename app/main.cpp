@@ -26,6 +26,7 @@ const char* kUsage =
     "             per method and budget, one capture per sample\n"
     "  sessions   saved runs: list, show, rename, delete, export, import (run/compare --save)\n"
     "  report     a session's runs compared: self-contained HTML, PDF, figures (SVG/PNG) and CSV\n"
+    "  train-testbed  train the retrieval testbed model (CPU, from a seed) and write it as GGUF\n"
     "\n"
     "models: --model PATH.gguf, or random:<preset>[:layers=N][:seed=S][:ctx=N] with presets\n"
     "        tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b; default $KVLENS_MODEL,\n"
@@ -53,10 +54,11 @@ int main(int argc, char** argv) {
         if (command == "run") return kvlens::runRun(args);
         if (command == "compare") return kvlens::runCompare(args);
         if (command == "niah") return kvlens::runNiah(args);
+        if (command == "train-testbed") return kvlens::runTrainTestbed(args);
         if (command == "inspect") return kvlens::runInspect(args);
         if (command == "sessions") return kvlens::runSessions(args);
         if (command == "report") return kvlens::runReport(args);
-        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, niah, select, sessions, report)\n",
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, niah, select, sessions, report, train-testbed)\n",
                      command.c_str());
         return 2;
     } catch (const kvlens::Error& e) {

@@ -60,6 +60,8 @@ bool Database::hasTable(const std::string& name) {
     return s.step();
 }
 
+int64_t Database::changes() const { return sqlite3_changes64(db_); }
+
 int64_t Database::lastInsertId() const { return sqlite3_last_insert_rowid(db_); }
 
 void Database::fail(const std::string& doing) const {

@@ -26,6 +26,7 @@ public:
     int64_t pragmaInt(const std::string& name);
     bool hasTable(const std::string& name);
     int64_t lastInsertId() const;
+    int64_t changes() const;  // rows the last statement inserted, updated or deleted
 
     // Throws the one-line error for the connection's last failure.
     [[noreturn]] void fail(const std::string& doing) const;

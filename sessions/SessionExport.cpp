@@ -15,31 +15,47 @@
 
 namespace kvlens::sessions {
 
+SessionExport::Copied SessionExport::copyInto(SessionStore& from, int64_t sourceId, SessionStore& to,
+                                              int64_t targetId) {
+    Copied n;
+    std::map<int64_t, int64_t> promptIds, modelIds;
+    auto modelFor = [&](int64_t id) {
+        auto model = modelIds.find(id);
+        if (model == modelIds.end()) model = modelIds.emplace(id, to.saveModel(from.model(id))).first;
+        return model->second;
+    };
+    for (const PromptRecord& p : from.prompts(sourceId)) {
+        PromptRecord copy = p;
+        copy.sessionId = targetId;
+        copy.modelId = modelFor(p.modelId);
+        promptIds[p.id] = to.savePrompt(copy);
+    }
+    for (const RunSummary& summary : from.runs(sourceId)) {
+        RunRecord run = from.run(summary.id);
+        run.sessionId = targetId;
+        run.promptId = promptIds.at(run.promptId);
+        to.saveRun(run);
+        ++n.runs;
+    }
+    for (NiahRunRecord r : from.niahRuns(sourceId)) {
+        r.sessionId = targetId;
+        r.modelId = modelFor(r.modelId);
+        if (to.saveNiahRun(r))
+            ++n.niahRuns;
+        else
+            ++n.niahDuplicates;
+    }
+    return n;
+}
+
 SessionInfo SessionExport::copySession(SessionStore& from, const std::string& name,
                                        SessionStore& to, const std::string& newName) {
     const SessionInfo source = from.session(name);
-    SessionInfo created;
     to.writeAll([&] {
         SessionInfo info = source;
         info.name = newName;
-        created = to.createSession(info);
-        std::map<int64_t, int64_t> promptIds, modelIds;
-        for (const PromptRecord& p : from.prompts(source.id)) {
-            auto model = modelIds.find(p.modelId);
-            if (model == modelIds.end()) {
-                model = modelIds.emplace(p.modelId, to.saveModel(from.model(p.modelId))).first;
-            }
-            PromptRecord copy = p;
-            copy.sessionId = created.id;
-            copy.modelId = model->second;
-            promptIds[p.id] = to.savePrompt(copy);
-        }
-        for (const RunSummary& summary : from.runs(source.id)) {
-            RunRecord run = from.run(summary.id);
-            run.sessionId = created.id;
-            run.promptId = promptIds.at(run.promptId);
-            to.saveRun(run);
-        }
+        const SessionInfo created = to.createSession(info);
+        copyInto(from, source.id, to, created.id);
         to.setSessionTimes(newName, source.createdMs, source.updatedMs);
     });
     return to.session(newName);

@@ -1,7 +1,8 @@
 // Export and import of one session. The export file is itself a KV Lens
 // session store (same schema, one session, rollback journal so it is a single
 // file): any build that reads the schema can open it with --store, and import
-// copies it into another store with new ids.
+// copies it into another store with new ids. Needle-in-a-haystack runs go with
+// their session.
 #pragma once
 
 #include <string>
@@ -29,6 +30,14 @@ public:
     // times, UI state, models, prompts and runs (ids are renumbered).
     static SessionInfo copySession(SessionStore& from, const std::string& name, SessionStore& to,
                                    const std::string& newName);
+
+    // Copies the prompts, runs and needle-in-a-haystack runs of session `sourceId` of
+    // `from` into the existing session `targetId` of `to` (inside the caller's
+    // transaction, if any). A niah run `to` already holds is not copied again.
+    struct Copied {
+        int64_t runs = 0, niahRuns = 0, niahDuplicates = 0;
+    };
+    static Copied copyInto(SessionStore& from, int64_t sourceId, SessionStore& to, int64_t targetId);
 };
 
 }  // namespace kvlens::sessions

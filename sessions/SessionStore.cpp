@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -417,7 +418,8 @@ void SessionStore::deleteSession(const std::string& name) {
     const SessionInfo info = session(name);
     Statement del(*db_, "DELETE FROM sessions WHERE id = ?", "delete session '" + name + "'");
     del.bind(1, info.id).run();
-    db_->exec("DELETE FROM models WHERE id NOT IN (SELECT model_id FROM prompts)",
+    db_->exec("DELETE FROM models WHERE id NOT IN (SELECT model_id FROM prompts) AND "
+              "id NOT IN (SELECT model_id FROM niah_runs)",
               "delete unused models");
     tx.commit();
 }
@@ -464,8 +466,8 @@ ModelRecord SessionStore::model(int64_t id) {
 std::vector<ModelRecord> SessionStore::models(int64_t sessionId) {
     Statement s(*db_,
                 std::string("SELECT id, ") + kModelColumns +
-                    " FROM models WHERE id IN (SELECT model_id FROM prompts WHERE session_id = ?) "
-                    "ORDER BY id",
+                    " FROM models WHERE id IN (SELECT model_id FROM prompts WHERE session_id = ?1) "
+                    "OR id IN (SELECT model_id FROM niah_runs WHERE session_id = ?1) ORDER BY id",
                 "list the models of a session");
     s.bind(1, sessionId);
     std::vector<ModelRecord> out;
@@ -555,6 +557,92 @@ std::vector<PromptRecord> SessionStore::prompts(int64_t sessionId) {
 }
 
 // ---- runs ----
+
+std::string NiahRunRecord::key() const {
+    char depthText[32];
+    std::snprintf(depthText, sizeof depthText, "%.17g", depth);
+    return std::to_string(modelId) + "|" + task + "|" + std::to_string(taskSeed) + "|" + std::to_string(length) +
+           "|" + depthText + "|" + std::to_string(sample) + "|" + (questionAfter ? "1" : "0") + "|" +
+           std::to_string(newTokens) + "|" + params;
+}
+
+bool SessionStore::saveNiahRun(const NiahRunRecord& run) {
+    const int64_t now = nowMs();
+    Transaction tx(*db_, Transaction::Kind::Write);
+    Statement insert(*db_,
+                     "INSERT OR IGNORE INTO niah_runs (session_id, model_id, created_ms, task, task_seed, length, "
+                     "tokens, depth, sample, question_after, new_tokens, method, budget, params, contains_score, "
+                     "exact_score, needle_kept, agreement, mean_kl, answer, expected, needle_positions) VALUES "
+                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "save the niah run");
+    nlohmann::json expected = run.expected;
+    insert.bind(1, run.sessionId)
+        .bind(2, run.modelId)
+        .bind(3, run.createdMs ? run.createdMs : now)
+        .bind(4, run.task)
+        .bind(5, static_cast<int64_t>(run.taskSeed))
+        .bind(6, run.length)
+        .bind(7, run.tokens)
+        .bind(8, run.depth)
+        .bind(9, run.sample)
+        .bind(10, int64_t(run.questionAfter ? 1 : 0))
+        .bind(11, run.newTokens)
+        .bind(12, run.method)
+        .bind(13, run.budget)
+        .bind(14, run.params)
+        .bind(15, run.contains)
+        .bind(16, run.exact)
+        .bind(17, run.needleKept)
+        .bind(18, run.agreement)
+        .bind(19, run.meanKl)
+        .bind(20, run.answer)
+        .bind(21, expected.dump())
+        .bindBlob(22, ArrayCodec::encode(run.needlePositions));
+    insert.run();
+    const bool added = db_->changes() > 0;
+    if (added) touchSession(run.sessionId, now);
+    tx.commit();
+    return added;
+}
+
+std::vector<NiahRunRecord> SessionStore::niahRuns(int64_t sessionId) {
+    Statement s(*db_,
+                "SELECT id, session_id, model_id, created_ms, task, task_seed, length, tokens, depth, sample, "
+                "question_after, new_tokens, method, budget, params, contains_score, exact_score, needle_kept, "
+                "agreement, mean_kl, answer, expected, needle_positions FROM niah_runs WHERE session_id = ? "
+                "ORDER BY id",
+                "read the niah runs");
+    s.bind(1, sessionId);
+    std::vector<NiahRunRecord> out;
+    while (s.step()) {
+        NiahRunRecord r;
+        r.id = s.getInt(0);
+        r.sessionId = s.getInt(1);
+        r.modelId = s.getInt(2);
+        r.createdMs = s.getInt(3);
+        r.task = s.getText(4);
+        r.taskSeed = static_cast<uint64_t>(s.getInt(5));
+        r.length = s.getInt(6);
+        r.tokens = s.getInt(7);
+        r.depth = s.getDouble(8);
+        r.sample = s.getInt(9);
+        r.questionAfter = s.getInt(10) != 0;
+        r.newTokens = s.getInt(11);
+        r.method = s.getText(12);
+        r.budget = s.getText(13);
+        r.params = s.getText(14);
+        r.contains = s.getDouble(15);
+        r.exact = s.getDouble(16);
+        r.needleKept = s.getDouble(17);
+        r.agreement = s.getDouble(18);
+        r.meanKl = s.getDouble(19);
+        r.answer = s.getText(20);
+        for (const auto& e : nlohmann::json::parse(s.getText(21))) r.expected.push_back(e.get<std::string>());
+        r.needlePositions = ArrayCodec::decodeInt32s(s.getBlob(22), "niah run needle positions");
+        out.push_back(std::move(r));
+    }
+    return out;
+}
 
 int64_t SessionStore::saveRun(const RunRecord& run) {
     if (run.status != "complete" && run.status != "failed") {

@@ -62,7 +62,7 @@ public:
     // returns the existing id.
     int64_t saveModel(const ModelRecord& model);
     ModelRecord model(int64_t id);
-    std::vector<ModelRecord> models(int64_t sessionId);  // those its prompts use
+    std::vector<ModelRecord> models(int64_t sessionId);  // those its prompts and niah runs use
     // The SHA-256 recorded for a file of this path, size and mtime, if any:
     // saves a re-hash of a multi-GB model that did not change.
     std::optional<std::string> knownSha256(const std::string& path, int64_t sizeBytes,
@@ -76,6 +76,10 @@ public:
     // Saves the run with its selection, metrics and statistics in one
     // transaction and returns its id (createdMs 0: now).
     int64_t saveRun(const RunRecord& run);
+    // Saves a needle-in-a-haystack run; false (nothing written) when the session
+    // already holds the same run (NiahRunRecord::key).
+    bool saveNiahRun(const NiahRunRecord& run);
+    std::vector<NiahRunRecord> niahRuns(int64_t sessionId);  // in the order saved
     RunRecord run(int64_t id);  // read in one snapshot
     std::vector<RunSummary> runs(int64_t sessionId);
     void deleteRun(int64_t id);

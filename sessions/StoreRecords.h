@@ -85,4 +85,27 @@ struct RunSummary {
     double hitRate = 0.0;  // NaN: not measured
 };
 
+// One needle-in-a-haystack run (kvlens niah --save): a generated sample, one method
+// and budget on its capture, and the scores.
+struct NiahRunRecord {
+    int64_t id = 0;
+    int64_t sessionId = 0;
+    int64_t modelId = 0;
+    int64_t createdMs = 0;
+    std::string task;
+    uint64_t taskSeed = 0;
+    int64_t length = 0, tokens = 0;
+    double depth = 0.0;
+    int64_t sample = 0;
+    bool questionAfter = false;
+    int64_t newTokens = 0;
+    std::string method, budget, params;
+    double contains = 0.0, exact = 0.0, needleKept = 0.0, agreement = 0.0, meanKl = 0.0;
+    std::string answer;
+    std::vector<std::string> expected;
+    std::vector<int32_t> needlePositions;
+    // What makes two records the same run (the table's UNIQUE key, but the model by id).
+    std::string key() const;
+};
+
 }  // namespace kvlens::sessions

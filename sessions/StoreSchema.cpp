@@ -1,4 +1,4 @@
-// Schema version 1. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// Schema versions 1 and 2. Times are Unix milliseconds (UTC). REAL columns hold NULL
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 
@@ -131,8 +131,41 @@ CREATE TABLE layer_stats (               -- rowid keeps the order they were give
 CREATE INDEX layer_stats_by_run ON layer_stats (run_id);
 )SQL";
 
+// Version 2: needle-in-a-haystack runs (kvlens niah --save). One row per sample and
+// method run; the key of a run (its UNIQUE columns) lets a killed sweep resume and
+// a merge of shards keep each run once.
+const char* kVersion2 = R"SQL(
+CREATE TABLE niah_runs (
+  id               INTEGER PRIMARY KEY,
+  session_id       INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  model_id         INTEGER NOT NULL REFERENCES models (id),
+  created_ms       INTEGER NOT NULL,
+  task             TEXT NOT NULL,          -- single, multikey, ... (NeedleKind)
+  task_seed        INTEGER NOT NULL,       -- uint64 bit pattern
+  length           INTEGER NOT NULL,       -- tokens asked for
+  tokens           INTEGER NOT NULL,       -- the prompt's tokens
+  depth            REAL NOT NULL,          -- 0-100
+  sample           INTEGER NOT NULL,
+  question_after   INTEGER NOT NULL,       -- 1: the question appended to the compressed context
+  new_tokens       INTEGER NOT NULL,
+  method           TEXT NOT NULL,
+  budget           TEXT NOT NULL,          -- as shown: '-', '64', '12.5%'
+  params           TEXT NOT NULL,          -- PressParams::describe()
+  contains_score   REAL,
+  exact_score      REAL,
+  needle_kept      REAL,
+  agreement        REAL,
+  mean_kl          REAL,
+  answer           TEXT NOT NULL,
+  expected         TEXT NOT NULL CHECK (json_valid(expected)),  -- JSON array of strings
+  needle_positions BLOB NOT NULL,          -- int32 little-endian
+  UNIQUE (session_id, model_id, task, task_seed, length, depth, sample, question_after, new_tokens, params)
+);
+CREATE INDEX niah_runs_by_session ON niah_runs (session_id);
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
-                         "selections", "selection_heads", "metrics", "layer_stats"};
+                         "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
 }  // namespace
 
@@ -143,6 +176,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
                     "mark the file as a KV Lens store");
             db.exec(kVersion1, "create the schema");
         },
+        [](Database& db) { db.exec(kVersion2, "add the needle-in-a-haystack runs"); },
     };
     return all;
 }

@@ -33,21 +33,25 @@ Selection fullSelection(const Capture& capture) {
 }  // namespace
 
 MethodEvaluator::MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture,
-                                 int64_t newTokens, ProgressFn progress)
-    : model_(model), capture_(std::move(capture)), n_(newTokens), progress_(std::move(progress)) {
+                                 int64_t newTokens, ProgressFn progress, std::vector<int32_t> suffix)
+    : model_(model), capture_(std::move(capture)), n_(newTokens), progress_(std::move(progress)),
+      suffix_(std::move(suffix)) {
     if (n_ < 1) throw Error("-n must be at least 1 to compare outputs");
     if (capture_->prompt().empty()) throw Error("outputs need a capture made by a model prefill");
     const int64_t room = model_.config().contextLength - capture_->promptLength();
-    if (n_ > room) {
-        throw Error("-n " + std::to_string(n_) + " does not fit: the prompt leaves " +
-                    std::to_string(room) + " tokens of the model's context");
+    const int64_t extra = static_cast<int64_t>(suffix_.size());
+    if (n_ + extra > room) {
+        throw Error("-n " + std::to_string(n_) + (extra ? " after " + std::to_string(extra) + " question tokens" : "") +
+                    " does not fit: the prompt leaves " + std::to_string(room) + " tokens of the model's context");
     }
     // The full cache's continuation, decoded on a compressed cache that kept
     // everything (bit-identical to the plain cache).
-    CompressedCache cache(*capture_, fullSelection(*capture_), n_);
+    CompressedCache cache(*capture_, fullSelection(*capture_), n_ + extra);
     fullBytes_ = cache.bytes();
     hitRate_ = std::make_unique<HitRate>(capture_, n_, std::min(kHitK, capture_->promptLength()));
-    int32_t token = greedyToken(capture_->lastLogits());
+    at::Tensor first = capture_->lastLogits();
+    for (int32_t t : suffix_) first = model_.decode(t, cache);
+    int32_t token = greedyToken(first);
     for (int64_t i = 0; i < n_; ++i) {
         if (progress_) progress_(double(i) / double(n_), "full-cache decode, step " + std::to_string(i + 1));
         fullTokens_.push_back(token);
@@ -71,7 +75,7 @@ RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSe
     m.fullBytes = fullBytes_;
 
     double t0 = now();
-    CompressedCache forced(*capture_, selection, n_);
+    CompressedCache forced(*capture_, selection, n_ + static_cast<int64_t>(suffix_.size()));
     m.gatherSeconds = now() - t0;
     m.bytes = forced.bytes();
     m.ratio = double(m.bytes) / double(m.fullBytes);
@@ -95,6 +99,17 @@ RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSe
     t0 = now();
     int64_t top1 = 0;
     std::unique_ptr<CompressedCache> free;
+    if (!suffix_.empty()) {
+        // The question on what was kept: its first answer token is this cache's own
+        // (without a suffix it is the prefill's, the same for every method).
+        at::Tensor logits;
+        for (int32_t t : suffix_) logits = model_.decode(t, forced);
+        const int32_t first = greedyToken(logits);
+        if (first != fullTokens_[0]) {
+            free = std::make_unique<CompressedCache>(forced.clone());
+            m.tokens.push_back(first);
+        }
+    }
     for (int64_t i = 0; i < n_; ++i) {
         if (progress_) progress_(double(i) / double(n_), "compressed decode, step " + std::to_string(i + 1));
         at::Tensor logits = model_.decode(fullTokens_[i], forced);

@@ -21,8 +21,13 @@ public:
     static constexpr int64_t kHitK = 16;
     // `progress` hears every decode step of the full-cache continuation, here and
     // in each evaluate() (it may throw to stop the work).
+    // `suffix`: tokens fed on every cache (the full one and each compressed one) after
+    // the captured prompt and before the answer, as kvpress evaluates by default: the
+    // context alone is compressed, then the question is appended to what was kept.
+    // The capture must have room for them and the answer (Capture::fromPrefill's
+    // newTokens). Empty: the answer follows the prompt (the question inside it).
     MethodEvaluator(LlamaModel& model, std::shared_ptr<const Capture> capture, int64_t newTokens,
-                    ProgressFn progress = {});
+                    ProgressFn progress = {}, std::vector<int32_t> suffix = {});
 
     // Selects with `params`, gathers, decodes and measures.
     RunMetrics evaluate(const PressParams& params);
@@ -39,6 +44,7 @@ private:
     std::shared_ptr<const Capture> capture_;
     int64_t n_;
     ProgressFn progress_;
+    std::vector<int32_t> suffix_;
     std::vector<int32_t> fullTokens_;    // y_1 .. y_n
     std::vector<at::Tensor> fullLogits_;  // after feeding y_i: fp32 [vocab], i = 1..n
     int64_t fullBytes_ = 0;

@@ -157,7 +157,29 @@ void requireAtLeastOne(int n, const char* what) {
     if (n < 1) throw Error(std::string("needle task: ") + what + " must be at least 1, not " + std::to_string(n));
 }
 
+// The templates' words (below), for a vocabulary built from the tasks' text.
+const char* const kTemplateWords =
+    "One of the special magic numbers for is: What is the special magic number for mentioned in the provided "
+    "text? The special magic number for mentioned in the provided text is What are all the special magic numbers "
+    "for and are Extract the value corresponding to the specified key in the JSON object below. Key: The value "
+    "associated with the specified key is: VAR Find all variables that are assigned the value in the text above. "
+    "Answer: the variables assigned the value are:";
+
 }  // namespace
+
+std::vector<std::string> needleKeyWords() {
+    std::vector<std::string> out(std::begin(kAdjectives), std::end(kAdjectives));
+    out.insert(out.end(), std::begin(kNouns), std::end(kNouns));
+    return out;
+}
+
+std::string needleTaskBuiltInText() {
+    std::string text = kTemplateWords;
+    for (const char* s : kFiller) text += std::string(" ") + s + ".";
+    for (const char* w : kAdjectives) text += std::string(" ") + w;
+    for (const char* w : kNouns) text += std::string(" ") + w;
+    return text;
+}
 
 NeedleKind needleKindNamed(const std::string& name) {
     if (name == "single") return NeedleKind::Single;

@@ -56,4 +56,10 @@ struct NeedleSample {
 // length too short for the needles and the question ("... needs at least N tokens").
 NeedleSample makeNeedleSample(const NeedleSpec& spec, const Tokenizer& tokenizer);
 
+// Every word the tasks write themselves (templates, built-in filler, key names), for
+// a vocabulary that should spell each as one token (TestbedVocabulary).
+std::string needleTaskBuiltInText();
+// The words keys are made of ("silent", "harbor": keys read "silent-harbor").
+std::vector<std::string> needleKeyWords();
+
 }  // namespace kvlens

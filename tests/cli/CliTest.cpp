@@ -130,8 +130,8 @@ TEST(Cli, BadFlags) {
 TEST(Cli, EmptyModelFlag) { expectOneLineError(runCli("info --model ''"), {"--model is empty"}); }
 
 TEST(Cli, NoModelAnywhereSaysHowToPassOne) {
-    // From / there is no ../shared, and the shared folder is pointed elsewhere.
-    const Result r = runCli("info", "KVLENS_SHARED_DIR=/nonexistent sh -c 'cd / && exec \"$0\" \"$@\"'");
+    // From / there is no ../shared, and the shared and models folders are pointed elsewhere.
+    const Result r = runCli("info", "KVLENS_SHARED_DIR=/nonexistent KVLENS_MODELS_DIR=/nonexistent sh -c 'cd / && exec \"$0\" \"$@\"'");
     expectOneLineError(r, {"no model given", "--model", "KVLENS_MODEL"});
 }
 

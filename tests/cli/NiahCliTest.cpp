@@ -2,7 +2,11 @@
 // row per (depth, run) with the needle's scores, and bad flags fail in one line.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <set>
 #include <sstream>
+
+#include "sessions/SessionStore.h"
 
 #include "cli/CliHarness.h"
 
@@ -10,6 +14,7 @@ namespace {
 
 using kvlens::test::expectOneLineError;
 using kvlens::test::runKvlens;
+using kvlens::test::testOutputPath;
 
 const std::string kStories = std::string(KVLENS_SHARED_DIR) + "/models/stories260K.gguf";
 
@@ -83,6 +88,54 @@ TEST(NiahCli, BadFlagsAreOneLineErrors) {
     expectOneLineError(runKvlens(base + "--lengths 300 --filler /nonexistent/filler.txt"),
                        {"--filler /nonexistent/filler.txt: cannot read"});
     expectOneLineError(runKvlens(base + "--lengths 300 --method snapkv"), {"niah takes --methods and --budgets"});
+    for (const char* shard : {"0/2", "3/2", "1", "a/b", "1/0"})
+        expectOneLineError(runKvlens(base + "--lengths 300 --shard " + shard),
+                           {std::string("--shard: '") + shard + "' is not I/N with 1 <= I <= N"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --session x"), {"--session goes with --save"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --save-prompts /proc/none/x"), {"--save-prompts: cannot create"});
+}
+
+// The keys of a session's niah runs, without the model's id (which differs by store).
+std::multiset<std::string> niahKeys(const std::string& store, const std::string& session) {
+    kvlens::sessions::SessionStore s(store, kvlens::sessions::SessionStore::Access::ReadOnly);
+    std::multiset<std::string> keys;
+    for (const auto& r : s.niahRuns(s.session(session).id)) keys.insert(r.key().substr(r.key().find('|')));
+    return keys;
+}
+
+TEST(NiahCli, SavedSweepsResumeAndShardsMergeIntoTheWholeSweep) {
+    const std::string base = "niah --model " + kStories + " --lengths 300 --methods full,snapkv --budgets 48 -n 4 ";
+    const std::string whole = testOutputPath("niah_whole.db"), a = testOutputPath("niah_a.db"),
+                      b = testOutputPath("niah_b.db"), merged = testOutputPath("niah_merged.db");
+    for (const std::string& f : {whole, a, b, merged}) std::remove(f.c_str());
+    auto r = runKvlens(base + "--depths 0:100:50 --save --session sw --store " + whole);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("niah: saved 6 runs to session 'sw' of " + whole), std::string::npos) << r.err;
+    // Run again over more depths: the saved runs are skipped, with their prefills.
+    r = runKvlens(base + "--depths 0:100:25 --save --session sw --store " + whole);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("saved 4 runs to session 'sw' of " + whole + ", skipped 6 already saved"),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("niah: 2 captures (prefills)"), std::string::npos) << r.err;
+    EXPECT_EQ(niahKeys(whole, "sw").size(), 10u);
+    // Two shards, each to its own store, merged: the same runs as the whole sweep, once each.
+    for (const auto& [shard, store] : {std::make_pair("1/2", a), std::make_pair("2/2", b)}) {
+        r = runKvlens(base + "--depths 0:100:25 --shard " + shard + " --save --session sw --store " + store);
+        ASSERT_EQ(r.exitCode, 0) << r.err;
+    }
+    EXPECT_EQ(niahKeys(a, "sw").size(), 6u);  // depths 0, 50, 100
+    EXPECT_EQ(niahKeys(b, "sw").size(), 4u);  // depths 25, 75
+    r = runKvlens("sessions merge " + a + " " + b + " --into " + merged);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("merged 2 stores into " + merged + ": 0 runs and 10 niah runs in 1 sessions"),
+              std::string::npos) << r.out;
+    EXPECT_EQ(niahKeys(merged, "sw"), niahKeys(whole, "sw"));
+    r = runKvlens("sessions merge " + a + " --into " + merged);  // again: nothing twice
+    EXPECT_NE(r.out.find("0 niah runs in 0 sessions (6 niah runs already there)"), std::string::npos) << r.out;
+    EXPECT_EQ(niahKeys(merged, "sw").size(), 10u);
+    expectOneLineError(runKvlens("sessions merge " + a + " " + a + " --into " + merged),
+                       {"sessions merge: " + a + " is given twice"});
+    expectOneLineError(runKvlens("sessions merge " + a), {"sessions merge: --into C.db names the store to merge into"});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <memory>
 #include <tuple>
 
+#include "core/Error.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/CompressedCache.h"
 #include "engine/compress/MethodEvaluator.h"
@@ -207,6 +208,50 @@ TEST_F(CompressedCacheTest, GreedyTokensEqualAFreeRunningDecodeOnTheCompressedCa
         tokens.push_back(Sampler::argmax(logits.data_ptr<float>(), logits.numel()));
     }
     EXPECT_EQ(m.tokens, tokens);
+}
+
+TEST_F(CompressedCacheTest, AQuestionAfterTheCaptureIsFedToEveryCacheBeforeTheAnswer) {
+    // The context (40 tokens) captured alone, 6 question tokens appended to each cache.
+    const std::vector<int32_t> all = promptOf(46);
+    const std::vector<int32_t> context(all.begin(), all.begin() + 40), question(all.begin() + 40, all.end());
+    auto capture = Capture::fromPrefill(*loaded_.model, context, {}, {}, 8 + 6);
+    MethodEvaluator evaluator(*loaded_.model, capture, 8, {}, question);
+    // FullKV: the greedy answer of a plain run over context + question.
+    KvCache plain = loaded_.model->makeCache(64);
+    at::Tensor logits = loaded_.model->forward(all, plain);
+    std::vector<int32_t> want;
+    for (int i = 0; i < 8; ++i) {
+        want.push_back(Sampler::argmax(logits.data_ptr<float>(), logits.numel()));
+        logits = loaded_.model->forward({want.back()}, plain);
+    }
+    PressParams full;
+    full.method = "full";
+    const RunMetrics f = evaluator.evaluate(full);
+    EXPECT_EQ(f.fullTokens, want);
+    EXPECT_EQ(f.tokens, want);
+    EXPECT_EQ(f.meanKl, 0.0);
+    // A compressed cache answers from its own logits after the question, the first
+    // token included: a free-running decode of the question then the answer on it.
+    PressParams p;
+    p.method = "streamingllm";
+    p.budget = 8;
+    const RunMetrics m = evaluator.evaluate(p);
+    CompressedCache cache(*capture, Press::create("streamingllm")->select(*capture, p));
+    for (int32_t t : question) logits = loaded_.model->decode(t, cache);
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 8; ++i) {
+        tokens.push_back(Sampler::argmax(logits.data_ptr<float>(), logits.numel()));
+        logits = loaded_.model->decode(tokens.back(), cache);
+    }
+    EXPECT_EQ(m.tokens, tokens);
+    EXPECT_EQ(m.klPerStep.size(), 8u);
+    // No room for the question and the answer: one line.
+    try {
+        MethodEvaluator tight(*loaded_.model, Capture::fromPrefill(*loaded_.model, promptOf(4090)), 4, {}, question);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "-n 4 after 6 question tokens does not fit: the prompt leaves 6 tokens of the model's context");
+    }
 }
 
 TEST_F(CompressedCacheTest, QueryHeadModeIsOnlyForTheVotingMethods) {

@@ -1,5 +1,6 @@
 // Needle tasks: the recorded needle positions are exactly the tokens that spell the
-// needles in the tokenized prompt, for SentencePiece and byte-level BPE vocabularies;
+// needles in the tokenized prompt, for SentencePiece and byte-level BPE vocabularies and
+// the testbed model's word-level one;
 // samples fill the asked length, put the needle at its depth, repeat from a seed, and
 // refuse bad specs in one line.
 #include <gtest/gtest.h>
@@ -11,12 +12,14 @@
 #include "engine/eval/NeedleKept.h"
 #include "engine/eval/NeedleTask.h"
 #include "engine/gguf/GgufFile.h"
+#include "engine/testbed/TestbedVocabulary.h"
 #include "engine/tokenizer/GgufTokenizer.h"
 
 namespace kvlens {
 namespace {
 
 std::unique_ptr<Tokenizer> vocab(const std::string& name) {
+    if (name == "testbed") return std::make_unique<LlamaTokenizer>(TestbedVocabulary::standard(), "testbed");
     const std::string path = std::string(KVLENS_SHARED_DIR) + "/testdata/vocab/ggml-vocab-" + name + ".gguf";
     if (!std::ifstream(path).good()) return nullptr;
     GgufFile file(path);
@@ -83,7 +86,8 @@ TEST_P(NeedleVocab, NeedlePositionsAreTheTokensThatSpellTheNeedles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, NeedleVocab,
-                         ::testing::Values("llama-spm", "gpt-2", "falcon", "starcoder", "deepseek-llm", "phi-3"));
+                         ::testing::Values("llama-spm", "gpt-2", "falcon", "starcoder", "deepseek-llm", "phi-3",
+                                           "testbed"));
 
 TEST(NeedleTask, TheNeedleSitsAtItsDepthAndTheSeedRepeatsTheSample) {
     const auto t = vocab("llama-spm");

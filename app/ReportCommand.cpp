@@ -10,6 +10,7 @@
 #include "app/RunSaver.h"
 #include "core/Error.h"
 #include "reports/ReportData.h"
+#include "reports/NiahReport.h"
 #include "reports/ReportWriter.h"
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
@@ -26,6 +27,9 @@ const char* kReportUsage =
     "It holds the model and prompt, each run's settings, a metrics table with the best\n"
     "value of each column marked, the attention funnel with every run's layer budgets,\n"
     "kept-position maps, selection overlap, budget sweeps and the continuations.\n"
+    "A session of needle-in-a-haystack runs (kvlens niah --save) gets DIR/niah.html and\n"
+    "DIR/niah_table.csv: per task and question mode, depth x length heatmaps of accuracy\n"
+    "and needle kept for every method and budget, accuracy against the budget, a table.\n"
     "  --runs   the runs to compare, in this order (default: every complete run)\n"
     "  --store  default $XDG_DATA_HOME/kvlens/sessions.db, else ~/.local/share/kvlens/sessions.db\n";
 
@@ -63,8 +67,21 @@ int runReport(const std::vector<std::string>& argv) {
         throw Error(storePath + ": no session store there (save runs with kvlens run/compare --save)");
     }
     sessions::SessionStore store(storePath, sessions::SessionStore::Access::ReadOnly);
-    const ReportData data = ReportData::load(store, args.get("--session"), runs);
     const std::string out = args.get("--out");
+    // A session of niah sweeps (kvlens niah --save) gets the needle report; one with
+    // ordinary runs too gets both.
+    const sessions::SessionInfo info = store.session(args.get("--session"));
+    const bool niah = !store.niahRuns(info.id).empty();
+    if (niah) {
+        if (!runs.empty() && info.runCount == 0) throw Error("kvlens report: --runs picks ordinary runs; session '" +
+                                                            info.name + "' holds only niah runs");
+        const std::vector<std::string> written = NiahReport::write(store, info.name, out);
+        std::printf("wrote the needle-in-a-haystack report of session '%s' to %s (niah.html, niah_table.csv, "
+                    "figures/: %zu files)\n",
+                    info.name.c_str(), out.c_str(), written.size() - 2);
+        if (info.runCount == 0) return 0;
+    }
+    const ReportData data = ReportData::load(store, args.get("--session"), runs);
     const std::vector<std::string> written = ReportWriter::write(data, out);
     std::printf("wrote the report of %zu run%s of session '%s' to %s (report.html, report.pdf, figures/: %zu files)\n",
                 data.runs.size(), data.runs.size() == 1 ? "" : "s", data.session.name.c_str(), out.c_str(),

@@ -86,3 +86,95 @@ TEST(ReportCli, HelpAndUsage) {
 }
 
 }  // namespace
+
+namespace {
+
+// A session of niah runs: lengths 1024/2048 x depths 0/50/100, full and snapkv at 64
+// and 128; snapkv 64 finds the needle only at depth 100 (near the question).
+std::string niahStore() {
+    const std::string path = outPath("niah.db");
+    kvlens::sessions::SessionStore store(path);
+    kvlens::sessions::ModelRecord m;
+    m.spec = "random:tiny";
+    m.isFile = false;
+    m.architecture = "llama";
+    m.name = "tiny";
+    m.layers = 4;
+    m.heads = 8;
+    m.kvHeads = 4;
+    m.headDim = 32;
+    m.embedDim = 256;
+    m.ffnDim = 688;
+    m.vocabSize = 512;
+    m.contextLength = 4096;
+    m.ropeTheta = 10000.0;
+    const int64_t model = store.saveModel(m);
+    const int64_t session = store.createSession("sweep").id;
+    for (int64_t L : {1024, 2048}) {
+        for (double depth : {0.0, 50.0, 100.0}) {
+            for (const std::string budget : {"-", "64", "128"}) {
+                kvlens::sessions::NiahRunRecord r;
+                r.sessionId = session;
+                r.modelId = model;
+                r.task = "single";
+                r.length = L;
+                r.tokens = L - 3;
+                r.depth = depth;
+                r.newTokens = 16;
+                r.method = budget == "-" ? "full" : "snapkv";
+                r.budget = budget;
+                r.params = r.method + " " + budget;
+                r.contains = budget == "64" ? (depth == 100.0 ? 1.0 : 0.0) : 1.0;
+                r.exact = r.contains;
+                r.needleKept = budget == "-" ? 1.0 : 0.5;
+                r.agreement = 1.0;
+                r.meanKl = 0.0;
+                r.answer = "1234567";
+                r.expected = {"1234567"};
+                r.needlePositions = {10, 11};
+                EXPECT_TRUE(store.saveNiahRun(r));
+            }
+        }
+    }
+    return path;
+}
+
+TEST(ReportCli, ANiahSessionGetsHeatmapsBudgetCurvesAndATable) {
+    const std::string store = niahStore(), out = outPath("niah_out");
+    const CliResult r = runKvlens("report --session sweep --store " + store + " --out " + out);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("wrote the needle-in-a-haystack report of session 'sweep'"), std::string::npos) << r.out;
+    for (const char* f : {"niah.html", "niah_table.csv", "figures/niah_single_inside_contains.svg",
+                          "figures/niah_single_inside_contains.png", "figures/niah_single_inside_needle_kept.csv",
+                          "figures/niah_single_inside_budget.svg"})
+        EXPECT_TRUE(fs::exists(out + "/" + f)) << f;
+    std::ifstream table(out + "/niah_table.csv");
+    std::string line, all;
+    std::getline(table, line);
+    EXPECT_EQ(line, "task,question,method,budget,runs,contains,exact,needle_kept,agreement,mean_kl");
+    while (std::getline(table, line)) all += line + "\n";
+    EXPECT_EQ(all,
+              "single,inside,full,-,6,1,1,1,1,0\n"
+              "single,inside,snapkv,64,6,0.333333333,0.333333333,0.5,1,0\n"
+              "single,inside,snapkv,128,6,1,1,0.5,1,0\n");
+    // Heatmap cells: 3 panels x 3 depths x 2 lengths, snapkv 64 bright only at depth 100.
+    std::ifstream heat(out + "/figures/niah_single_inside_contains.csv");
+    int rows = 0, lit = 0;
+    std::getline(heat, line);
+    while (std::getline(heat, line)) {
+        ++rows;
+        if (line.rfind("snapkv 64,", 0) == 0 && line.find(",1,") != std::string::npos) {
+            ++lit;
+            EXPECT_NE(line.find(": 100%"), std::string::npos) << line;
+        }
+    }
+    EXPECT_EQ(rows, 18);
+    EXPECT_EQ(lit, 2);
+    std::ifstream html(out + "/niah.html");
+    const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+    EXPECT_NE(page.find("<td>snapkv</td><td>64</td><td>6</td><td>33.3%</td>"), std::string::npos);
+    expectOneLineError(runKvlens("report --session sweep --runs 1 --store " + store + " --out " + out),
+                       {"kvlens report: --runs picks ordinary runs; session 'sweep' holds only niah runs"});
+}
+
+}  // namespace

@@ -15,6 +15,7 @@ int runSelect(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runNiah(const std::vector<std::string>& args);
+int runEval(const std::vector<std::string>& args);
 int runInspect(const std::vector<std::string>& args);
 int runSessions(const std::vector<std::string>& args);
 int runReport(const std::vector<std::string>& args);

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "core/Error.h"
+
 namespace kvlens {
 namespace {
 
@@ -174,6 +176,36 @@ double containsAll(const std::string& answer, const std::vector<std::string>& ex
 double containsAny(const std::string& answer, const std::vector<std::string>& expected) {
     const std::string a = lower(answer);
     return best(expected, [&](const std::string& e) { return a.find(lower(e)) != std::string::npos ? 1.0 : 0.0; });
+}
+
+double classificationScore(const std::string& answer, const std::vector<std::string>& expected,
+                           const std::vector<std::string>& classes) {
+    double best = 0.0;
+    for (const std::string& truth : expected) {
+        std::vector<std::string> matches;
+        for (const std::string& c : classes)
+            if (answer.find(c) != std::string::npos) matches.push_back(c);
+        // for match_term in em_match_list: if ... : em_match_list.remove(match_term)
+        for (size_t i = 0; i < matches.size(); ++i) {
+            const std::string term = matches[i];
+            if (truth.find(term) != std::string::npos && term != truth) {
+                matches.erase(std::find(matches.begin(), matches.end(), term));  // the first occurrence
+            }
+        }
+        if (std::find(matches.begin(), matches.end(), truth) != matches.end())
+            best = std::max(best, 1.0 / double(matches.size()));
+    }
+    return best;
+}
+
+double scoreAnswer(const std::string& metric, const std::string& answer, const std::vector<std::string>& expected,
+                   const std::vector<std::string>& classes) {
+    if (metric == "em") return exactMatch(answer, expected);
+    if (metric == "f1") return tokenF1(answer, expected);
+    if (metric == "rouge") return rougeL(answer, expected);
+    if (metric == "contains") return containsAll(answer, expected);
+    if (metric == "classification") return classificationScore(answer, expected, classes);
+    throw Error("unknown metric '" + metric + "' (em, f1, rouge, contains, classification)");
 }
 
 }  // namespace kvlens

@@ -23,5 +23,16 @@ double tokenF1(const std::string& answer, const std::vector<std::string>& expect
 double rougeL(const std::string& answer, const std::vector<std::string>& expected);
 double containsAll(const std::string& answer, const std::vector<std::string>& expected);
 double containsAny(const std::string& answer, const std::vector<std::string>& expected);
+// LongBench's classification_score (trec, lsht), best over `expected`: the classes
+// named in the answer (as substrings), less those that are a proper substring of the
+// expected class (with Python's skip of the element after each one removed while
+// iterating, as LongBench's loop does); 1/(their count) when the expected class is
+// among them, else 0.
+double classificationScore(const std::string& answer, const std::vector<std::string>& expected,
+                           const std::vector<std::string>& classes);
+// The score `metric` ("em", "f1", "rouge", "contains", "classification") gives.
+// Throws an Error naming an unknown metric.
+double scoreAnswer(const std::string& metric, const std::string& answer, const std::vector<std::string>& expected,
+                   const std::vector<std::string>& classes = {});
 
 }  // namespace kvlens

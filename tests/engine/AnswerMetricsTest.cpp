@@ -1,6 +1,7 @@
 // The task metrics against cases computed by hand from the benchmarks' definitions.
 #include <gtest/gtest.h>
 
+#include "core/Error.h"
 #include "engine/eval/AnswerMetrics.h"
 
 namespace kvlens {
@@ -45,4 +46,25 @@ TEST(AnswerMetrics, ContainsAsRulersStringMatch) {
 }
 
 }  // namespace
+TEST(AnswerMetrics, ClassificationAsLongBench) {
+    const std::vector<std::string> trec = {"Abbreviation", "Entity", "Human being", "Location"};
+    EXPECT_EQ(classificationScore("Location", {"Location"}, trec), 1.0);
+    EXPECT_EQ(classificationScore("Human being or Location", {"Location"}, trec), 0.5);
+    EXPECT_EQ(classificationScore("Entity", {"Location"}, trec), 0.0);
+    // A class inside the expected one is not counted against it...
+    EXPECT_EQ(classificationScore("fast food", {"fast food"}, {"food", "fast food"}), 1.0);
+    // ...but, as LongBench's loop removes while iterating, the class after a removed one
+    // is not examined: "ab" stays, 1/2.
+    EXPECT_EQ(classificationScore("abc", {"abc"}, {"a", "ab", "abc"}), 0.5);
+    EXPECT_EQ(scoreAnswer("classification", "Entity", {"Entity"}, trec), 1.0);
+    EXPECT_EQ(scoreAnswer("contains", "it is 42 and 7", {"42", "7"}), 1.0);
+    EXPECT_EQ(scoreAnswer("em", "The Answer.", {"answer"}), 1.0);
+    try {
+        scoreAnswer("bleu", "a", {"a"});
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "unknown metric 'bleu' (em, f1, rouge, contains, classification)");
+    }
+}
+
 }  // namespace kvlens

@@ -1,0 +1,89 @@
+// kvlens eval: LongBench-format records scored per method and budget with their
+// dataset's metric, a generated task, and one-line errors for bad records and flags.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/CliHarness.h"
+
+namespace {
+
+using kvlens::test::expectOneLineError;
+using kvlens::test::runKvlens;
+using kvlens::test::testOutputPath;
+
+const std::string kStories = std::string(KVLENS_SHARED_DIR) + "/models/stories260K.gguf";
+
+std::string writeFile(const std::string& name, const std::string& text) {
+    const std::string path = testOutputPath(name);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    return path;
+}
+
+std::string story(int sentences) {
+    std::string s;
+    for (int i = 0; i < sentences; ++i) s += "Lily went to the park with her mom and saw a big dog. ";
+    return s;
+}
+
+TEST(EvalCli, RecordsAreScoredWithTheirDatasetsMetricPerRun) {
+    if (!std::ifstream(kStories).good()) GTEST_SKIP() << "needs " << kStories;
+    const std::string data = writeFile(
+        "eval.jsonl", "{\"context\": \"" + story(8) + "\", \"input\": \"Who went to the park?\", \"answers\": [\"Lily\"], "
+                      "\"dataset\": \"hotpotqa\"}\n\n"
+                      "{\"context\": \"" + story(4) + "\", \"question\": \"What did she see?\", \"answers\": \"Entity\", "
+                      "\"dataset\": \"trec\", \"all_classes\": [\"Entity\", \"Location\"]}\n");
+    const auto r = runKvlens("eval --model " + kStories + " --data " + data +
+                             " --methods full,snapkv --budgets 32 -n 4 --csv");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::istringstream in(r.out);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "record,dataset,metric,tokens,method,budget,params,score,agreement,mean_kl,answer");
+    std::vector<std::string> rows;
+    while (std::getline(in, line)) rows.push_back(line);
+    ASSERT_EQ(rows.size(), 4u) << r.out;
+    EXPECT_EQ(rows[0].rfind("\"" + data + ":1\",\"hotpotqa\",f1,", 0), 0u) << rows[0];
+    EXPECT_EQ(rows[2].rfind("\"" + data + ":3\",\"trec\",classification,", 0), 0u) << rows[2];
+    EXPECT_NE(rows[0].find(",full,-,"), std::string::npos);
+    EXPECT_NE(rows[0].find(",1.000000,"), std::string::npos) << rows[0];  // full agrees with itself
+    EXPECT_NE(r.err.find("eval: 2 captures in"), std::string::npos) << r.err;
+    // Query-agnostic, and a generated task.
+    EXPECT_EQ(runKvlens("eval --model " + kStories + " --data " + data + " --methods snapkv --budgets 32 -n 2 "
+                        "--question-after").exitCode, 0);
+    const auto t = runKvlens("eval --model " + kStories + " --task single --length 300 --samples 2 --methods full -n 2");
+    ASSERT_EQ(t.exitCode, 0) << t.err;
+    EXPECT_NE(t.out.find("2 records, 1 runs each"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("single"), std::string::npos);
+}
+
+TEST(EvalCli, BadRecordsAndFlagsAreOneLine) {
+    if (!std::ifstream(kStories).good()) GTEST_SKIP() << "needs " << kStories;
+    const std::string base = "eval --model " + kStories + " --methods full -n 4 ";
+    expectOneLineError(runKvlens(base), {"kvlens eval: give --data FILE.jsonl or --task NAME"});
+    const std::string bad = writeFile("bad.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"]}\n{oops\n");
+    expectOneLineError(runKvlens(base + "--data " + bad), {bad + ":2: not JSON"});
+    const std::string noAnswers = writeFile("noanswers.jsonl", "{\"context\": \"a\", \"input\": \"b\"}\n");
+    expectOneLineError(runKvlens(base + "--data " + noAnswers), {noAnswers + ":1: no 'answers'"});
+    const std::string longOne = writeFile(
+        "long.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"]}\n{\"context\": \"" + story(200) +
+                          "\", \"input\": \"Who?\", \"answers\": [\"Lily\"]}\n");
+    expectOneLineError(runKvlens(base + "--data " + longOne),
+                       {longOne + ":2: ", " tokens and -n 4 are over the model's context of 2048 (--truncate cuts the middle)"});
+    const auto cut = runKvlens(base + "--data " + longOne + " --truncate --csv");
+    ASSERT_EQ(cut.exitCode, 0) << cut.err;
+    EXPECT_NE(cut.out.find(",2044,full,"), std::string::npos) << cut.out;  // 2048 less -n
+    const std::string tmpl = writeFile("tmpl.txt", "no placeholders here");
+    const std::string good = writeFile("good.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"]}\n");
+    expectOneLineError(runKvlens(base + "--data " + good + " --template " + tmpl),
+                       {"--template: needs {context} and then {input}"});
+    expectOneLineError(runKvlens(base + "--data " + good + " --metric bleu"), {"unknown metric 'bleu'"});
+    const std::string cls = writeFile("cls.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"], "
+                                                   "\"dataset\": \"trec\"}\n");
+    expectOneLineError(runKvlens(base + "--data " + cls),
+                       {cls + ":1: the classification metric needs the record's all_classes"});
+    expectOneLineError(runKvlens(base + "--task single --length 2x"), {"--length: '2x' is not a token count"});
+}
+
+}  // namespace

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -14,6 +15,9 @@
 #include "app/PressOptions.h"
 #include "core/Error.h"
 #include "engine/testbed/TestbedTrainer.h"
+#include "reports/SvgRasterizer.h"
+#include "viz/OutputFile.h"
+#include "viz/SvgChart.h"
 
 namespace kvlens {
 namespace {
@@ -52,12 +56,89 @@ TestbedStage parseStage(const std::string& text) {
     return s;
 }
 
+struct CurvePoint {
+    double step, length, loss, answerExact, copyAccuracy, seconds;
+};
+
+// Means over blocks of `every` steps: one step's figures are noisy.
+std::vector<CurvePoint> smoothed(const std::vector<CurvePoint>& points, size_t every) {
+    std::vector<CurvePoint> out;
+    for (size_t i = 0; i < points.size(); i += every) {
+        CurvePoint m{0, points[i].length, 0, 0, 0, 0};
+        const size_t end = std::min(points.size(), i + every);
+        for (size_t j = i; j < end; ++j) {
+            m.step += points[j].step;
+            m.loss += points[j].loss;
+            m.answerExact += points[j].answerExact;
+            m.copyAccuracy += points[j].copyAccuracy;
+        }
+        const double k = double(end - i);
+        m.step /= k;
+        m.loss /= k;
+        m.answerExact /= k;
+        m.copyAccuracy /= k;
+        m.seconds = points[end - 1].seconds;
+        out.push_back(m);
+    }
+    return out;
+}
+
+// The training curve as a chart: loss, and the needle answers and copies right, per step.
+void writeCurveChart(const std::vector<CurvePoint>& raw, const std::string& svgPath) {
+    if (raw.empty()) throw Error(svgPath + ": no training steps to draw");
+    const std::vector<CurvePoint> points = smoothed(raw, std::max<size_t>(1, raw.size() / 200));
+    viz::LineSeries loss{"loss", {}, {}}, exact{"needle answers exact", {}, {}}, copy{"copied tokens right", {}, {}};
+    loss.markers = exact.markers = copy.markers = false;
+    for (const CurvePoint& p : points) {
+        loss.x.push_back(p.step);
+        loss.y.push_back(p.loss);
+        exact.x.push_back(p.step);
+        exact.y.push_back(100.0 * p.answerExact);
+        copy.x.push_back(p.step);
+        copy.y.push_back(100.0 * p.copyAccuracy);
+    }
+    std::string stages;
+    double last = -1;
+    for (const CurvePoint& p : raw) {
+        if (p.length != last) stages += (stages.empty() ? "" : ", ") + std::to_string(int64_t(p.step)) + ": " +
+                                        std::to_string(int64_t(p.length));
+        last = p.length;
+    }
+    viz::SvgChart chart(820, 200);
+    chart.setTitle("Testbed training", "stage starts (step: tokens per row) " + stages + "; " +
+                                           std::to_string(int64_t(raw.back().seconds)) + " s in all");
+    chart.setXAxis("step", "", true);
+    chart.addPanel("loss", "nats").setLogY().addLine(loss);
+    chart.addPanel("right", "%").setYRange(0, 100).addLine(exact).addLine(copy);
+    chart.writeSvg(svgPath);  // not write(): its CSV beside would replace the curve
+    const std::vector<uint8_t> png = SvgRasterizer::png(chart.svg(), 1.5);
+    viz::writeOutputFile(svgPath.substr(0, svgPath.size() - 4) + ".png", png.data(), png.size());
+}
+
+std::vector<CurvePoint> readCurve(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error(path + ": cannot read");
+    std::string line;
+    std::getline(in, line);
+    if (line.rfind("step,length,lr,loss,answer_loss,answer_accuracy,answer_exact,copy_accuracy,seconds", 0) != 0)
+        throw Error(path + ": not a train-testbed curve (its header differs)");
+    std::vector<CurvePoint> points;
+    for (int64_t n = 2; std::getline(in, line); ++n) {
+        std::vector<double> v;
+        std::stringstream fields(line);
+        for (std::string f; std::getline(fields, f, ',');) v.push_back(std::strtod(f.c_str(), nullptr));
+        if (v.size() != 9) throw Error(path + ":" + std::to_string(n) + ": not 9 numbers");
+        points.push_back({v[0], v[1], v[3], v[6], v[7], v[8]});
+    }
+    return points;
+}
+
 }  // namespace
 
 int runTrainTestbed(const std::vector<std::string>& argv) {
     CommandLine args("train-testbed", argv,
                      {"--out", "--seed", "--stages", "--lr", "--warmup", "--threads", "--curve", "--save-every",
-                      "--layers", "--width", "--heads", "--kv-heads", "--ffn", "--context"},
+                      "--layers", "--width", "--heads", "--kv-heads", "--ffn", "--context", "--plot"},
                      {"--help", "--quiet"});
     if (args.has("--help")) {
         std::fputs(
@@ -71,6 +152,13 @@ int runTrainTestbed(const std::vector<std::string>& argv) {
             "  FILE.gguf at every"
             " save point and at the end, and one CSV row per step to --curve.\n",
             stdout);
+        return 0;
+    }
+    if (args.has("--plot")) {
+        const std::string csv = args.get("--plot");
+        const std::string svg = csv.substr(0, csv.rfind('.')) + ".svg";
+        writeCurveChart(readCurve(csv), svg);
+        std::printf("wrote %s\n", svg.c_str());
         return 0;
     }
     if (!args.has("--out")) throw Error("train-testbed: --out FILE.gguf is required");
@@ -115,7 +203,9 @@ int runTrainTestbed(const std::vector<std::string>& argv) {
     // Means over the last few steps for the progress line (one step is noisy).
     double sumLoss = 0, sumAcc = 0, sumExact = 0, sumCopy = 0;
     int64_t since = 0;
+    std::vector<CurvePoint> points;
     trainer.run([&](const TestbedStepRecord& r) {
+        points.push_back({double(r.step), double(r.length), r.loss, r.answerExact, r.copyAccuracy, r.seconds});
         if (curve.is_open()) {
             curve << r.step << ',' << r.length << ',' << r.learningRate << ',' << r.loss << ',' << r.answerLoss << ','
                   << r.answerAccuracy << ',' << r.answerExact << ',' << r.copyAccuracy << ',' << r.seconds << '\n';
@@ -139,6 +229,11 @@ int runTrainTestbed(const std::vector<std::string>& argv) {
         }
     });
     std::printf("wrote %s\n", o.out.c_str());
+    if (curve.is_open()) {
+        const std::string c = args.get("--curve"), svg = c.substr(0, c.rfind('.')) + ".svg";
+        writeCurveChart(points, svg);
+        std::printf("wrote %s\n", svg.c_str());
+    }
     return 0;
 }
 

@@ -2,6 +2,7 @@
 // open and a curve with one row per step; bad flags fail in one line, before training.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +30,15 @@ TEST(TrainTestbedCli, AFewStepsWriteAModelTheOtherCommandsOpen) {
     int rows = 0;
     while (std::getline(c, line)) ++rows;
     EXPECT_EQ(rows, 6);
+    // The curve drawn beside it, and again from the CSV alone.
+    const std::string svg = curve.substr(0, curve.size() - 4) + ".svg";
+    EXPECT_TRUE(std::ifstream(svg).good());
+    EXPECT_TRUE(std::ifstream(curve.substr(0, curve.size() - 4) + ".png").good());
+    std::remove(svg.c_str());
+    const auto plot = runKvlens("train-testbed --plot " + curve);
+    ASSERT_EQ(plot.exitCode, 0) << plot.err;
+    EXPECT_NE(plot.out.find("wrote " + svg), std::string::npos);
+    EXPECT_TRUE(std::ifstream(svg).good());
     const auto info = runKvlens("info --model " + out);
     ASSERT_EQ(info.exitCode, 0) << info.err;
     EXPECT_NE(info.out.find("kvlens-testbed"), std::string::npos) << info.out;
@@ -38,6 +48,10 @@ TEST(TrainTestbedCli, AFewStepsWriteAModelTheOtherCommandsOpen) {
 
 TEST(TrainTestbedCli, BadFlagsAreOneLineErrors) {
     expectOneLineError(runKvlens("train-testbed --stages 64x4x4"), {"train-testbed: --out FILE.gguf is required"});
+    const std::string notCurve = testOutputPath("cli_not_curve.csv");
+    std::ofstream(notCurve) << "a,b\n1,2\n";
+    expectOneLineError(runKvlens("train-testbed --plot " + notCurve),
+                       {notCurve + ": not a train-testbed curve (its header differs)"});
     const std::string out = " --out " + testOutputPath("cli_testbed_bad.gguf");
     expectOneLineError(runKvlens("train-testbed" + out + " --stages 10x2x3"),
                        {"--stages: a length of 10 tokens (at least 16)"});

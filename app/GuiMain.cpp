@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     kvlens::ui::MainWindow::Options options;
-    // Without --model, the model the CLI would pick: $KVLENS_MODEL, then the shared
-    // stories260K.gguf; with neither the window opens empty and says how to open one.
+    // Without --model, the model the CLI would pick: $KVLENS_MODEL, then the project's
+    // testbed (models/kvlens-testbed.gguf), then the shared stories260K.gguf; with none
+    // the window opens empty and says how to open one.
     options.model = parser.isSet("model") ? parser.value("model") : kvlens::ui::MainWindow::defaultModel();
     if (parser.isSet("model") && options.model.isEmpty()) {
         std::fprintf(stderr, "kvlens-gui: error: --model is empty\n");

@@ -138,19 +138,21 @@ std::vector<CurvePoint> readCurve(const std::string& path) {
 int runTrainTestbed(const std::vector<std::string>& argv) {
     CommandLine args("train-testbed", argv,
                      {"--out", "--seed", "--stages", "--lr", "--warmup", "--threads", "--curve", "--save-every",
-                      "--layers", "--width", "--heads", "--kv-heads", "--ffn", "--context", "--plot"},
+                      "--layers", "--width", "--heads", "--kv-heads", "--ffn", "--context", "--plot", "--init"},
                      {"--help", "--quiet"});
     if (args.has("--help")) {
         std::fputs(
-            "usage: kvlens train-testbed --out FILE.gguf [--seed S] [--stages 64x64x400@1p,256x16x600@0.3,...]\n"
+            "usage: kvlens train-testbed --out FILE.gguf [--seed S] [--stages 64x64x300@1p,256x16x600@0.3,...]\n"
             "       [--lr 3e-3] [--warmup 100] [--threads N] [--curve FILE.csv] [--save-every 100]\n"
             "       [--layers 4] [--width 128] [--heads 4] [--kv-heads 2] [--ffn 384] [--context 4096]\n"
+            "       [--init FILE.gguf] | --plot CURVE.csv\n"
             "  trains the retrieval testbed (a small Llama, GQA) on the CPU from the seed: the\n"
             "  needle tasks of `kvlens niah` in a word-level vocabulary of their own, with their\n"
             "  answers, and copies of random word strings at random offsets; stages grow the\n"
             "  context (LENGTHxBATCHxSTEPS, @ the share of copy rows, p: periodic copies). Writes\n"
-            "  FILE.gguf at every"
-            " save point and at the end, and one CSV row per step to --curve.\n",
+            "  FILE.gguf at every save point and at the end, one CSV row per step to --curve,\n"
+            "  drawn beside it (FILE.svg, FILE.png) at the end; --plot CURVE.csv draws one again.\n"
+            "  --init FILE.gguf: start from a testbed's weights (continue or fine-tune a run).\n",
             stdout);
         return 0;
     }
@@ -165,6 +167,7 @@ int runTrainTestbed(const std::vector<std::string>& argv) {
     TestbedTrainingOptions o;
     o.out = args.get("--out");
     o.seed = args.getSeed("--seed", 1);
+    o.init = args.get("--init", "");
     if (args.has("--stages")) {
         o.stages.clear();
         for (const std::string& s : splitList(args.get("--stages"), "--stages")) o.stages.push_back(parseStage(s));

@@ -31,7 +31,8 @@ const char* kUsage =
     "\n"
     "models: --model PATH.gguf, or random:<preset>[:layers=N][:seed=S][:ctx=N] with presets\n"
     "        tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b; default $KVLENS_MODEL,\n"
-    "        then ../shared/models/stories260K.gguf.\n"
+    "        then the project's testbed models/kvlens-testbed.gguf, then\n"
+    "        ../shared/models/stories260K.gguf.\n"
     "run 'kvlens <command> --help' for a command's flags.\n";
 
 std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }

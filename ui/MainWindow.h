@@ -54,7 +54,8 @@ public:
     };
 
     // The model a start without --model loads, as the CLI picks it ($KVLENS_MODEL,
-    // then the shared stories260K.gguf); empty when there is none.
+    // then models/kvlens-testbed.gguf, then the shared stories260K.gguf); empty when
+    // there is none.
     static QString defaultModel();
     explicit MainWindow(const Options& options, QWidget* parent = nullptr);
     ~MainWindow() override;

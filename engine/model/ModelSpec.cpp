@@ -10,6 +10,9 @@
 #ifndef KVLENS_DEFAULT_SHARED_DIR
 #define KVLENS_DEFAULT_SHARED_DIR "../shared"
 #endif
+#ifndef KVLENS_DEFAULT_MODELS_DIR
+#define KVLENS_DEFAULT_MODELS_DIR "models"
+#endif
 
 namespace kvlens {
 namespace {
@@ -128,9 +131,13 @@ std::string ModelSpec::resolveDefault(const std::string& flag, bool given) {
     if (const char* env = std::getenv("KVLENS_MODEL")) {
         if (*env) return env;
     }
+    // The project's own retrieval testbed (models/, trained by `kvlens train-testbed`),
+    // then the shared stories260K.
+    const char* modelsEnv = std::getenv("KVLENS_MODELS_DIR");
+    const std::string models = modelsEnv && *modelsEnv ? modelsEnv : KVLENS_DEFAULT_MODELS_DIR;
     const char* sharedEnv = std::getenv("KVLENS_SHARED_DIR");
     const std::string shared = sharedEnv && *sharedEnv ? sharedEnv : KVLENS_DEFAULT_SHARED_DIR;
-    for (const std::string& candidate : {std::string("../shared/models/stories260K.gguf"),
+    for (const std::string& candidate : {models + "/kvlens-testbed.gguf", std::string("../shared/models/stories260K.gguf"),
                                          shared + "/models/stories260K.gguf"}) {
         if (fileExists(candidate)) return candidate;
     }

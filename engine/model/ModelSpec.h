@@ -23,9 +23,11 @@ struct ModelSpec {
     // Throws kvlens::Error for an unknown preset or option.
     static ModelSpec parse(const std::string& text);
 
-    // The model to use: `flag` when given, else $KVLENS_MODEL, else the shared
-    // stories260K.gguf when present (in ../shared, or $KVLENS_SHARED_DIR, else the
-    // shared folder beside the source tree); throws kvlens::Error saying how to pass one.
+    // The model to use: `flag` when given, else $KVLENS_MODEL, else the project's
+    // retrieval testbed models/kvlens-testbed.gguf (of the source tree, or
+    // $KVLENS_MODELS_DIR), else the shared stories260K.gguf when present (in
+    // ../shared, or $KVLENS_SHARED_DIR, else the shared folder beside the source
+    // tree); throws kvlens::Error saying how to pass one.
     // An empty `flag` that was given (`--model ''`) is an error.
     static std::string resolveDefault(const std::string& flag, bool given);
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/Error.h"
+#include "engine/gguf/GgufFile.h"
 #include "engine/gguf/GgufWriter.h"
 
 namespace kvlens {
@@ -92,6 +93,35 @@ at::Tensor TestbedModel::forward(const at::Tensor& ids) {
         x = x + at::linear(at::silu(at::linear(f, L.wGate)) * at::linear(f, L.wUp), L.wDown);
     }
     return at::linear(rmsNorm(x, outputNorm_, s.rmsEps), embedding_);
+}
+
+void TestbedModel::loadGguf(const std::string& path) {
+    GgufFile file(path);
+    at::NoGradGuard ng;
+    auto load = [&](const std::string& name, at::Tensor& into) {
+        const GgufTensorInfo* t = file.findTensor(name);
+        if (!t) throw Error(path + ": no tensor '" + name + "' (not a testbed of this shape)");
+        const std::vector<int64_t> want(into.sizes().rbegin(), into.sizes().rend());
+        if (t->type != 0 || t->shape != want)
+            throw Error(path + ": tensor '" + name + "' is not f32 of the testbed's shape");
+        const at::Tensor src = at::from_blob(const_cast<uint8_t*>(file.tensorData(*t)), into.sizes(), at::kFloat);
+        into.copy_(src);
+    };
+    load("token_embd.weight", embedding_);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+        Layer& L = layers_[l];
+        const std::string p = "blk." + std::to_string(l) + ".";
+        load(p + "attn_norm.weight", L.attnNorm);
+        load(p + "attn_q.weight", L.wq);
+        load(p + "attn_k.weight", L.wk);
+        load(p + "attn_v.weight", L.wv);
+        load(p + "attn_output.weight", L.wo);
+        load(p + "ffn_norm.weight", L.ffnNorm);
+        load(p + "ffn_gate.weight", L.wGate);
+        load(p + "ffn_up.weight", L.wUp);
+        load(p + "ffn_down.weight", L.wDown);
+    }
+    load("output_norm.weight", outputNorm_);
 }
 
 void TestbedModel::writeGguf(const std::string& path, const LlamaVocab& vocab,

@@ -39,6 +39,11 @@ public:
     void writeGguf(const std::string& path, const LlamaVocab& vocab,
                    const std::vector<std::pair<std::string, std::string>>& metadata) const;
 
+    // Takes every weight from a GGUF this class wrote (to continue a training); throws
+    // kvlens::Error naming the file and the tensor that is missing, not f32 or of
+    // another shape.
+    void loadGguf(const std::string& path);
+
     const TestbedShape& shape() const { return shape_; }
     int64_t vocabSize() const { return vocab_; }
     int64_t parameterCount() const;

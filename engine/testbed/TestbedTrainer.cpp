@@ -19,6 +19,7 @@ TestbedTrainer::TestbedTrainer(const TestbedTrainingOptions& options)
     }
     tokenizer_ = std::make_unique<LlamaTokenizer>(vocab_, "testbed vocabulary");
     model_ = std::make_shared<TestbedModel>(options_.shape, static_cast<int64_t>(vocab_.tokens.size()), options_.seed);
+    if (!options_.init.empty()) model_->loadGguf(options_.init);
     curriculum_ = std::make_unique<TestbedCurriculum>(*tokenizer_, options_.seed + 1, options_.lmWeight);
 }
 
@@ -38,6 +39,7 @@ void TestbedTrainer::save(const std::string& path, int64_t steps) const {
                   std::to_string(st.steps);
     model_->writeGguf(path, vocab_,
                       {{"seed", std::to_string(options_.seed)},
+                       {"init", options_.init.empty() ? "(none: from the seed)" : options_.init},
                        {"steps", std::to_string(steps) + " of " + std::to_string(totalSteps())},
                        {"stages", stages},
                        {"shape", std::to_string(s.layers) + " layers, width " + std::to_string(s.embed) + ", " +

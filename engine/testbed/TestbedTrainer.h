@@ -22,6 +22,7 @@ struct TestbedTrainingOptions {
     int64_t warmup = 100;
     double lmWeight = 0.1;        // of the tokens that are not answers or copies
     std::string out;              // the GGUF; empty: not written
+    std::string init;             // a GGUF to start from (a testbed of the same shape); empty: from the seed
     int64_t saveEvery = 100;
 };
 

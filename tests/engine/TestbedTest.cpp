@@ -91,6 +91,28 @@ TEST(TestbedModel, ItsGgufRunsThroughTheOrdinaryLoaderWithTheSameLogits) {
     EXPECT_EQ(file.getString("general.name"), "kvlens-testbed");
 }
 
+TEST(TestbedModel, LoadingItsGgufContinuesFromTheSameWeights) {
+    const LlamaVocab vocab = TestbedVocabulary::standard();
+    const int64_t V = static_cast<int64_t>(vocab.tokens.size());
+    TestbedModel a(smallShape(), V, 3), b(smallShape(), V, 4);
+    const std::string path = test::testOutputPath("testbed_init.gguf");
+    a.writeGguf(path, vocab, {});
+    const at::Tensor ids = at::arange(40, at::kLong).unsqueeze(0) + 300;
+    at::NoGradGuard ng;
+    EXPECT_FALSE(at::equal(a.forward(ids), b.forward(ids)));
+    b.loadGguf(path);
+    EXPECT_TRUE(at::equal(a.forward(ids), b.forward(ids)));
+    TestbedShape wider = smallShape();
+    wider.embed = 64;
+    TestbedModel c(wider, V, 1);
+    try {
+        c.loadGguf(path);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), path + ": tensor 'token_embd.weight' is not f32 of the testbed's shape");
+    }
+}
+
 TEST(TestbedModel, ShapesThatDoNotDivideAreOneLine) {
     TestbedShape s = smallShape();
     s.kvHeads = 3;

@@ -274,18 +274,15 @@ TEST(MainWindowTest, AttentionOfTheFocusedLayersFirstHeadAppearsAfterARun) {
 }
 
 // Without --model the window loads what the CLI would: $KVLENS_MODEL, then the
-// shared stories260K.gguf.
+// project's testbed model (committed in models/).
 TEST(MainWindowTest, DefaultModelIsTheClisChoice) {
     const QByteArray saved = qgetenv("KVLENS_MODEL");
     const bool had = qEnvironmentVariableIsSet("KVLENS_MODEL");
     qputenv("KVLENS_MODEL", "random:tiny:layers=2");
     EXPECT_EQ(MainWindow::defaultModel(), "random:tiny:layers=2");
     qunsetenv("KVLENS_MODEL");
-    if (QFile::exists(kStories)) {
-        EXPECT_TRUE(MainWindow::defaultModel().endsWith("models/stories260K.gguf"))
-            << MainWindow::defaultModel().toStdString();
-        EXPECT_TRUE(QFile::exists(MainWindow::defaultModel()));
-    }
+    EXPECT_EQ(MainWindow::defaultModel(), QString(KVLENS_SOURCE_DIR) + "/models/kvlens-testbed.gguf");
+    EXPECT_TRUE(QFile::exists(MainWindow::defaultModel()));
     if (had) qputenv("KVLENS_MODEL", saved);
 }
 

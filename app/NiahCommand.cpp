@@ -208,6 +208,17 @@ int runNiah(const std::vector<std::string>& argv) {
         for (const sessions::NiahRunRecord& r : store->niahRuns(sessionId)) saved.insert(r.key());
     }
     int64_t skipped = 0, stored = 0;
+    // The task as the store keys it: another filler or no BOS is another sample, so a
+    // resumed sweep with either changed does not skip what it has not run.
+    std::string taskName = needleKindName(kind);
+    if (!filler.empty()) {
+        uint64_t h = 1469598103934665603ull;  // FNV-1a of the filler text
+        for (unsigned char c : filler) h = (h ^ c) * 1099511628211ull;
+        char hex[24];
+        std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+        taskName += std::string("+filler:") + hex;
+    }
+    if (args.has("--no-bos")) taskName += "+no-bos";
     for (int64_t L : lengths) {
         if (L + n > context) {
             throw Error("--lengths: " + std::to_string(L) + " tokens and -n " + std::to_string(n) +
@@ -238,7 +249,7 @@ int runNiah(const std::vector<std::string>& argv) {
                     sessions::NiahRunRecord r;
                     r.sessionId = sessionId;
                     r.modelId = modelId;
-                    r.task = needleKindName(kind);
+                    r.task = taskName;
                     r.taskSeed = taskSeed;
                     r.length = L;
                     r.depth = depth;

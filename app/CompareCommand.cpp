@@ -75,9 +75,7 @@ int runCompare(const std::vector<std::string>& argv) {
         if (saver) {
             saver->save(p, selection, m, loaded.tokenizer->decode(m.fullTokens), loaded.tokenizer->decode(m.tokens));
         }
-        const std::string budget = p.method == "full" ? std::string("-")
-                                   : p.budget > 0   ? std::to_string(p.budget)
-                                                    : std::to_string(p.budgetRatio * 100) + "%";
+        const std::string budget = budgetLabel(p);
         if (csv) {
             std::printf("%s,%s,\"%s\",%lld,%.6f,%.6f,%lld,%.6f,%.8g,%.6f,%.3f,%.6f\n", p.method.c_str(),
                         budget.c_str(), p.describe().c_str(), (long long)m.bytes, double(m.bytes) / 1e6,

@@ -118,11 +118,7 @@ int runEval(const std::vector<std::string>& argv) {
         const NeedleKind kind = needleKindNamed(args.get("--task"));
         const int64_t samples = args.getInt("--samples", 10, 1, 1 << 20);
         const uint64_t seed = args.getSeed("--task-seed", 1);
-        const std::string lengthText = args.get("--length", "4k");
-        char* end = nullptr;
-        const long long k = std::strtoll(lengthText.c_str(), &end, 10);
-        const int64_t length = (*end == 'k' || *end == 'K') && end[1] == '\0' ? k * 1024 : *end == '\0' ? k : -1;
-        if (length < 1) throw Error("--length: '" + lengthText + "' is not a token count (like 1500 or 2k)");
+        const int64_t length = parseTokenCount(args.get("--length", "4k"), "--length");
         for (int64_t i = 0; i < samples; ++i) {
             NeedleSpec spec;
             spec.kind = kind;
@@ -187,9 +183,7 @@ int runEval(const std::vector<std::string>& argv) {
                 answer = answer.substr(0, answer.find('\n'));
             }
             const double score = scoreAnswer(item.metric, answer, item.answers, item.classes);
-            const std::string budget = p.method == "full" ? std::string("-")
-                                       : p.budget > 0   ? std::to_string(p.budget)
-                                                        : std::to_string(p.budgetRatio * 100) + "%";
+            const std::string budget = budgetLabel(p);
             const auto key = std::make_tuple(item.dataset.empty() ? std::string("-") : item.dataset, p.method, budget);
             if (!totals.count(key)) order.push_back(key);
             Totals& t = totals[key];

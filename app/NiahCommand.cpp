@@ -35,22 +35,6 @@ namespace kvlens {
 
 namespace {
 
-int64_t parseLength(const std::string& item) {
-    std::string digits = item;
-    int64_t scale = 1;
-    if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) {
-        scale = 1024;
-        digits.pop_back();
-    }
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(digits.c_str(), &end, 10);
-    if (digits.empty() || *end != '\0' || errno != 0 || v < 1 || v > (1LL << 40) / scale) {
-        throw Error("--lengths: '" + item + "' is not a token count (like 1500 or 2k)");
-    }
-    return v * scale;
-}
-
 double parseDepth(const std::string& item) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
@@ -153,7 +137,7 @@ int runNiah(const std::vector<std::string>& argv) {
     }
     std::vector<int64_t> lengths;
     for (const std::string& item : splitList(args.get("--lengths", "1k,2k,4k"), "--lengths"))
-        lengths.push_back(parseLength(item));
+        lengths.push_back(parseTokenCount(item, "--lengths"));
     const std::vector<double> depths = parseDepths(args.get("--depths", "0:100:10"));
     const int64_t samples = args.getInt("--samples", 1, 1, 1 << 20);
     const NeedleKind kind = needleKindNamed(args.get("--task", "single"));
@@ -260,11 +244,11 @@ int runNiah(const std::vector<std::string>& argv) {
                     r.params = p.describe();
                     return r;
                 };
-                std::vector<const PressParams*> todo;
+                std::vector<const PressParams*> pending;
                 for (const PressParams& p : runs)
-                    if (!store || !saved.count(recordOf(p).key())) todo.push_back(&p);
-                skipped += static_cast<int64_t>(runs.size() - todo.size());
-                if (todo.empty()) continue;
+                    if (!store || !saved.count(recordOf(p).key())) pending.push_back(&p);
+                skipped += static_cast<int64_t>(runs.size() - pending.size());
+                if (pending.empty()) continue;
                 NeedleSpec spec;
                 spec.kind = kind;
                 spec.tokens = L;
@@ -286,8 +270,8 @@ int runNiah(const std::vector<std::string>& argv) {
                 MethodEvaluator evaluator(*loaded.model, capture, n, {}, question);  // the full cache's answer, once
                 fullSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
                 ++captures;
-                for (const PressParams* todoRun : todo) {
-                    const PressParams& p0 = *todoRun;
+                for (const PressParams* run : pending) {
+                    const PressParams& p0 = *run;
                     PressParams p = p0;
                     p.validate(capture->promptLength(), capture->windowCapacity());
                     const auto r0 = std::chrono::steady_clock::now();
@@ -299,9 +283,7 @@ int runNiah(const std::vector<std::string>& argv) {
                     const double contains = containsAll(answer, sample.answers);
                     const double exact = exactAll(answer, sample.answers);
                     const double kept = needleKept(selection, sample.needlePositions).mean;
-                    const std::string budget = p.method == "full" ? std::string("-")
-                                               : p.budget > 0   ? std::to_string(p.budget)
-                                                                : std::to_string(p.budgetRatio * 100) + "%";
+                    const std::string budget = budgetLabel(p);
                     const auto key = std::make_pair(p.method, budget);
                     if (!totals.count(key)) order.push_back(key);
                     Totals& t = totals[key];

@@ -99,4 +99,26 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
     return runs;
 }
 
+std::string budgetLabel(const PressParams& p) {
+    return p.method == "full" ? std::string("-")
+           : p.budget > 0   ? std::to_string(p.budget)
+                            : std::to_string(p.budgetRatio * 100) + "%";
+}
+
+int64_t parseTokenCount(const std::string& item, const std::string& flag) {
+    std::string digits = item;
+    int64_t scale = 1;
+    if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) {
+        scale = 1024;
+        digits.pop_back();
+    }
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(digits.c_str(), &end, 10);
+    if (digits.empty() || *end != '\0' || errno != 0 || v < 1 || v > (1LL << 40) / scale) {
+        throw Error(flag + ": '" + item + "' is not a token count (like 1500 or 2k)");
+    }
+    return v * scale;
+}
+
 }  // namespace kvlens

@@ -31,4 +31,10 @@ std::vector<std::string> splitList(const std::string& text, const std::string& f
 // kvlens::Error naming `flag`.
 void parseBudget(const std::string& text, const std::string& flag, PressParams& params);
 
+// A run's budget as the tables show it: "-" for full, the entries, or the ratio ("12.5%").
+std::string budgetLabel(const PressParams& params);
+
+// "1500" or "2k" (x1024) as a token count; throws kvlens::Error naming `flag`.
+int64_t parseTokenCount(const std::string& item, const std::string& flag);
+
 }  // namespace kvlens

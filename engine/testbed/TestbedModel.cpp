@@ -95,6 +95,24 @@ at::Tensor TestbedModel::forward(const at::Tensor& ids) {
     return at::linear(rmsNorm(x, outputNorm_, s.rmsEps), embedding_);
 }
 
+void TestbedModel::forEachTensor(const std::function<void(const std::string&, at::Tensor&)>& fn) {
+    fn("token_embd.weight", embedding_);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+        Layer& L = layers_[l];
+        const std::string p = "blk." + std::to_string(l) + ".";
+        fn(p + "attn_norm.weight", L.attnNorm);
+        fn(p + "attn_q.weight", L.wq);
+        fn(p + "attn_k.weight", L.wk);
+        fn(p + "attn_v.weight", L.wv);
+        fn(p + "attn_output.weight", L.wo);
+        fn(p + "ffn_norm.weight", L.ffnNorm);
+        fn(p + "ffn_gate.weight", L.wGate);
+        fn(p + "ffn_up.weight", L.wUp);
+        fn(p + "ffn_down.weight", L.wDown);
+    }
+    fn("output_norm.weight", outputNorm_);
+}
+
 void TestbedModel::loadGguf(const std::string& path) {
     GgufFile file(path);
     at::NoGradGuard ng;
@@ -107,21 +125,7 @@ void TestbedModel::loadGguf(const std::string& path) {
         const at::Tensor src = at::from_blob(const_cast<uint8_t*>(file.tensorData(*t)), into.sizes(), at::kFloat);
         into.copy_(src);
     };
-    load("token_embd.weight", embedding_);
-    for (size_t l = 0; l < layers_.size(); ++l) {
-        Layer& L = layers_[l];
-        const std::string p = "blk." + std::to_string(l) + ".";
-        load(p + "attn_norm.weight", L.attnNorm);
-        load(p + "attn_q.weight", L.wq);
-        load(p + "attn_k.weight", L.wk);
-        load(p + "attn_v.weight", L.wv);
-        load(p + "attn_output.weight", L.wo);
-        load(p + "ffn_norm.weight", L.ffnNorm);
-        load(p + "ffn_gate.weight", L.wGate);
-        load(p + "ffn_up.weight", L.wUp);
-        load(p + "ffn_down.weight", L.wDown);
-    }
-    load("output_norm.weight", outputNorm_);
+    forEachTensor([&](const std::string& name, at::Tensor& t) { load(name, t); });
 }
 
 void TestbedModel::writeGguf(const std::string& path, const LlamaVocab& vocab,
@@ -159,21 +163,7 @@ void TestbedModel::writeGguf(const std::string& path, const LlamaVocab& vocab,
         std::vector<int64_t> shape(t.sizes().rbegin(), t.sizes().rend());  // ggml order
         w.addTensor(name, shape, GgufWriter::F32, floats(t));
     };
-    add("token_embd.weight", embedding_);
-    for (size_t l = 0; l < layers_.size(); ++l) {
-        const Layer& L = layers_[l];
-        const std::string p = "blk." + std::to_string(l) + ".";
-        add(p + "attn_norm.weight", L.attnNorm);
-        add(p + "attn_q.weight", L.wq);
-        add(p + "attn_k.weight", L.wk);
-        add(p + "attn_v.weight", L.wv);
-        add(p + "attn_output.weight", L.wo);
-        add(p + "ffn_norm.weight", L.ffnNorm);
-        add(p + "ffn_gate.weight", L.wGate);
-        add(p + "ffn_up.weight", L.wUp);
-        add(p + "ffn_down.weight", L.wDown);
-    }
-    add("output_norm.weight", outputNorm_);
+    const_cast<TestbedModel*>(this)->forEachTensor([&](const std::string& name, at::Tensor& t) { add(name, t); });
     w.write(path);
 }
 

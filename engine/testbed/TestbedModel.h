@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ private:
         at::Tensor attnNorm, wq, wk, wv, wo, ffnNorm, wGate, wUp, wDown;
     };
     at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
+    // Every weight with its GGUF tensor name, in the file's order (write and load share it).
+    void forEachTensor(const std::function<void(const std::string&, at::Tensor&)>& fn);
 
     TestbedShape shape_;
     int64_t vocab_;

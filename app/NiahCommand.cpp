@@ -28,6 +28,7 @@
 #include "engine/eval/AnswerMetrics.h"
 #include "engine/eval/NeedleKept.h"
 #include "engine/eval/NeedleTask.h"
+#include "engine/eval/NeedleTaskName.h"
 #include "sessions/RunRecorder.h"
 #include "sessions/SessionStore.h"
 
@@ -194,15 +195,8 @@ int runNiah(const std::vector<std::string>& argv) {
     int64_t skipped = 0, stored = 0;
     // The task as the store keys it: another filler or no BOS is another sample, so a
     // resumed sweep with either changed does not skip what it has not run.
-    std::string taskName = needleKindName(kind);
-    if (!filler.empty()) {
-        uint64_t h = 1469598103934665603ull;  // FNV-1a of the filler text
-        for (unsigned char c : filler) h = (h ^ c) * 1099511628211ull;
-        char hex[24];
-        std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-        taskName += std::string("+filler:") + hex;
-    }
-    if (args.has("--no-bos")) taskName += "+no-bos";
+    const NeedleTaskName task = NeedleTaskName::of(kind, filler, args.has("--no-bos"));
+    const std::string taskName = task.str();
     for (int64_t L : lengths) {
         if (L + n > context) {
             throw Error("--lengths: " + std::to_string(L) + " tokens and -n " + std::to_string(n) +
@@ -249,13 +243,8 @@ int runNiah(const std::vector<std::string>& argv) {
                     if (!store || !saved.count(recordOf(p).key())) pending.push_back(&p);
                 skipped += static_cast<int64_t>(runs.size() - pending.size());
                 if (pending.empty()) continue;
-                NeedleSpec spec;
-                spec.kind = kind;
-                spec.tokens = L;
-                spec.depth = depth;
-                spec.seed = taskSeed + static_cast<uint64_t>(s) * 1000003u;
-                spec.filler = filler;
-                spec.addBos = !args.has("--no-bos") && loaded.tokenizer->addBosByDefault();
+                const NeedleSpec spec =
+                    task.sampleSpec(taskSeed, L, depth, s, filler, loaded.tokenizer->addBosByDefault());
                 const NeedleSample sample = makeNeedleSample(spec, *loaded.tokenizer);
                 if (!promptsDir.empty()) savePrompt(promptsDir, L, depth, s, sample);
                 const auto t0 = std::chrono::steady_clock::now();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/Error.h"
@@ -118,6 +119,56 @@ std::string PressParams::describe() const {
     if (method == "streamingllm") s << " sinks=" << sinks;
     if (method == "random") s << " seed=" << seed;
     return s.str();
+}
+
+PressParams PressParams::fromDescription(const std::string& line, const std::string& what) {
+    std::istringstream in(line);
+    PressParams p;
+    if (!(in >> p.method)) throw Error(what + ": the line is empty");
+    const auto& names = methodNames();
+    if (std::find(names.begin(), names.end(), p.method) == names.end())
+        throw Error(what + ": '" + p.method + "' is not a method");
+    auto number = [&](const std::string& word, size_t from) {
+        const std::string digits = word.substr(from);
+        char* end = nullptr;
+        const double v = std::strtod(digits.c_str(), &end);
+        if (digits.empty() || end == digits.c_str() || (*end != '\0' && std::string(end) != "%"))
+            throw Error(what + ": '" + word + "' is not a number");
+        return v;
+    };
+    for (std::string word; in >> word;) {
+        const auto is = [&](const char* prefix) { return word.rfind(prefix, 0) == 0; };
+        if (is("B=")) {
+            const double v = number(word, 2);
+            if (word.back() == '%') {
+                p.budget = 0;
+                p.budgetRatio = v / 100.0;
+            } else {
+                p.budget = static_cast<int64_t>(std::llround(v));
+            }
+        } else if (is("W=")) {
+            p.window = static_cast<int64_t>(std::llround(number(word, 2)));
+        } else if (is("k=")) {
+            p.kernel = static_cast<int64_t>(std::llround(number(word, 2)));
+        } else if (is("beta=")) {
+            p.beta = number(word, 5);
+        } else if (is("alpha=")) {
+            p.alpha = number(word, 6);
+        } else if (is("sinks=")) {
+            p.sinks = static_cast<int64_t>(std::llround(number(word, 6)));
+        } else if (is("seed=")) {
+            p.seed = static_cast<uint64_t>(number(word, 5));
+        } else if (word == "max" || word == "avg") {
+            p.pooling = parsePooling(word, what);
+        } else if (word == "kv-head" || word == "query-head") {
+            p.gqa = parseGqaMode(word, what);
+        } else if (word == "exact" || word == "factory") {
+            p.schedule = parseSchedule(word, what);
+        } else {
+            throw Error(what + ": '" + word + "' is not a parameter of a method");
+        }
+    }
+    return p;
 }
 
 GqaMode parseGqaMode(const std::string& t, const std::string& what) {

@@ -54,6 +54,10 @@ struct PressParams {
 
     // One line for tables: "snapkv B=128 W=32 k=7 max kv-head".
     std::string describe() const;
+    // The parameters a describe() line was written from (as stored with niah runs);
+    // what the line leaves out keeps its default. Throws kvlens::Error naming `what`
+    // and the word it cannot read.
+    static PressParams fromDescription(const std::string& line, const std::string& what = "params");
 
     static const std::vector<std::string>& methodNames();
     // Methods that keep the observation window (and so need budget > window).

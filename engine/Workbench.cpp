@@ -63,6 +63,8 @@ struct Workbench::State {
     // The full-cache continuation is decoded once per capture and length.
     std::unique_ptr<MethodEvaluator> evaluator;
     int64_t evaluatorTokens = 0;
+    // Fed to every decode after the compressed prompt (a needle sample's question).
+    std::vector<int32_t> suffix;
 };
 
 Workbench::Workbench() : state_(std::make_unique<State>()) {}
@@ -160,18 +162,46 @@ WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTo
     if (!state_->hasModel) throw Error("no model is loaded: open a model first");
     if (prompt.text.empty()) throw Error("prompt: the prompt is empty");
     const std::string text = promptText(prompt);
-    const bool addBos = prompt.addBos;
     const Tokenizer& tok = *state_->loaded.tokenizer;
-    const std::vector<int32_t> ids = tok.encode(text, addBos && tok.addBosByDefault(), prompt.chat);
+    const bool addBos = prompt.addBos && tok.addBosByDefault();
+    return captureIds(text, addBos, tok.encode(text, addBos, prompt.chat), {}, newTokens, progress, cancel);
+}
+
+WorkbenchCapture Workbench::captureNeedle(const NeedleSpec& spec, bool questionAfter, int64_t newTokens,
+                                          const Progress& progress, const std::atomic<bool>* cancel) {
+    if (!state_->hasModel) throw Error("no model is loaded: open a model first");
+    const NeedleSample sample = makeNeedleSample(spec, *state_->loaded.tokenizer);
+    const auto split = sample.tokens.begin() +
+                       (questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size()));
+    WorkbenchCapture result =
+        captureIds(questionAfter ? sample.context : sample.prompt(), spec.addBos,
+                   std::vector<int32_t>(sample.tokens.begin(), split), std::vector<int32_t>(split, sample.tokens.end()),
+                   newTokens, progress, cancel);
+    WorkbenchNeedle needle;
+    needle.question = sample.question;
+    needle.questionAfter = questionAfter;
+    needle.answers = sample.answers;
+    needle.positions = sample.needlePositions;
+    needle.sampleTokens = static_cast<int64_t>(sample.tokens.size());
+    result.needle = std::move(needle);
+    return result;
+}
+
+WorkbenchCapture Workbench::captureIds(const std::string& text, bool addBos, const std::vector<int32_t>& ids,
+                                       std::vector<int32_t> suffix, int64_t newTokens, const Progress& progress,
+                                       const std::atomic<bool>* cancel) {
+    const Tokenizer& tok = *state_->loaded.tokenizer;
     const int64_t context = state_->info.contextLength;
     const int64_t T = static_cast<int64_t>(ids.size());
-    if (T > context) {
-        throw Error("prompt: " + std::to_string(T) + " tokens, over the model's context of " +
+    const int64_t after = static_cast<int64_t>(suffix.size());
+    if (T == 0) throw Error("prompt: the prompt has no tokens");
+    if (T + after > context) {
+        throw Error("prompt: " + std::to_string(T + after) + " tokens, over the model's context of " +
                     std::to_string(context));
     }
-    if (T + newTokens > context) {
+    if (T + after + newTokens > context) {
         throw Error("new tokens: " + std::to_string(newTokens) + " do not fit after the prompt's " +
-                    std::to_string(T) + " tokens in the model's context of " + std::to_string(context));
+                    std::to_string(T + after) + " tokens in the model's context of " + std::to_string(context));
     }
     const ProgressFn check = checked(progress, cancel);
     // The prefill is most of the work; the statistics take the last tenth.
@@ -185,12 +215,12 @@ WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTo
     }
     std::shared_ptr<Capture> capture = Capture::fromPrefill(
         *state_->loaded.model, ids, [&](double f, const std::string& w) { check(0.9 * f, "prefill: " + w); },
-        fullHeads, newTokens);
+        fullHeads, newTokens + after);
     WorkbenchCapture result;
     result.stats = AttentionStats::fromCapture(
         *capture, [&](double f, const std::string& w) { check(0.9 + 0.1 * f, w); });
     result.text = text;
-    result.addBos = addBos && tok.addBosByDefault();  // what the prefill did
+    result.addBos = addBos;  // what the prefill did
     result.tokenIds = ids;
     result.pieces.reserve(ids.size());
     for (int32_t id : ids) result.pieces.push_back(tok.piece(id));
@@ -201,6 +231,7 @@ WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTo
     }
     state_->evaluator.reset();
     state_->capture = std::move(capture);
+    state_->suffix = std::move(suffix);
     return result;
 }
 
@@ -283,10 +314,11 @@ std::vector<float> Workbench::attentionRegion(int64_t layer, int64_t head, int64
 WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newTokens,
                                      const Progress& progress, const std::atomic<bool>* cancel) {
     if (!state_->capture) throw Error("no prompt has been run yet");
-    const int64_t room = state_->info.contextLength - state_->capture->promptLength();
+    const int64_t used = state_->capture->promptLength() + static_cast<int64_t>(state_->suffix.size());
+    const int64_t room = state_->info.contextLength - used;
     if (newTokens < 1 || newTokens > room) {
         throw Error("decode: " + std::to_string(newTokens) + " new tokens do not fit: the prompt of " +
-                    std::to_string(state_->capture->promptLength()) + " tokens leaves " +
+                    std::to_string(used) + " tokens leaves " +
                     std::to_string(room) + " of the model's context");
     }
     const ProgressFn check = checked(progress, cancel);
@@ -299,7 +331,7 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
         state_->evaluator.reset();
         state_->evaluator = std::make_unique<MethodEvaluator>(
             *state_->loaded.model, state_->capture, newTokens,
-            [&](double f, const std::string& w) { check(0.5 * f, w); });
+            [&](double f, const std::string& w) { check(0.5 * f, w); }, state_->suffix);
         state_->evaluatorTokens = newTokens;
     }
     const double from = fresh ? 0.5 : 0.0, span = 1.0 - from;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "core/Selection.h"
 #include "core/AttentionSummary.h"
 #include "core/ModelShape.h"
+#include "engine/eval/NeedleTask.h"
 
 namespace kvlens {
 
@@ -50,6 +52,17 @@ struct WorkbenchPrompt {
     std::string system;
 };
 
+// The needle task's sample a capture was made from (Workbench::captureNeedle).
+struct WorkbenchNeedle {
+    std::string question;
+    // The question was not captured: it is fed to both caches after the compression,
+    // before the answer (kvpress's query-agnostic mode, niah --question-after).
+    bool questionAfter = false;
+    std::vector<std::string> answers;
+    std::vector<int64_t> positions;  // the needles' tokens, in the captured prompt
+    int64_t sampleTokens = 0;        // the whole sample: context and question
+};
+
 struct WorkbenchCapture {
     std::string text;     // what was tokenized: the prompt, wrapped when it went as a chat
     bool addBos = true;   // as applied: asked for, and the vocabulary adds one
@@ -59,6 +72,7 @@ struct WorkbenchCapture {
     double prefillSeconds = 0.0;
     int64_t captureBytes = 0;
     std::vector<int64_t> fullBytesPerLayer;  // K and V of the whole prompt
+    std::optional<WorkbenchNeedle> needle;   // when made by captureNeedle
 };
 
 struct WorkbenchOutputs {
@@ -110,6 +124,12 @@ public:
     // model has no template for; the current capture stays when it throws.
     WorkbenchCapture capture(const WorkbenchPrompt& prompt, int64_t newTokens,
                              const Progress& progress, const std::atomic<bool>* cancel);
+    // Makes the needle task's sample `spec` with the model's tokenizer and captures its
+    // exact tokens (the whole sample, or with `questionAfter` its context, the question
+    // then following the compression in every decode). Throws as capture() does, and
+    // for a spec makeNeedleSample refuses.
+    WorkbenchCapture captureNeedle(const NeedleSpec& spec, bool questionAfter, int64_t newTokens,
+                                   const Progress& progress, const std::atomic<bool>* cancel);
     bool hasCapture() const;
     int64_t promptLength() const;
 
@@ -135,7 +155,8 @@ public:
                                        int64_t col0, int64_t col1);
 
     // Decodes `newTokens` greedily with the full cache and with `params`' selection
-    // and measures the difference (RunMetrics).
+    // (after a needle sample's question, when it was left out of the capture) and
+    // measures the difference (RunMetrics).
     WorkbenchOutputs evaluate(const PressParams& params, int64_t newTokens, const Progress& progress,
                               const std::atomic<bool>* cancel);
 
@@ -147,6 +168,9 @@ public:
 
 private:
     struct State;
+    WorkbenchCapture captureIds(const std::string& text, bool addBos, const std::vector<int32_t>& ids,
+                                std::vector<int32_t> suffix, int64_t newTokens, const Progress& progress,
+                                const std::atomic<bool>* cancel);
     std::unique_ptr<State> state_;
 };
 

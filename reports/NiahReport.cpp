@@ -10,6 +10,7 @@
 
 #include "core/Error.h"
 #include "reports/ReportText.h"
+#include "sessions/NiahGrid.h"
 #include "reports/SvgRasterizer.h"
 #include "viz/OutputFile.h"
 #include "viz/CsvTable.h"
@@ -20,35 +21,8 @@ namespace {
 
 using sessions::NiahRunRecord;
 
-struct Mean {
-    double sum = 0;
-    int64_t n = 0;
-    void add(double v) {
-        if (std::isfinite(v)) {
-            sum += v;
-            ++n;
-        }
-    }
-    double value() const { return n ? sum / double(n) : std::nan(""); }
-};
-
-struct Means {
-    Mean contains, exact, kept, agreement, kl;
-    int64_t runs = 0;
-    void add(const NiahRunRecord& r) {
-        contains.add(r.contains);
-        exact.add(r.exact);
-        kept.add(r.needleKept);
-        agreement.add(r.agreement);
-        kl.add(r.meanKl);
-        ++runs;
-    }
-};
-
-// A method and budget, ordered as the sweep ran them (first appearance).
-using RunKind = std::pair<std::string, std::string>;
-
-std::string kindLabel(const RunKind& k) { return k.first == "full" ? "full" : k.first + " " + k.second; }
+using RunKind = sessions::NiahGrid::Kind;
+using sessions::NiahGrid;
 
 std::string pct(double v) {
     if (!std::isfinite(v)) return "-";
@@ -84,10 +58,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
     fs::create_directories(fs::path(dir) / "figures", ec);
     if (ec) throw Error(dir + ": cannot create the report folder (" + ec.message() + ")");
 
-    // Groups: task and question mode; inside, the method runs in sweep order.
-    std::map<std::pair<std::string, bool>, std::vector<const NiahRunRecord*>> groups;
-    for (const NiahRunRecord& r : all) groups[{r.task, r.questionAfter}].push_back(&r);
-
+    const NiahGrid grid(all);
     std::vector<std::string> written;
     viz::CsvTable table({"task", "question", "method", "budget", "runs", "contains", "exact", "needle_kept",
                          "agreement", "mean_kl"});
@@ -101,34 +72,23 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
         ". Accuracy is <i>contains</i> (the share of the expected values in the greedy answer); "
         "needle kept is the share of the needle's token positions each head kept, mean over heads and layers.</p>\n";
 
-    for (const auto& [key, runs] : groups) {
-        const std::string task = key.first, mode = key.second ? "after" : "inside";
-        std::vector<RunKind> kinds;
-        std::set<int64_t> lengthSet;
-        std::set<double> depthSet;
-        std::map<RunKind, Means> overall;
-        std::map<std::tuple<RunKind, double, int64_t>, Means> cells;
-        for (const NiahRunRecord* r : runs) {
-            const RunKind k{r->method, r->budget};
-            if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
-            lengthSet.insert(r->length);
-            depthSet.insert(r->depth);
-            overall[k].add(*r);
-            cells[{k, r->depth, r->length}].add(*r);
-        }
-        const std::vector<int64_t> lengths(lengthSet.begin(), lengthSet.end());
-        const std::vector<double> depths(depthSet.begin(), depthSet.end());
+    for (const NiahGrid::Group& g : grid.groups()) {
+        const std::string task = g.task, mode = g.questionAfter ? "after" : "inside";
+        const std::vector<RunKind>& kinds = g.kinds;
+        const std::vector<int64_t>& lengths = g.lengths;
+        const std::vector<double>& depths = g.depths;
+        const auto& overall = g.overall;
         std::string columns;
         for (int64_t L : lengths) columns += (columns.empty() ? "" : ", ") + std::to_string(L);
         std::vector<std::string> depthLabels;
         for (double d : depths) depthLabels.push_back(viz::CsvTable::number(d) + "%");
 
         html += "<h2>Task " + ReportText::xml(task) + ", question " +
-                (key.second ? "after the compressed context" : "inside the prompt") + "</h2>\n<table><tr><th>method"
+                (g.questionAfter ? "after the compressed context" : "inside the prompt") + "</h2>\n<table><tr><th>method"
                 "</th><th>budget</th><th>runs</th><th>contains</th><th>exact</th><th>needle kept</th>"
                 "<th>agreement</th><th>mean KL</th></tr>\n";
         for (const RunKind& k : kinds) {
-            const Means& m = overall[k];
+            const sessions::NiahMeans& m = overall.at(k);
             table.addRow({task, mode, k.first, k.second, std::to_string(m.runs), viz::CsvTable::number(m.contains.value()),
                           viz::CsvTable::number(m.exact.value()), viz::CsvTable::number(m.kept.value()),
                           viz::CsvTable::number(m.agreement.value()), viz::CsvTable::number(m.kl.value())});
@@ -153,7 +113,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
                            true);
             for (const RunKind& k : kinds) {
                 viz::HeatmapSeries h;
-                h.name = kindLabel(k);
+                h.name = NiahGrid::kindLabel(k);
                 h.rows = static_cast<int64_t>(depths.size());
                 h.cols = static_cast<int64_t>(lengths.size());
                 h.rowLabels = depthLabels;
@@ -163,14 +123,14 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
                 h.scale = viz::Scale::linear(0, 1);
                 for (double d : depths) {
                     for (int64_t L : lengths) {
-                        const auto it = cells.find({k, d, L});
-                        const double v = it == cells.end() ? std::nan("")
-                                         : metric == "contains" ? it->second.contains.value()
-                                                                : it->second.kept.value();
+                        const NiahGrid::Cell* c = g.cell(k, d, L);
+                        const double v = !c                    ? std::nan("")
+                                         : metric == "contains" ? c->means.contains.value()
+                                                                : c->means.kept.value();
                         h.values.push_back(static_cast<float>(v));
                     }
                 }
-                chart.addPanel(kindLabel(k), "").setHeatmap(std::move(h));
+                chart.addPanel(NiahGrid::kindLabel(k), "").setHeatmap(std::move(h));
             }
             const std::string path = (fs::path(dir) / (stem + metric + ".svg")).string();
             writeFigure(chart, path, written);
@@ -195,7 +155,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
             viz::LineSeries& s = lines[k.first];
             s.name = k.first;
             s.x.push_back(b);
-            s.y.push_back(100.0 * overall[k].contains.value());
+            s.y.push_back(100.0 * overall.at(k).contains.value());
             lo = std::min(lo, b);
             hi = std::max(hi, b);
         }
@@ -206,7 +166,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
                 viz::LineSeries s;
                 s.name = "full";
                 s.x = {lo, hi};
-                s.y = {100.0 * overall[k].contains.value(), 100.0 * overall[k].contains.value()};
+                s.y = {100.0 * overall.at(k).contains.value(), 100.0 * overall.at(k).contains.value()};
                 s.style = viz::LineStyle::Dashed;
                 s.markers = false;
                 panel.addLine(s);

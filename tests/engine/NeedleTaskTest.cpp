@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include "core/Error.h"
 #include "engine/eval/NeedleKept.h"
 #include "engine/eval/NeedleTask.h"
+#include "engine/eval/NeedleTaskName.h"
 #include "engine/gguf/GgufFile.h"
 #include "engine/testbed/TestbedVocabulary.h"
 #include "engine/tokenizer/GgufTokenizer.h"
@@ -165,6 +167,51 @@ TEST(NeedleTask, BadSpecsAreOneLineEach) {
 
 // Needle kept: per layer the mean over heads of the share of the needle's positions
 // kept; an empty needle is kept whole.
+TEST(NeedleTaskName, NamesTheFillerAndBosAndReadsBackWhatItWrote) {
+    EXPECT_EQ(NeedleTaskName::of(NeedleKind::Single, "", false).str(), "single");
+    // FNV-1a 64 of "a" is af63dc4c8601ec8c (the published test vector).
+    EXPECT_EQ(NeedleTaskName::fillerHashOf("a"), "af63dc4c8601ec8c");
+    const NeedleTaskName n = NeedleTaskName::of(NeedleKind::MultiKey, "a", true);
+    EXPECT_EQ(n.str(), "multikey+filler:af63dc4c8601ec8c+no-bos");
+    const NeedleTaskName back = NeedleTaskName::parse(n.str());
+    EXPECT_EQ(back.kind, NeedleKind::MultiKey);
+    EXPECT_EQ(back.fillerHash, "af63dc4c8601ec8c");
+    EXPECT_TRUE(back.noBos);
+    EXPECT_EQ(NeedleTaskName::parse("vt+no-bos").str(), "vt+no-bos");
+
+    // The seed rule of a sweep's samples, BOS as the name and the vocabulary say.
+    const NeedleSpec spec = NeedleTaskName::parse("single").sampleSpec(11, 2048, 30.0, 2, "", true);
+    EXPECT_EQ(spec.seed, 11u + 2u * 1000003u);
+    EXPECT_EQ(spec.tokens, 2048);
+    EXPECT_EQ(spec.depth, 30.0);
+    EXPECT_TRUE(spec.addBos);
+    EXPECT_FALSE(NeedleTaskName::parse("single+no-bos").sampleSpec(11, 2048, 30.0, 0, "", true).addBos);
+    EXPECT_FALSE(NeedleTaskName::parse("single").sampleSpec(11, 2048, 30.0, 0, "", false).addBos);
+    EXPECT_EQ(n.sampleSpec(1, 512, 0.0, 0, "a", true).filler, "a");
+
+    auto message = [](const std::function<void()>& f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(message([] { NeedleTaskName::parse("needle"); }), "task 'needle': 'needle' is not a needle task");
+    EXPECT_EQ(message([] { NeedleTaskName::parse("single+filler:12"); }),
+              "task 'single+filler:12': '+filler:12' is not +filler:<16 hex digits> or +no-bos");
+    EXPECT_EQ(message([] { NeedleTaskName::parse("single+no-bos+no-bos"); }),
+              "task 'single+no-bos+no-bos': '+no-bos' is not +filler:<16 hex digits> or +no-bos");
+    EXPECT_EQ(message([&] { n.sampleSpec(1, 512, 0.0, 0, "b", true); }),
+              "task 'multikey+filler:af63dc4c8601ec8c+no-bos' ran on a filler file whose FNV-1a hash is "
+              "af63dc4c8601ec8c, not " + NeedleTaskName::fillerHashOf("b"));
+    EXPECT_EQ(message([&] { n.sampleSpec(1, 512, 0.0, 0, "", true); }),
+              "task 'multikey+filler:af63dc4c8601ec8c+no-bos' ran on a filler file whose FNV-1a hash is "
+              "af63dc4c8601ec8c, not the built-in filler");
+    EXPECT_EQ(message([] { NeedleTaskName::parse("single").sampleSpec(1, 512, 0.0, 0, "a", true); }),
+              "task 'single' ran on the built-in filler, not a --filler file (its hash af63dc4c8601ec8c)");
+}
+
 TEST(NeedleKept, IsTheMeanOverHeadsOfTheShareKept) {
     Selection s;
     s.kept = {{{1, 2, 3}, {2, 9}}, {{}, {1, 2, 3, 9}}};

@@ -723,5 +723,68 @@ TEST(Press, ChunkedPrefillCapturesWhatOnePrefillDoes) {
     EXPECT_EQ(cache.length(), 0);
 }
 
+TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
+    auto same = [](const PressParams& a, const PressParams& b) {
+        return a.method == b.method && a.budget == b.budget && std::abs(a.budgetRatio - b.budgetRatio) < 1e-9 &&
+               a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
+               a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
+               a.seed == b.seed;
+    };
+    std::vector<PressParams> all;
+    for (const std::string& m : PressParams::methodNames()) {
+        PressParams p;
+        p.method = m;
+        p.budget = 96;
+        all.push_back(p);
+    }
+    PressParams odd;
+    odd.method = "pyramidkv";
+    odd.budget = 0;
+    odd.budgetRatio = 0.125;
+    odd.window = 16;
+    odd.kernel = 5;
+    odd.pooling = Pooling::Avg;
+    odd.gqa = GqaMode::QueryHead;
+    odd.beta = 7.5;
+    odd.schedule = PyramidSchedule::Factory;
+    all.push_back(odd);
+    PressParams ada;
+    ada.method = "adakv";
+    ada.budget = 200;
+    ada.alpha = 0.35;
+    all.push_back(ada);
+    PressParams sl;
+    sl.method = "streamingllm";
+    sl.budget = 64;
+    sl.sinks = 9;
+    all.push_back(sl);
+    PressParams rnd;
+    rnd.method = "random";
+    rnd.budget = 64;
+    rnd.seed = 12345;
+    all.push_back(rnd);
+    for (const PressParams& p : all) {
+        const PressParams back = PressParams::fromDescription(p.describe());
+        if (p.method == "full") {
+            EXPECT_EQ(back.method, "full");
+            EXPECT_EQ(back.budget, p.budget);
+            continue;
+        }
+        EXPECT_TRUE(same(p, back)) << p.describe() << " -> " << back.describe();
+    }
+    auto message = [](const std::string& line) {
+        try {
+            PressParams::fromDescription(line, "niah params");
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(message(""), "niah params: the line is empty");
+    EXPECT_EQ(message("fancy B=3"), "niah params: 'fancy' is not a method");
+    EXPECT_EQ(message("snapkv B=x"), "niah params: 'B=x' is not a number");
+    EXPECT_EQ(message("snapkv B=64 wobble"), "niah params: 'wobble' is not a parameter of a method");
+}
+
 }  // namespace
 }  // namespace kvlens

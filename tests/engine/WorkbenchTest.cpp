@@ -328,5 +328,52 @@ TEST(WorkbenchTest, ChatPromptsGoThroughTheModelsTemplate) {
               0u);
 }
 
+// A needle sample on the testbed model: the capture holds the sample's exact tokens
+// (the whole of it, or only the context with the question fed after the compression),
+// and both ways the full cache answers the same, with the needle's value.
+TEST(WorkbenchTest, ANeedleSampleIsCapturedAsTheSweepTokenizedIt) {
+    Workbench w;
+    Workbench::LoadOptions o;
+    o.model = std::string(KVLENS_SOURCE_DIR) + "/models/kvlens-testbed.gguf";
+    o.dtype = "f32";
+    o.threads = 2;
+    w.load(o, {}, nullptr);
+    NeedleSpec spec;
+    spec.tokens = 512;
+    spec.depth = 40;
+    spec.seed = 11;
+    const NeedleSample sample = makeNeedleSample(spec, *loadTokenizer(o.model));
+
+    const WorkbenchCapture inside = w.captureNeedle(spec, false, 12, {}, nullptr);
+    EXPECT_EQ(inside.tokenIds, sample.tokens);
+    ASSERT_TRUE(inside.needle.has_value());
+    EXPECT_EQ(inside.needle->positions, sample.needlePositions);
+    EXPECT_EQ(inside.needle->answers, sample.answers);
+    EXPECT_EQ(inside.needle->sampleTokens, static_cast<int64_t>(sample.tokens.size()));
+    EXPECT_EQ(inside.text, sample.prompt());
+    PressParams full;
+    full.method = "full";
+    const WorkbenchOutputs a = w.evaluate(full, 12, {}, nullptr);
+    EXPECT_NE(a.fullText.find(sample.answers[0]), std::string::npos) << a.fullText;
+
+    const WorkbenchCapture after = w.captureNeedle(spec, true, 12, {}, nullptr);
+    EXPECT_EQ(after.tokenIds,
+              std::vector<int32_t>(sample.tokens.begin(), sample.tokens.begin() + sample.contextTokens));
+    EXPECT_TRUE(after.needle->questionAfter);
+    EXPECT_EQ(after.text, sample.context);
+    EXPECT_EQ(w.promptLength(), sample.contextTokens);
+    const WorkbenchOutputs b = w.evaluate(full, 12, {}, nullptr);
+    EXPECT_EQ(b.metrics.fullTokens, a.metrics.fullTokens);  // the question was fed before the answer
+    // The question's tokens count against the room for new tokens.
+    const int64_t room = w.model().contextLength - static_cast<int64_t>(sample.tokens.size());
+    EXPECT_EQ(errorOf([&] { w.evaluate(full, room + 1, {}, nullptr); }),
+              "decode: " + std::to_string(room + 1) + " new tokens do not fit: the prompt of " +
+                  std::to_string(sample.tokens.size()) + " tokens leaves " + std::to_string(room) +
+                  " of the model's context");
+    spec.tokens = 8;
+    EXPECT_NE(errorOf([&] { w.captureNeedle(spec, false, 12, {}, nullptr); }).find("needs at least"),
+              std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvlens

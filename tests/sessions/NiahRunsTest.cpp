@@ -11,6 +11,7 @@
 #include "core/Error.h"
 #include "sessions/Database.h"
 #include "sessions/Migrations.h"
+#include "sessions/NiahGrid.h"
 #include "sessions/SessionMerge.h"
 #include "sessions/SessionStore.h"
 #include "sessions/StoreSchema.h"
@@ -80,6 +81,52 @@ TEST(NiahRuns, SavedOncePerKeyAndReadBackWhole) {
     EXPECT_FALSE(store.findSession("sweep"));
     const SessionInfo again = store.createSession("sweep");
     EXPECT_TRUE(store.niahRuns(again.id).empty());
+}
+
+TEST(NiahGrid, GroupsByTaskAndModeAndAveragesEachCellOverItsSamples) {
+    std::vector<NiahRunRecord> runs;
+    auto add = [&](const std::string& params, double depth, int64_t length, int64_t sample, double contains,
+                   bool after = false, const std::string& task = "single") {
+        NiahRunRecord r = niahRun(1, 1, depth, params);
+        r.length = length;
+        r.sample = sample;
+        r.contains = contains;
+        r.needleKept = contains / 2;
+        r.questionAfter = after;
+        r.task = task;
+        r.budget = r.method == "full" ? "all" : "64";
+        runs.push_back(r);
+    };
+    add("snapkv B=64", 50, 2048, 1, 1.0);  // sample 1 saved before sample 0
+    add("snapkv B=64", 50, 2048, 0, 0.0);
+    add("full B=0", 50, 2048, 0, 1.0);
+    add("snapkv B=64", 0, 1024, 0, 1.0);
+    add("snapkv B=64", 0, 1024, 0, 0.0, true);
+    add("snapkv B=64", 0, 1024, 0, 1.0, false, "multikey");
+    const NiahGrid grid(runs);
+    ASSERT_EQ(grid.groups().size(), 3u);
+    const NiahGrid::Group& g = grid.groups()[1];  // "single", question inside
+    EXPECT_EQ(grid.groups()[0].task, "multikey");
+    EXPECT_EQ(g.task, "single");
+    EXPECT_FALSE(g.questionAfter);
+    EXPECT_TRUE(grid.groups()[2].questionAfter);
+    ASSERT_EQ(g.kinds.size(), 2u);
+    EXPECT_EQ(NiahGrid::kindLabel(g.kinds[0]), "snapkv 64");  // sweep order: first seen first
+    EXPECT_EQ(NiahGrid::kindLabel(g.kinds[1]), "full");
+    EXPECT_EQ(g.lengths, (std::vector<int64_t>{1024, 2048}));
+    EXPECT_EQ(g.depths, (std::vector<double>{0, 50}));
+    const NiahGrid::Cell* c = g.cell(g.kinds[0], 50, 2048);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->means.runs, 2);
+    EXPECT_DOUBLE_EQ(c->means.contains.value(), 0.5);
+    EXPECT_DOUBLE_EQ(c->means.kept.value(), 0.25);
+    EXPECT_TRUE(std::isnan(c->means.kl.value()));  // NaN KL is skipped, none left
+    ASSERT_EQ(c->runs.size(), 2u);
+    EXPECT_EQ(c->runs[0]->sample, 0);  // samples ascending
+    EXPECT_EQ(c->runs[1]->sample, 1);
+    EXPECT_EQ(c->runs[0], &grid.runs()[1]);  // pointing into the grid's own copy
+    EXPECT_EQ(g.cell(g.kinds[1], 0, 1024), nullptr);
+    EXPECT_DOUBLE_EQ(g.overall.at(g.kinds[0]).contains.value(), 2.0 / 3.0);
 }
 
 TEST(NiahRuns, AVersionOneStoreMigratesKeepingItsSessions) {

@@ -101,6 +101,7 @@ int listSessions(SessionStore& store, bool json) {
             j.push_back({{"name", s.name},
                          {"runs", s.runCount},
                          {"prompts", s.promptCount},
+                         {"niah_runs", s.niahRunCount},
                          {"created_ms", s.createdMs},
                          {"updated_ms", s.updatedMs},
                          {"notes", s.notes}});
@@ -113,10 +114,10 @@ int listSessions(SessionStore& store, bool json) {
         std::printf("no sessions in %s\n", store.path().c_str());
         return 0;
     }
-    std::printf("%-24s %5s %7s  %-16s  %s\n", "session", "runs", "prompts", "updated", "notes");
+    std::printf("%-24s %5s %7s %6s  %-16s  %s\n", "session", "runs", "prompts", "niah", "updated", "notes");
     for (const auto& s : all) {
-        std::printf("%-24s %5lld %7lld  %-16s  %s\n", s.name.c_str(), (long long)s.runCount,
-                    (long long)s.promptCount, formatTime(s.updatedMs).c_str(),
+        std::printf("%-24s %5lld %7lld %6lld  %-16s  %s\n", s.name.c_str(), (long long)s.runCount,
+                    (long long)s.promptCount, (long long)s.niahRunCount, formatTime(s.updatedMs).c_str(),
                     oneLine(s.notes, 40).c_str());
     }
     return 0;

@@ -170,11 +170,13 @@ WorkbenchCapture Workbench::capture(const WorkbenchPrompt& prompt, int64_t newTo
 WorkbenchCapture Workbench::captureNeedle(const NeedleSpec& spec, bool questionAfter, int64_t newTokens,
                                           const Progress& progress, const std::atomic<bool>* cancel) {
     if (!state_->hasModel) throw Error("no model is loaded: open a model first");
-    const NeedleSample sample = makeNeedleSample(spec, *state_->loaded.tokenizer);
+    NeedleSpec asked = spec;
+    asked.addBos = spec.addBos && state_->loaded.tokenizer->addBosByDefault();
+    const NeedleSample sample = makeNeedleSample(asked, *state_->loaded.tokenizer);
     const auto split = sample.tokens.begin() +
                        (questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size()));
     WorkbenchCapture result =
-        captureIds(questionAfter ? sample.context : sample.prompt(), spec.addBos,
+        captureIds(questionAfter ? sample.context : sample.prompt(), asked.addBos,
                    std::vector<int32_t>(sample.tokens.begin(), split), std::vector<int32_t>(split, sample.tokens.end()),
                    newTokens, progress, cancel);
     WorkbenchNeedle needle;

@@ -124,7 +124,8 @@ public:
     // model has no template for; the current capture stays when it throws.
     WorkbenchCapture capture(const WorkbenchPrompt& prompt, int64_t newTokens,
                              const Progress& progress, const std::atomic<bool>* cancel);
-    // Makes the needle task's sample `spec` with the model's tokenizer and captures its
+    // Makes the needle task's sample `spec` with the model's tokenizer (BOS when the spec
+    // and the vocabulary both add one) and captures its
     // exact tokens (the whole sample, or with `questionAfter` its context, the question
     // then following the compression in every decode). Throws as capture() does, and
     // for a spec makeNeedleSample refuses.

@@ -146,7 +146,8 @@ ModelRecord readModel(const Statement& s) {
 const char* kSessionSelect =
     "SELECT s.id, s.name, s.notes, s.created_ms, s.updated_ms, s.ui_state, "
     "(SELECT count(*) FROM runs r WHERE r.session_id = s.id), "
-    "(SELECT count(*) FROM prompts p WHERE p.session_id = s.id) FROM sessions s ";
+    "(SELECT count(*) FROM prompts p WHERE p.session_id = s.id), "
+    "(SELECT count(*) FROM niah_runs n WHERE n.session_id = s.id) FROM sessions s ";
 
 SessionInfo readSession(const Statement& s) {
     SessionInfo info;
@@ -158,6 +159,7 @@ SessionInfo readSession(const Statement& s) {
     info.uiState = s.getText(5);
     info.runCount = s.getInt(6);
     info.promptCount = s.getInt(7);
+    info.niahRunCount = s.getInt(8);
     return info;
 }
 

@@ -23,6 +23,7 @@ struct SessionInfo {
     // Filled by listings.
     int64_t runCount = 0;
     int64_t promptCount = 0;
+    int64_t niahRunCount = 0;  // needle-in-a-haystack runs (kvlens niah --save)
 };
 
 struct ModelRecord : ModelShape {

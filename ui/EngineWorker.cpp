@@ -128,6 +128,14 @@ void EngineWorker::runPrompt(const WorkbenchPrompt& prompt, int64_t newTokens) {
                   }});
 }
 
+void EngineWorker::runNeedle(const NeedleSpec& spec, bool questionAfter, int64_t newTokens) {
+    post(Prompt, {"prompt", true, [this, spec, questionAfter, newTokens] {
+                      auto c = std::make_shared<const WorkbenchCapture>(
+                          bench_.captureNeedle(spec, questionAfter, newTokens, progressFor("prompt"), &cancel_));
+                      toGui([this, c] { emit promptCaptured(c); });
+                  }});
+}
+
 uint64_t EngineWorker::select(const PressParams& params, int focusLayer) {
     const uint64_t request = ++selectRequests_;
     post(Select, {"select", false, [this, params, focusLayer, request] {

@@ -64,6 +64,9 @@ public:
     // that wait for the current capture.
     void load(const Workbench::LoadOptions& options);
     void runPrompt(const WorkbenchPrompt& prompt, int64_t newTokens);
+    // A needle task's sample, made with the model's tokenizer and captured as a sweep
+    // did (Workbench::captureNeedle); answered by promptCaptured like runPrompt.
+    void runNeedle(const NeedleSpec& spec, bool questionAfter, int64_t newTokens);
     // Coalesced: a newer select replaces one that has not started. Returns its number.
     uint64_t select(const PressParams& params, int focusLayer);
     // The other methods at the same budget and window (for "which methods keep it").

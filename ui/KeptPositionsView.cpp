@@ -38,6 +38,8 @@ const ImU32 kText = IM_COL32(230, 230, 230, 255);
 const ImU32 kDimText = IM_COL32(160, 160, 160, 255);
 const ImU32 kFocusText = IM_COL32(240, 228, 66, 255);  // Okabe-Ito yellow
 const ImU32 kAxis = IM_COL32(150, 150, 150, 255);
+const ImU32 kMark = IM_COL32(255, 80, 220, 255);  // marked positions (a needle): magenta
+constexpr float kMarkBandH = 5.0f;
 
 viz::Rgb paletteColor(size_t code) { return viz::CategoricalPalette::selection().color(code); }
 ImU32 toImU32(viz::Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
@@ -128,6 +130,47 @@ QColor KeptPositionsView::windowColor() {
     const viz::Rgb c = paletteColor(2);
     return QColor(c.r, c.g, c.b);
 }
+QColor KeptPositionsView::markColor() { return QColor(255, 80, 220); }
+
+void KeptPositionsView::setMarkedPositions(std::vector<int64_t> positions, const QString& name) {
+    std::sort(positions.begin(), positions.end());
+    positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+    marked_ = std::move(positions);
+    markName_ = name;
+    requestRedraw();
+}
+
+double KeptPositionsView::markedKeptShare(int layer) const {
+    if (!selection_ || layer < 0 || layer >= static_cast<int>(headPrefix_.size())) return NAN;
+    const auto& heads = headPrefix_[static_cast<size_t>(layer)];
+    int64_t inside = 0, kept = 0;
+    for (const int64_t p : marked_) {
+        if (p < 0 || p >= promptLength()) continue;
+        ++inside;
+        for (const auto& prefix : heads) kept += prefix[p + 1] - prefix[p];
+    }
+    if (inside == 0 || heads.empty()) return NAN;
+    return static_cast<double>(kept) / static_cast<double>(inside * static_cast<int64_t>(heads.size()));
+}
+
+QString KeptPositionsView::markedSummary() const {
+    const double share = markedKeptShare(focusedLayer_);
+    if (std::isnan(share)) return {};
+    int64_t inside = 0;
+    for (const int64_t p : marked_) inside += p >= 0 && p < promptLength() ? 1 : 0;
+    return QStringLiteral("%1: %2 positions, %3% kept by L%4's heads")
+        .arg(markName_.isEmpty() ? QStringLiteral("marked") : markName_)
+        .arg(inside)
+        .arg(100.0 * share, 0, 'f', 1)
+        .arg(focusedLayer_);
+}
+
+QRectF KeptPositionsView::markBandRect() const {
+    if (marked_.empty() || !selection_) return {};
+    const Layout l = layout();
+    return QRectF(l.plotX0, l.markBandY, l.plotX1 - l.plotX0, kMarkBandH);
+}
+
 QColor KeptPositionsView::droppedColor() {
     const viz::Rgb c = paletteColor(0);
     return QColor(c.r, c.g, c.b);
@@ -264,7 +307,9 @@ KeptPositionsView::Layout KeptPositionsView::layout() const {
     l.overviewRowH =
         l.layers > 0 ? std::clamp(std::floor(h * 0.3f / static_cast<float>(l.layers)), 2.0f, 12.0f)
                      : 0.0f;
-    const float overviewBottom = l.overviewY0 + static_cast<float>(l.layers) * l.overviewRowH;
+    float overviewBottom = l.overviewY0 + static_cast<float>(l.layers) * l.overviewRowH;
+    l.markBandY = overviewBottom + 2.0f;
+    if (!marked_.empty()) overviewBottom += kMarkBandH + 2.0f;
     l.rangeBarY = overviewBottom + 2.0f;
     l.overviewAxisY = overviewBottom + 6.0f;
     l.mapCaptionY = l.overviewAxisY + kLine + 6.0f;
@@ -386,6 +431,8 @@ QString KeptPositionsView::hoverText(int head, int64_t position) const {
     lines << QStringLiteral("position %1  '%2'")
                  .arg(position)
                  .arg(QString::fromStdString(tokenText(position)));
+    if (std::binary_search(marked_.begin(), marked_.end(), position))
+        lines << QStringLiteral("%1 token").arg(markName_.isEmpty() ? QStringLiteral("marked") : markName_);
     const bool kept = isKept(s, layer, head, position);
     lines << QStringLiteral("L%1 %2: %3")
                  .arg(layer)
@@ -433,13 +480,17 @@ QString KeptPositionsView::overviewHoverText(int layer, int64_t position) const 
         return {};
     const auto& prefix = layerPrefix_[static_cast<size_t>(layer)];
     const int64_t keeping = prefix[position + 1] - prefix[position];
-    return QStringLiteral("L%1, position %2  '%3'\nkept by %4/%5 heads (%6)\nclick: focus L%1")
+    const QString mark = std::binary_search(marked_.begin(), marked_.end(), position)
+                             ? QStringLiteral("  (%1)").arg(markName_.isEmpty() ? QStringLiteral("marked") : markName_)
+                             : QString();
+    return QStringLiteral("L%1, position %2  '%3'%7\nkept by %4/%5 heads (%6)\nclick: focus L%1")
         .arg(layer)
         .arg(position)
         .arg(QString::fromStdString(tokenText(position)))
         .arg(keeping)
         .arg(headsPerLayer())
-        .arg(label_);
+        .arg(label_)
+        .arg(mark);
 }
 
 // ---- drawing ----
@@ -457,6 +508,7 @@ void KeptPositionsView::drawFrame() {
     drawOverview(l);
     drawFocusedMap(l);
     drawTokenRow(l);
+    drawMarks(l);
     drawPositionAxis(l.plotX0, l.plotX1, first_, visible_, l.axisY);
     drawHover(l);
 }
@@ -471,6 +523,10 @@ void KeptPositionsView::drawTitle(const Layout& l) {
         x += ImGui::CalcTextSize(label.c_str()).x + 2.0f * kCharWidth;
     }
     addText(list, x, 4.0f, kFocusText, summary);
+    if (const std::string marks = toUtf8(markedSummary()); !marks.empty()) {
+        x += ImGui::CalcTextSize(summary.c_str()).x + 2.0f * kCharWidth;
+        addText(list, x, 4.0f, kMark, marks);
+    }
 
     // Legend, right-aligned on the overview's caption line.
     struct Item {
@@ -481,6 +537,8 @@ void KeptPositionsView::drawTitle(const Layout& l) {
                                {toImU32(paletteColor(0)), "dropped"}};
     if (windowStart() < promptLength())
         items.insert(items.begin() + 1, {toImU32(paletteColor(2)), "window"});
+    const std::string markLegend = markName_.isEmpty() ? std::string("marked") : toUtf8(markName_);
+    if (!marked_.empty()) items.push_back({kMark, markLegend.c_str()});
     float legendWidth = 0.0f;
     for (const auto& item : items) legendWidth += 14.0f + ImGui::CalcTextSize(item.name).x + 12.0f;
     float lx = l.plotX1 - legendWidth;
@@ -648,6 +706,32 @@ void KeptPositionsView::drawPositionAxis(float x0, float x1, double first, doubl
         if (tx < previousEnd + 6.0f) continue;
         addText(list, tx, y + 3.0f, kDimText, tick.label);
         previousEnd = tx + w;
+    }
+}
+
+// The marked positions: ticks on the band under the overview (whole prompt, at least
+// 2 px each), and a frame around each run of them over the focused map's head rows.
+void KeptPositionsView::drawMarks(const Layout& l) {
+    if (marked_.empty()) return;
+    ImDrawList* list = ImGui::GetBackgroundDrawList();
+    const int64_t length = promptLength();
+    const double w = l.plotX1 - l.plotX0;
+    const double mapPx = w / visible_;
+    const float mapY1 = l.mapY0 + static_cast<float>(l.heads) * l.mapRowH;
+    for (size_t i = 0; i < marked_.size();) {
+        size_t j = i + 1;
+        while (j < marked_.size() && marked_[j] == marked_[j - 1] + 1) ++j;
+        const int64_t a = marked_[i], b = marked_[j - 1] + 1;  // the run [a, b)
+        i = j;
+        if (a >= length || b <= 0) continue;
+        const float x0 = l.plotX0 + static_cast<float>(a * w / length);
+        const float x1 = std::max(x0 + 2.0f, l.plotX0 + static_cast<float>(b * w / length));
+        list->AddRectFilled(ImVec2(x0, l.markBandY), ImVec2(x1, l.markBandY + kMarkBandH), kMark);
+        if (b <= first_ || a >= first_ + visible_) continue;
+        const float m0 = std::max(l.plotX0 - 1.0f, static_cast<float>(l.plotX0 + (a - first_) * mapPx));
+        const float m1 = std::min(l.plotX1 + 1.0f,
+                                  std::max(m0 + 2.0f, static_cast<float>(l.plotX0 + (b - first_) * mapPx)));
+        list->AddRect(ImVec2(m0 - 1.0f, l.mapY0 - 2.0f), ImVec2(m1 + 1.0f, mapY1 + 1.0f), kMark, 0.0f, 0, 2.0f);
     }
 }
 

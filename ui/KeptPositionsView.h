@@ -3,7 +3,8 @@
 //
 // Layout, top to bottom: a title line (label, focused layer, entries kept), the overview
 // (one row per layer over the whole prompt, colour = share of that layer's heads keeping
-// the position, the focused map's visible range as a bar under it), then the focused
+// the position, marked positions such as a needle's as a band under it, the focused
+// map's visible range as a bar under that), then the focused
 // layer's map (one row per selection head over the visible range), a token row (when a
 // column is wide enough for text) and the position axis.
 //
@@ -58,6 +59,21 @@ public:
     void setOtherSelections(
         std::vector<std::pair<std::string, std::shared_ptr<const kvlens::Selection>>> others);
 
+    // Positions to mark, e.g. a needle task's needle tokens (`name`: "needle"): a band
+    // under the overview, a frame around their columns in the focused map, a line in the
+    // hover, and in the title the share of them the focused layer's heads keep. Kept
+    // across selections until replaced; an empty list clears them. Positions outside
+    // the prompt are not drawn.
+    void setMarkedPositions(std::vector<int64_t> positions, const QString& name);
+    const std::vector<int64_t>& markedPositions() const { return marked_; }
+    // "needle: 7/9 positions, 77.8% kept by L2's heads"; empty without marks or selection.
+    QString markedSummary() const;
+    // The share of the marked positions inside the prompt that `layer`'s heads keep,
+    // mean over heads; NaN without marks or selection.
+    double markedKeptShare(int layer) const;
+    // The band of marks under the overview (empty rect without marks).
+    QRectF markBandRect() const;
+
     // Clamped to the selection's layers (0 without one).
     void setFocusedLayer(int layer);
     int focusedLayer() const { return focusedLayer_; }
@@ -90,6 +106,7 @@ public:
     static QColor keptColor();
     static QColor windowColor();  // kept positions inside the observation window
     static QColor droppedColor();
+    static QColor markColor();
 
 signals:
     void layerClicked(int layer);
@@ -107,7 +124,8 @@ private:
     struct Layout {
         float plotX0 = 0, plotX1 = 0;  // the position axis of both maps
         float overviewY0 = 0, overviewRowH = 0;
-        float rangeBarY = 0;      // the visible range under the overview
+        float markBandY = 0;      // the marked positions under the overview (when any)
+        float rangeBarY = 0;      // the visible range under them
         float overviewAxisY = 0;  // its tick labels
         float mapCaptionY = 0;
         float mapY0 = 0, mapRowH = 0;
@@ -135,6 +153,7 @@ private:
     void drawTokenRow(const Layout& l);
     void drawPositionAxis(float x0, float x1, double first, double visible, float y);
     void drawHover(const Layout& l);
+    void drawMarks(const Layout& l);
     // Rebuilds and uploads the cells' texture if what it shows changed (GL context current).
     void updateRaster(const Layout& l);
     void drawRasterRow(int row, float x0, float x1, float y0, float y1);
@@ -144,6 +163,8 @@ private:
     std::shared_ptr<const std::vector<std::string>> tokens_;
     std::map<int, std::shared_ptr<const std::vector<std::vector<float>>>> scores_;
     std::vector<std::pair<std::string, std::shared_ptr<const kvlens::Selection>>> others_;
+    std::vector<int64_t> marked_;  // ascending, unique
+    QString markName_;
     // headPrefix_[layer][head][p]: kept positions in [0, p); layerPrefix_[layer][p]: the
     // same summed over the layer's heads.
     std::vector<std::vector<std::vector<int32_t>>> headPrefix_;

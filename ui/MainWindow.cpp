@@ -26,8 +26,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "core/Error.h"
+#include "engine/eval/NeedleTaskName.h"
 #include "engine/model/ModelSpec.h"
 #include "sessions/LayerStatistics.h"
 #include "sessions/ModelFile.h"
@@ -39,6 +43,7 @@
 #include "ui/MemoryPanel.h"
 #include "ui/MethodsPanel.h"
 #include "ui/ModelPromptPanel.h"
+#include "ui/NiahPanel.h"
 #include "ui/OutputsPanel.h"
 #include "ui/SessionsPanel.h"
 #include "viz/TilePyramid.h"
@@ -53,7 +58,7 @@ namespace {
 
 constexpr int kRecentModels = 10;
 // Bumped when the docks change, so an old saved layout is not applied to new docks.
-constexpr int kLayoutVersion = 1;
+constexpr int kLayoutVersion = 2;  // 2: the Needle runs dock
 
 int64_t nowMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -69,6 +74,13 @@ bool sameParams(const PressParams& a, const PressParams& b) {
 }
 
 }  // namespace
+
+struct MainWindow::NeedleOpen {
+    std::shared_ptr<const sessions::NiahRunRecord> run;
+    NeedleSpec spec;
+    PressParams params;
+    bool waitingForModel = false;
+};
 
 MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent) {
     setWindowTitle("KV Lens");
@@ -134,6 +146,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     memoryPanel_ = new MemoryPanel;
     outputsPanel_ = new OutputsPanel;
     sessionsPanel_ = new SessionsPanel;
+    niahPanel_ = new NiahPanel;
     log_ = new QPlainTextEdit;
     log_->setObjectName("log");
     log_->setReadOnly(true);
@@ -151,6 +164,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     sessionsScroll->setWidgetResizable(true);
     sessionsPanel_->setMinimumHeight(720);
     QDockWidget* sessions = addPanel("Sessions", "sessionsDock", sessionsScroll, Qt::BottomDockWidgetArea);
+    QDockWidget* niahDock = addPanel("Needle runs", "niahDock", niahPanel_, Qt::BottomDockWidgetArea);
     QDockWidget* logDock = addPanel("Log", "logDock", log_, Qt::BottomDockWidgetArea);
     // First-run sizes (a saved layout replaces them).
     resizeDocks({modelDock, methodsDock}, {380, 380}, Qt::Horizontal);
@@ -159,7 +173,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     resizeDocks({memory}, {320}, Qt::Vertical);
     tabifyDockWidget(memory, outputs);
     tabifyDockWidget(outputs, sessions);
-    tabifyDockWidget(sessions, logDock);
+    tabifyDockWidget(sessions, niahDock);
+    tabifyDockWidget(niahDock, logDock);
     memory->raise();
 
     status_ = new QLabel("Open a model to begin.");
@@ -217,6 +232,9 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(sessionsPanel_, &SessionsPanel::errorOccurred, this,
             [this](const QString& message) { reportError("sessions", message); });
     connect(sessionsPanel_, &SessionsPanel::runActivated, this, &MainWindow::showStoredRun);
+    connect(niahPanel_, &NiahPanel::errorOccurred, this,
+            [this](const QString& message) { reportError("niah", message); });
+    connect(niahPanel_, &NiahPanel::sampleRequested, this, &MainWindow::openNeedleRun);
 
     // Engine -> views.
     EngineWorker* w = worker_.get();
@@ -277,11 +295,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
         }
         if (job == "decode") pendingSave_.reset();
         if (job == "load") runWhenLoaded_ = false;
+        if (job == "load" || job == "prompt") needleOpen_.reset();
         reportError(job, message);
     });
     connect(w, &EngineWorker::cancelled, this, [this](const QString& job) {
         pendingSave_.reset();
         if (job == "load") runWhenLoaded_ = false;
+        if (job == "load" || job == "prompt") needleOpen_.reset();
         status_->setText(job + " cancelled; the session is as it was");
         log(job + " cancelled");
     });
@@ -440,6 +460,7 @@ void MainWindow::openStore(const QString& path) {
     try {
         store_ = std::make_shared<sessions::SessionStore>(path.toStdString());
         sessionsPanel_->setStore(store_);
+        niahPanel_->setStore(store_);
         log("session store " + path);
     } catch (const std::exception& e) {
         // The window keeps working without a store; saving says why it cannot.
@@ -463,6 +484,8 @@ void MainWindow::clearPromptViews(const QString& why) {
     outputs_.reset();
     storedRun_.reset();
     keptView_->setSelection(nullptr, QString());
+    keptView_->setMarkedPositions({}, {});
+    needleZoom_.reset();
     funnelView_->setStatistics({}, 0);
     funnelView_->setLayerBudgets({}, QString());
     attentionView_->setMap(nullptr, 0, 0, QString());
@@ -487,6 +510,11 @@ void MainWindow::onModelLoaded(const WorkbenchModel& m) {
     setWindowTitle("KV Lens - " + QString::fromStdString(m.spec));
     worker_->countTokens(modelPanel_->prompt());
     emit modelReady();
+    if (needleOpen_ && needleOpen_->waitingForModel) {
+        needleOpen_->waitingForModel = false;
+        startNeedleRun();
+        return;
+    }
     if (runWhenLoaded_) {
         runWhenLoaded_ = false;
         if (!modelPanel_->promptText().isEmpty()) runPrompt();
@@ -503,6 +531,7 @@ void MainWindow::runPrompt() {
         reportError("prompt", "the prompt is empty");
         return;
     }
+    needleOpen_.reset();  // the editor's text now, not a needle sample
     log(QString("running a prompt of %1 characters").arg(text.size()));
     worker_->runPrompt(modelPanel_->prompt(), modelPanel_->newTokens());
 }
@@ -522,6 +551,7 @@ void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> captur
                          .arg(double(T) / std::max(1e-9, capture_->prefillSeconds), 0, 'f', 0)
                          .arg(DisplayText::bytes(capture_->captureBytes)));
     log(status_->text());
+    if (capture_->needle && needleOpen_) showNeedleCapture();
     emit promptReady();
     requestSelection();
     // The focused layer's first head at once, rather than an empty panel until asked.
@@ -544,6 +574,10 @@ void MainWindow::onSelected(const SelectionResult& r) {
     const QString label = DisplayText::method(s.params);
     keptView_->setSelection(r.selection, label);
     keptView_->setFocusedLayer(focusLayer_);
+    if (needleZoom_ && s.promptLength == int64_t(capture_ ? capture_->tokenIds.size() : 0)) {
+        keptView_->setVisibleRange(needleZoom_->first, needleZoom_->second);
+        needleZoom_.reset();
+    }
     // setSelection dropped the previous method's scores: a method without scores
     // (StreamingLLM, Random) shows none rather than those.
     if (r.scores && !r.scores->empty()) keptView_->setScores(r.focusLayer, r.scores);
@@ -685,6 +719,126 @@ void MainWindow::onRunSaved(qint64 id, const QString& session, const QString& la
     status_->setText(QString("Saved run %1 (%2) to session '%3'").arg(id).arg(label, session));
     log(status_->text());
     emit runSaved(id);
+}
+
+void MainWindow::openNeedleRun(const sessions::NiahRunRecord& run, const sessions::ModelRecord& model) {
+    auto open = std::make_unique<NeedleOpen>();
+    open->run = std::make_shared<const sessions::NiahRunRecord>(run);
+    const QString what = QString("niah run %1").arg(run.id);
+    try {
+        const NeedleTaskName task = NeedleTaskName::parse(run.task);
+        std::string filler;
+        if (!task.fillerHash.empty()) {
+            const QString hash = QString::fromStdString(task.fillerHash);
+            const QString path =
+                fillerPrompt_ ? fillerPrompt_(hash)
+                              : QFileDialog::getOpenFileName(
+                                    this, "The sweep's --filler file (FNV-1a " + hash + ")", QString(),
+                                    "Text (*.txt *.md);;All files (*)");
+            if (path.isEmpty()) {
+                status_->setStyleSheet("");
+                status_->setText(what + ": not opened (its sweep's --filler file is needed)");
+                return;
+            }
+            std::ifstream in(path.toStdString(), std::ios::binary);
+            std::ostringstream text;
+            text << in.rdbuf();
+            if (!in && !in.eof()) throw Error(path.toStdString() + ": cannot read the filler file");
+            filler = text.str();
+            if (filler.empty()) throw Error(path.toStdString() + ": the filler file is empty");
+        }
+        // The vocabulary's own BOS default is applied by the engine (Workbench::captureNeedle).
+        open->spec = task.sampleSpec(run.taskSeed, run.length, run.depth, run.sample, filler, true);
+        open->params = PressParams::fromDescription(run.params, what.toStdString() + " params");
+    } catch (const std::exception& e) {
+        reportError("niah", what + ": " + QString::fromStdString(e.what()));
+        return;
+    }
+    // The sweep's model: the loaded one, or its file (a random preset by its spec).
+    const std::string wanted = model.isFile ? model.path : model.spec;
+    const bool loaded = model_ && (model.isFile ? model_->isFile && std::filesystem::path(model_->path) ==
+                                                                        std::filesystem::path(model.path)
+                                                : model_->spec == model.spec);
+    needleOpen_ = std::move(open);
+    if (loaded) {
+        startNeedleRun();
+        return;
+    }
+    if (model.isFile && !std::filesystem::exists(model.path)) {
+        needleOpen_.reset();
+        reportError("niah", what + ": its model " + QString::fromStdString(model.path) +
+                                " is not there (moved or deleted?): open it and click the cell again");
+        return;
+    }
+    needleOpen_->waitingForModel = true;
+    log(what + ": loading its model " + QString::fromStdString(wanted));
+    modelPanel_->setModelText(QString::fromStdString(wanted));
+    loadModel();
+}
+
+void MainWindow::startNeedleRun() {
+    if (!needleOpen_) return;
+    const sessions::NiahRunRecord& run = *needleOpen_->run;
+    methodsPanel_->setParams(needleOpen_->params);
+    modelPanel_->setNewTokens(run.newTokens);
+    modelPanel_->setAddBos(needleOpen_->spec.addBos);
+    modelPanel_->setChat(false, QString());
+    log(QString("niah run %1: sample %2 of task %3 at %4 tokens, depth %5%, question %6")
+            .arg(run.id)
+            .arg(run.sample)
+            .arg(QString::fromStdString(run.task))
+            .arg(run.length)
+            .arg(run.depth)
+            .arg(run.questionAfter ? "after the compression" : "inside"));
+    worker_->runNeedle(needleOpen_->spec, run.questionAfter, run.newTokens);
+}
+
+void MainWindow::showNeedleCapture() {
+    const WorkbenchNeedle& needle = *capture_->needle;
+    const sessions::NiahRunRecord& run = *needleOpen_->run;
+    // The editor shows what was captured (the question too, when it follows the compression).
+    modelPanel_->setPromptText(QString::fromStdString(capture_->text) +
+                               (needle.questionAfter ? QString::fromStdString(needle.question) : QString()));
+    keptView_->setMarkedPositions(needle.positions, "needle");
+    if (!needle.positions.empty()) {
+        // The focused map around the needle once the selection arrives (the overview
+        // shows the whole prompt).
+        const double a = double(needle.positions.front()), b = double(needle.positions.back()) + 1.0;
+        const double span = std::max(64.0, 4.0 * (b - a));
+        needleZoom_ = std::make_pair((a + b - span) / 2.0, span);
+    }
+    QStringList expected;
+    for (const std::string& e : run.expected) expected << QString::fromStdString(e);
+    const std::vector<int64_t> stored(run.needlePositions.begin(), run.needlePositions.end());
+    QString line = QString("niah run %1: %2, sample %3, %4 tokens, needle at %5% (%6 tokens), expected %7; "
+                           "the sweep answered '%8'")
+                       .arg(run.id)
+                       .arg(DisplayText::method(needleOpen_->params))
+                       .arg(run.sample)
+                       .arg(needle.sampleTokens)
+                       .arg(run.depth)
+                       .arg(needle.positions.size())
+                       .arg(expected.join(", "), QString::fromStdString(run.answer).replace('\n', "\\n"));
+    if (needle.sampleTokens != run.tokens || needle.positions != stored) {
+        // Another tokenizer (or a changed task generator) made another prompt.
+        line = QString("niah run %1: this model makes another sample (%2 tokens, needle at %3) than the sweep's "
+                       "(%4 tokens, needle at %5): the views show the new one")
+                   .arg(run.id)
+                   .arg(needle.sampleTokens)
+                   .arg(needle.positions.empty() ? QString("-") : QString::number(needle.positions.front()))
+                   .arg(run.tokens)
+                   .arg(stored.empty() ? QString("-") : QString::number(stored.front()));
+        reportError("niah", line);
+    } else {
+        status_->setStyleSheet("");
+        status_->setText(line);
+        log(line);
+    }
+    const PressParams params = needleOpen_->params;
+    const int64_t n = run.newTokens;
+    needleOpen_.reset();
+    // The answer on the compressed cache beside the full cache's, as the sweep measured it.
+    worker_->evaluate(params, n);
 }
 
 void MainWindow::showStoredRun(qint64 runId) {

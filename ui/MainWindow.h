@@ -9,8 +9,10 @@
 #include <QStringList>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "engine/Workbench.h"
@@ -28,6 +30,8 @@ class QTimer;
 namespace kvlens::sessions {
 class SessionStore;
 struct RunRecord;
+struct NiahRunRecord;
+struct ModelRecord;
 }  // namespace kvlens::sessions
 
 namespace kvlens::ui {
@@ -38,6 +42,7 @@ class KeptPositionsView;
 class MemoryPanel;
 class MethodsPanel;
 class ModelPromptPanel;
+class NiahPanel;
 class OutputsPanel;
 class SessionsPanel;
 
@@ -71,6 +76,15 @@ public:
     void cancelWork();
     void focusLayer(int layer);
     void showAttention(int layer, int head);
+    // Opens a stored needle run's sample (the Needle runs panel's click): loads the run's
+    // model when another is loaded, makes the sample again from the task's name and seed,
+    // captures it as the sweep did, shows the run's method and budget, marks the needle's
+    // positions and decodes the answer. A bad task, a missing model file or filler, or a
+    // tokenizer that makes another sample is one line in the status bar.
+    void openNeedleRun(const sessions::NiahRunRecord& run, const sessions::ModelRecord& model);
+    // Asks for a sweep's --filler file (its FNV-1a hash given); empty: cancelled. Default:
+    // a file dialog. Tests replace it.
+    void setFillerPrompt(std::function<QString(const QString& hash)> prompt) { fillerPrompt_ = std::move(prompt); }
 
     EngineWorker& worker() { return *worker_; }
     ModelPromptPanel* modelPanel() const { return modelPanel_; }
@@ -81,6 +95,7 @@ public:
     MemoryPanel* memoryPanel() const { return memoryPanel_; }
     OutputsPanel* outputsPanel() const { return outputsPanel_; }
     SessionsPanel* sessionsPanel() const { return sessionsPanel_; }
+    NiahPanel* niahPanel() const { return niahPanel_; }
     QDockWidget* dock(const QString& objectName) const;
 
     // What the kept-positions view shows now (null before the first selection).
@@ -126,6 +141,9 @@ private:
     void onRunSaved(qint64 id, const QString& session, const QString& label);
     void showStoredRun(qint64 runId);
     void updateAttentionKept();
+    void startNeedleRun();
+    // The capture of a needle sample reached the views: marks, checks, decode.
+    void showNeedleCapture();
 
     std::unique_ptr<QSettings> settings_;
     std::unique_ptr<EngineWorker> worker_;
@@ -141,6 +159,7 @@ private:
     MemoryPanel* memoryPanel_ = nullptr;
     OutputsPanel* outputsPanel_ = nullptr;
     SessionsPanel* sessionsPanel_ = nullptr;
+    NiahPanel* niahPanel_ = nullptr;
     QPlainTextEdit* log_ = nullptr;
     QLabel* status_ = nullptr;
     QProgressBar* progress_ = nullptr;
@@ -162,6 +181,12 @@ private:
     // Selections requested up to this number were asked before a stored run was opened.
     uint64_t storedWatermark_ = 0;
     bool runWhenLoaded_ = false;
+    // A needle run being opened: the run, its sample's spec, its parameters; waits for its
+    // model's load when another was loaded, then for the capture.
+    struct NeedleOpen;
+    std::unique_ptr<NeedleOpen> needleOpen_;
+    std::function<QString(const QString&)> fillerPrompt_;
+    std::optional<std::pair<double, double>> needleZoom_;  // first position, positions
     // The prompt saved in the store for this capture, per session id.
     int focusLayer_ = 0;
 };

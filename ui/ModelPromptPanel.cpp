@@ -1,5 +1,7 @@
 #include "ui/ModelPromptPanel.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
@@ -153,6 +155,7 @@ void ModelPromptPanel::setModelText(const QString& model) { model_->setText(mode
 QString ModelPromptPanel::promptText() const { return prompt_->toPlainText(); }
 void ModelPromptPanel::setPromptText(const QString& text) { prompt_->setPlainText(text); }
 bool ModelPromptPanel::addBos() const { return bos_->isChecked(); }
+void ModelPromptPanel::setAddBos(bool addBos) { bos_->setChecked(addBos); }
 
 WorkbenchPrompt ModelPromptPanel::prompt() const {
     WorkbenchPrompt p;
@@ -168,6 +171,9 @@ void ModelPromptPanel::setChat(bool chat, const QString& system) {
     system_->setText(system);
 }
 int64_t ModelPromptPanel::newTokens() const { return newTokens_->value(); }
+void ModelPromptPanel::setNewTokens(int64_t tokens) {
+    newTokens_->setValue(static_cast<int>(std::clamp<int64_t>(tokens, newTokens_->minimum(), newTokens_->maximum())));
+}
 
 void ModelPromptPanel::setRecentModels(const QStringList& models) {
     recent_->clear();

@@ -32,11 +32,13 @@ public:
     QString promptText() const;
     void setPromptText(const QString& text);
     bool addBos() const;
+    void setAddBos(bool addBos);
     // The prompt as the engine takes it: text, BOS, and the chat turn when ticked.
     WorkbenchPrompt prompt() const;
     // Ticks Chat (when the loaded model has a template) and sets the system message.
     void setChat(bool chat, const QString& system);
     int64_t newTokens() const;
+    void setNewTokens(int64_t tokens);  // clamped to the box's range
     void setRecentModels(const QStringList& models);
 
     // What the loaded model is (shape, memory); clears the token count.

@@ -1,8 +1,11 @@
-// kvlens_gui_screenshots OUTDIR [--model M] [--prompt-file F]: drives the real window
+// kvlens_gui_screenshots OUTDIR [--model M] [--prompt-file F] [--niah-store S
+//     [--niah-kind "snapkv 128"] [--niah-cell ROW,COLUMN]]: drives the real window
 // under Xvfb (xvfb-run -a -s "-screen 0 1920x1200x24", QT_QPA_PLATFORM=xcb) through a
 // session and saves a screenshot of each panel in use, for docs/gui and the README:
 // the run with the memory panel, the attention map zoomed to tokens, the outputs after
-// a decode, the sessions panel comparing two saved runs, and the kept positions zoomed.
+// a decode, the sessions panel comparing two saved runs, and the kept positions zoomed;
+// with --niah-store, the Needle runs panel of that store (a kvlens niah --save sweep)
+// with a cell's sample opened: its needle marked in the kept positions, its answer decoded.
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -21,6 +24,7 @@
 #include "ui/MainWindow.h"
 #include "ui/MethodsPanel.h"
 #include "ui/ModelPromptPanel.h"
+#include "ui/NiahPanel.h"
 #include "ui/RunComparisonView.h"
 #include "ui/SessionsPanel.h"
 
@@ -72,15 +76,27 @@ bool budget(MainWindow& w, int64_t entries) {
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
     if (argc < 2) {
-        std::fprintf(stderr, "usage: kvlens_gui_screenshots OUTDIR [--model M] [--prompt-file F]\n");
+        std::fprintf(stderr, "usage: kvlens_gui_screenshots OUTDIR [--model M] [--prompt-file F] [--niah-store S "
+                             "[--niah-kind LABEL] [--niah-cell ROW,COLUMN]]\n");
         return 2;
     }
     const QString out = argv[1];
     QString model = QString(KVLENS_SHARED_DIR) + "/models/stories260K.gguf";
     QString promptFile = QString(KVLENS_SOURCE_DIR) + "/docs/inspect/prompt.txt";
+    QString niahStore, niahKind;
+    int niahRow = 1, niahColumn = 1;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (QString(argv[i]) == "--model") model = argv[i + 1];
         if (QString(argv[i]) == "--prompt-file") promptFile = argv[i + 1];
+        if (QString(argv[i]) == "--niah-store") niahStore = argv[i + 1];
+        if (QString(argv[i]) == "--niah-kind") niahKind = argv[i + 1];
+        if (QString(argv[i]) == "--niah-cell") {
+            const QStringList rc = QString(argv[i + 1]).split(',');
+            if (rc.size() == 2) {
+                niahRow = rc[0].toInt();
+                niahColumn = rc[1].toInt();
+            }
+        }
     }
     QDir().mkpath(out);
     if (QFileInfo::exists(model)) model = QFileInfo(model).canonicalFilePath();
@@ -147,5 +163,33 @@ int main(int argc, char** argv) {
         scroll->ensureWidgetVisible(w.sessionsPanel()->comparison(), 0, 0);
     w.keptView()->resetView();
     if (!shoot(w, out + "/sessions_compare.png")) return 1;
-    return 0;
+    if (niahStore.isEmpty()) return 0;
+
+    // A needle sweep's store: the heatmap, and a cell's sample opened in the views.
+    w.openStore(niahStore);
+    kvlens::ui::NiahPanel* niah = w.niahPanel();
+    if (niah->sessionNames().isEmpty()) {
+        std::fprintf(stderr, "kvlens_gui_screenshots: %s has no niah runs\n", qPrintable(niahStore));
+        return 1;
+    }
+    if (!niahKind.isEmpty()) {
+        const int k = niah->kindNames().indexOf(niahKind);
+        if (k < 0) {
+            std::fprintf(stderr, "kvlens_gui_screenshots: no method '%s' among %s\n", qPrintable(niahKind),
+                         qPrintable(niah->kindNames().join(", ")));
+            return 1;
+        }
+        niah->showKind(k);
+    }
+    w.dock("niahDock")->raise();
+    w.resizeDocks({w.dock("niahDock")}, {440}, Qt::Vertical);
+    QSignalSpy answered(&w, &MainWindow::outputsReady);
+    if (!niah->openCell(niahRow, niahColumn)) {
+        std::fprintf(stderr, "kvlens_gui_screenshots: cell %d,%d has no run\n", niahRow, niahColumn);
+        return 1;
+    }
+    if (!waitFor(answered, 1, 600000, "the needle sample's answer")) return 1;
+    if (!shoot(w, out + "/niah_sample.png")) return 1;
+    w.dock("outputsDock")->raise();
+    return shoot(w, out + "/niah_sample_outputs.png") ? 0 : 1;
 }

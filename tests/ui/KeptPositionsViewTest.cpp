@@ -164,6 +164,57 @@ TEST(KeptPositionsViewTest, DrawsKeptDroppedAndWindowCellsAtTheirPixels) {
     EXPECT_GT(brightPixels(image, QRectF(0, 0, view.width(), 20)), 40);
 }
 
+// A needle's positions: the band under the overview and the frame in the focused map at
+// their pixels, the share kept in the title (hand-counted), and the hover's line.
+TEST(KeptPositionsViewTest, MarkedPositionsShowAsABandAFrameAndTheShareKept) {
+    KeptPositionsView view;
+    view.setSelection(smallSelection(), kLabel);
+    showWithPlotWidth(view);
+    EXPECT_TRUE(view.markBandRect().isEmpty());
+    const QRectF mapBefore = view.focusedMapRect();
+    view.setMarkedPositions({27, 26, 25, 10, 10, 99}, QStringLiteral("needle"));  // unsorted, a repeat, one outside
+    EXPECT_EQ(view.markedPositions(), (std::vector<int64_t>{10, 25, 26, 27, 99}));
+    // L0: head 0 keeps 10 (1 of 4), head 1 keeps 25, 26, 27 (3 of 4): 4 of 8.
+    EXPECT_DOUBLE_EQ(view.markedKeptShare(0), 0.5);
+    // L1: head 0 keeps none of them, head 1 keeps 26 and 27: 2 of 8.
+    EXPECT_DOUBLE_EQ(view.markedKeptShare(1), 0.25);
+    EXPECT_EQ(view.markedSummary(), QStringLiteral("needle: 4 positions, 50.0% kept by L0's heads"));
+    view.setFocusedLayer(1);
+    EXPECT_EQ(view.markedSummary(), QStringLiteral("needle: 4 positions, 25.0% kept by L1's heads"));
+    view.setFocusedLayer(0);
+
+    const QRectF band = view.markBandRect();
+    ASSERT_FALSE(band.isEmpty());
+    EXPECT_GT(band.top(), view.overviewRowRect(1).bottom());
+    EXPECT_GE(view.focusedMapRect().top(), mapBefore.top() + band.height());  // the map moved down
+    const QImage image = grab(view);
+    EXPECT_TRUE(image.save(QStringLiteral(KVLENS_UI_TEST_DIR "/kept_positions_marked.png")));
+    const double by = band.center().y();
+    const QColor mark = KeptPositionsView::markColor();
+    EXPECT_TRUE(colourNear(image, QPointF(band.left() + 10 * 8 + 4, by), mark));
+    EXPECT_TRUE(colourNear(image, QPointF(band.left() + 26 * 8 + 4, by), mark));
+    EXPECT_FALSE(colourNear(image, QPointF(band.left() + 15 * 8 + 4, by), mark));
+    // The frame: 2 px lines at the runs' edges, over the head rows; cells inside keep their colour.
+    const QRectF map = view.focusedMapRect();
+    const double y = view.cellCenter(0, 10).y();
+    EXPECT_TRUE(colourNear(image, QPointF(map.left() + 80 - 1, y), mark));
+    EXPECT_TRUE(colourNear(image, QPointF(map.left() + 25 * 8 - 1, y), mark));
+    EXPECT_TRUE(colourNear(image, QPointF(map.left() + 28 * 8, y), mark));
+    EXPECT_TRUE(colourNear(image, view.cellCenter(0, 10), KeptPositionsView::keptColor()));
+    EXPECT_TRUE(colourNear(image, view.cellCenter(0, 15), KeptPositionsView::droppedColor()));
+
+    EXPECT_NE(view.hoverText(0, 26).indexOf(QStringLiteral("needle token")), -1) << view.hoverText(0, 26).toStdString();
+    EXPECT_EQ(view.hoverText(0, 15).indexOf(QStringLiteral("needle")), -1);
+    EXPECT_NE(view.overviewHoverText(0, 10).indexOf(QStringLiteral("(needle)")), -1);
+    // A new selection of the same prompt keeps the marks; an empty list clears them.
+    view.setSelection(smallSelection(), kLabel);
+    EXPECT_DOUBLE_EQ(view.markedKeptShare(0), 0.5);
+    view.setMarkedPositions({}, {});
+    EXPECT_TRUE(view.markBandRect().isEmpty());
+    EXPECT_TRUE(view.markedSummary().isEmpty());
+    EXPECT_EQ(view.focusedMapRect().top(), mapBefore.top());
+}
+
 TEST(KeptPositionsViewTest, FocusingAnotherLayerChangesTheKeptPixels) {
     KeptPositionsView view;
     view.setSelection(smallSelection(), kLabel);

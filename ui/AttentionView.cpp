@@ -171,6 +171,13 @@ void AttentionView::setKept(std::vector<int32_t> keptKeyPositions) {
     requestRedraw();
 }
 
+void AttentionView::setMarkedKeys(std::vector<int64_t> keys) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    marked_ = std::move(keys);
+    requestRedraw();
+}
+
 void AttentionView::setExactRegion(int64_t row0, int64_t col0, int64_t rows, int64_t cols,
                                    std::vector<float> values) {
     if (!pyramid_) throw Error("exact attention region: no map is shown");
@@ -498,6 +505,7 @@ void AttentionView::drawFrame() {
 
     list->AddText(ImVec2(8, 5), kText, utf8(titleText()).c_str());
     drawKeptStrip(map);
+    drawMarks(map);
     drawAxes(map);
     drawColourBar(map);
 
@@ -505,6 +513,29 @@ void AttentionView::drawFrame() {
     if (!dragging_ && ImGui::IsMousePosValid(&io.MousePos)) {
         const QString text = hoverText(QPointF(io.MousePos.x, io.MousePos.y));
         if (!text.isEmpty()) ImGui::SetTooltip("%s", utf8(text).c_str());
+    }
+}
+
+void AttentionView::drawMarks(const QRectF& map) {
+    if (marked_.empty() || !pyramid_) return;
+    ImDrawList* list = ImGui::GetBackgroundDrawList();
+    const QColor m = markColor();
+    const ImU32 colour = IM_COL32(m.red(), m.green(), m.blue(), 255);
+    const float y0 = static_cast<float>(map.bottom()) + 0.5f, y1 = y0 + kStripGap - 1.0f;
+    const double pxPerKey = 1.0 / cellsPerPixel_;
+    const int64_t cols = pyramid_->cols();
+    for (size_t i = 0; i < marked_.size();) {
+        size_t j = i + 1;
+        while (j < marked_.size() && marked_[j] == marked_[j - 1] + 1) ++j;
+        const int64_t a = marked_[i], b = std::min(cols, marked_[j - 1] + 1);
+        i = j;
+        if (a >= cols || a < 0) continue;
+        float x0 = static_cast<float>(map.left() + (static_cast<double>(a) - col0_) * pxPerKey);
+        float x1 = static_cast<float>(map.left() + (static_cast<double>(b) - col0_) * pxPerKey);
+        x1 = std::max(x1, x0 + 2.0f);
+        x0 = std::max(x0, static_cast<float>(map.left()));
+        x1 = std::min(x1, static_cast<float>(map.right()));
+        if (x1 > x0) list->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), colour);
     }
 }
 

@@ -49,6 +49,11 @@ public:
     // the map; empty: no strip. Positions past the map are not drawn. Throws kvlens::Error
     // on a negative one.
     void setKept(std::vector<int32_t> keptKeyPositions);
+    // Key positions to mark (a needle task's needle tokens): magenta ticks between the map
+    // and the kept strip, at least 2 px each. Kept until replaced; empty clears them.
+    void setMarkedKeys(std::vector<int64_t> keys);
+    const std::vector<int64_t>& markedKeys() const { return marked_; }
+    static QColor markColor() { return QColor(255, 80, 220); }
     // Exact probabilities of query rows [row0, row0 + rows) x key columns [col0, col0 +
     // cols), row-major, usually in answer to exactRegionNeeded; the last few regions are
     // kept. Throws kvlens::Error without a map, for a region outside it, or a wrong count.
@@ -153,6 +158,7 @@ private:
 
     void drawAxes(const QRectF& map);
     void drawKeptStrip(const QRectF& map);
+    void drawMarks(const QRectF& map);
     void drawColourBar(const QRectF& map);
 
     std::shared_ptr<const kvlens::viz::TilePyramid> pyramid_;
@@ -160,6 +166,7 @@ private:
     QString title_;
     std::shared_ptr<const std::vector<std::string>> tokens_;
     std::vector<int32_t> kept_;          // sorted, unique
+    std::vector<int64_t> marked_;        // sorted, unique
     std::vector<int32_t> keptPrefix_;    // kept keys before each column (cols + 1)
     std::vector<IndexGrid> levelIndex_;  // one per pyramid level
     std::vector<ExactRegion> exact_;     // oldest first

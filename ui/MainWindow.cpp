@@ -485,6 +485,7 @@ void MainWindow::clearPromptViews(const QString& why) {
     storedRun_.reset();
     keptView_->setSelection(nullptr, QString());
     keptView_->setMarkedPositions({}, {});
+    attentionView_->setMarkedKeys({});
     needleZoom_.reset();
     funnelView_->setStatistics({}, 0);
     funnelView_->setLayerBudgets({}, QString());
@@ -800,6 +801,7 @@ void MainWindow::showNeedleCapture() {
     modelPanel_->setPromptText(QString::fromStdString(capture_->text) +
                                (needle.questionAfter ? QString::fromStdString(needle.question) : QString()));
     keptView_->setMarkedPositions(needle.positions, "needle");
+    attentionView_->setMarkedKeys(needle.positions);
     if (!needle.positions.empty()) {
         // The focused map around the needle once the selection arrives (the overview
         // shows the whole prompt).

@@ -217,6 +217,28 @@ TEST(AttentionViewTest, KeptStripMarksExactlyTheKeptKeyColumns) {
     EXPECT_TRUE(colourNear(frame(wide), QPointF(x0, wy), kClear));
 }
 
+TEST(AttentionViewTest, MarkedKeysAreTicksBetweenTheMapAndTheKeptStrip) {
+    AttentionView view;
+    view.setMap(makePyramid(16, 1, smallMap), 0, 0, "");
+    view.setKept({0, 1});
+    view.setMarkedKeys({9, 4, 5, 5, 40});  // unsorted, a repeat, one past the map
+    EXPECT_EQ(view.markedKeys(), (std::vector<int64_t>{4, 5, 9, 40}));
+    showAndWait(view);
+    view.setView(0, 0, 0.1);  // 10 px per key
+    const QImage image = frame(view);
+    const QRectF map = view.mapRect();
+    const int y = static_cast<int>(map.bottom()) + 2;  // between the map and the strip
+    for (int key = 0; key < 16; ++key) {
+        const QPointF at(map.left() + 10 * key + 5, y);
+        const bool marked = key == 4 || key == 5 || key == 9;
+        EXPECT_EQ(colourNear(image, at, AttentionView::markColor()), marked) << "key " << key;
+    }
+    // The kept strip under the ticks is as it was.
+    EXPECT_TRUE(colourNear(image, QPointF(map.left() + 5, map.bottom() + 8), AttentionView::keptColor()));
+    view.setMarkedKeys({});
+    EXPECT_FALSE(colourNear(frame(view), QPointF(map.left() + 45, y), AttentionView::markColor()));
+}
+
 TEST(AttentionViewTest, PanMovesThePictureByTheRightPixels) {
     AttentionView view;
     view.setMap(makePyramid(16, 1, smallMap), 0, 0, "");

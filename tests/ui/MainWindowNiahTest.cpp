@@ -20,6 +20,7 @@
 #include "engine/gguf/GgufFile.h"
 #include "engine/tokenizer/GgufTokenizer.h"
 #include "sessions/SessionStore.h"
+#include "ui/AttentionView.h"
 #include "ui/KeptPositionsView.h"
 #include "ui/MethodsPanel.h"
 #include "ui/ModelPromptPanel.h"
@@ -94,6 +95,7 @@ TEST(MainWindowNiahTest, ACellOpensItsSampleWithTheNeedleMarkedAndItsAnswerDecod
     EXPECT_EQ(w.modelPanel()->loadOptions().model, kTestbed);
     EXPECT_EQ(w.modelPanel()->promptText().toStdString(), f.sample.prompt());
     EXPECT_EQ(w.keptView()->markedPositions(), f.sample.needlePositions);
+    EXPECT_EQ(w.attentionView()->markedKeys(), f.sample.needlePositions);
     const PressParams p = w.methodsPanel()->params();
     EXPECT_EQ(p.method, "snapkv");
     EXPECT_EQ(p.budget, 96);
@@ -125,6 +127,7 @@ TEST(MainWindowNiahTest, ACellOpensItsSampleWithTheNeedleMarkedAndItsAnswerDecod
     w.runPrompt();
     ASSERT_TRUE(waitFor(plain, 1, 120000, "the plain prompt"));
     EXPECT_TRUE(w.keptView()->markedPositions().empty());
+    EXPECT_TRUE(w.attentionView()->markedKeys().empty());
 }
 
 TEST(MainWindowNiahTest, BadRunsAreOneLineEach) {

@@ -29,7 +29,7 @@ int runCompare(const std::vector<std::string>& argv) {
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n"
-            "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random]\n"
+            "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff]\n"
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
             "       [--special] [--chat [--system T]]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
@@ -41,7 +41,7 @@ int runCompare(const std::vector<std::string>& argv) {
         return 0;
     }
     const std::vector<PressParams> runs = PressOptions::sweepFromCommandLine(
-        args, "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random", "64,128,256");
+        args, "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff", "64,128,256");
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);

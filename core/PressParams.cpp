@@ -34,8 +34,8 @@ std::string budgetTooSmall(const PressParams& p, int64_t promptLength, int64_t r
 }  // namespace
 
 const std::vector<std::string>& PressParams::methodNames() {
-    static const std::vector<std::string> names = {"full", "snapkv",  "pyramidkv", "streamingllm",
-                                                   "h2o",  "adakv", "random"};
+    static const std::vector<std::string> names = {"full",   "snapkv", "pyramidkv", "streamingllm", "h2o",
+                                                   "adakv",  "random", "tova",      "knorm",        "keydiff"};
     return names;
 }
 

@@ -23,7 +23,8 @@ const char* poolingName(Pooling pooling);
 const char* scheduleName(PyramidSchedule schedule);
 
 struct PressParams {
-    std::string method = "snapkv";  // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random
+    // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff
+    std::string method = "snapkv";
     int64_t budget = 0;             // KV entries per head, window included; 0: use budgetRatio
     double budgetRatio = 0.0;       // of the prompt length, when budget is 0
     int64_t window = 32;

@@ -259,6 +259,10 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (layer < 0 || layer >= c.layers()) throw Error("layer " + std::to_string(layer) + " does not exist");
     params.validate(c.promptLength(), Capture::kMaxWindow);
     const std::string& m = params.method;
+    // Scores over every position, for the methods that keep no window.
+    if (m == "knorm") return presses::keyNormScores(c, layer);
+    if (m == "keydiff") return presses::keyDiffScores(c, layer);
+    if (m == "tova") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
     // A budget that holds the whole prompt keeps everything, whatever the window:
     // a window the capture cannot vote with then has no scores to show.
     if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};

@@ -142,8 +142,10 @@ public:
     // does it too, silently. Nothing for the other methods, or without a capture.
     void prepareMethod(const std::string& method, const Progress& progress) const;
     // The method's per-position score on `layer` for each selection head: pooled
-    // window votes (snapkv, pyramidkv, adakv), accumulated attention (h2o); empty for
-    // methods without scores. Prefix positions only; the window has none (NaN).
+    // window votes (snapkv, pyramidkv, adakv), accumulated attention (h2o), prefix
+    // positions only (the window has none: NaN); minus the key norm (knorm), minus the
+    // key's cosine with the anchor (keydiff), the last query's mean attention (tova)
+    // over every position; empty for methods without scores.
     std::vector<std::vector<float>> scores(const PressParams& params, int64_t layer) const;
     // K and V bytes of the entries `selection` keeps, per layer, in the cache's dtype.
     std::vector<int64_t> bytesPerLayer(const Selection& selection) const;

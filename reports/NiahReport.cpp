@@ -14,6 +14,7 @@
 #include "reports/SvgRasterizer.h"
 #include "viz/OutputFile.h"
 #include "viz/CsvTable.h"
+#include "viz/MethodColor.h"
 #include "viz/SvgChart.h"
 
 namespace kvlens {
@@ -154,6 +155,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
             if (!lines.count(k.first)) methodOrder.push_back(k.first);
             viz::LineSeries& s = lines[k.first];
             s.name = k.first;
+            s.color = viz::MethodColor::of(k.first);  // as in every other chart of the project
             s.x.push_back(b);
             s.y.push_back(100.0 * overall.at(k).contains.value());
             lo = std::min(lo, b);
@@ -165,6 +167,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
                 if (k.first != "full") continue;
                 viz::LineSeries s;
                 s.name = "full";
+                s.color = viz::MethodColor::of("full");
                 s.x = {lo, hi};
                 s.y = {100.0 * overall.at(k).contains.value(), 100.0 * overall.at(k).contains.value()};
                 s.style = viz::LineStyle::Dashed;

@@ -58,11 +58,6 @@ ReportData ReportData::load(sessions::SessionStore& store, const std::string& na
     return d;
 }
 
-bool ReportData::usesWindow(const PressParams& p) {
-    return p.method == "snapkv" || p.method == "pyramidkv" || p.method == "h2o" || p.method == "adakv" ||
-           p.method == "random";
-}
-
 std::string ReportData::budgetText(const PressParams& p) {
     if (p.method == "full") return "\xe2\x80\x94";
     if (p.budget > 0) return std::to_string(p.budget);

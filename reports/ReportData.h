@@ -29,9 +29,6 @@ struct ReportData {
 
     // "#3 snapkv 64" (id, method, budget).
     static std::string label(const sessions::RunRecord& run);
-    // Methods that keep the observation window (as PressParams::usesWindow, which lives
-    // in the LibTorch engine library).
-    static bool usesWindow(const PressParams& params);
     // "64", "25%", or "—" for full.
     static std::string budgetText(const PressParams& params);
     // Entries per head: the budget, or the ratio of the prompt resolved (at least 1).

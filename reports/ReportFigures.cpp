@@ -140,7 +140,7 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
             viz::KeptPositionsFigure::setScale(fig, categories);
             for (size_t i : drawn) {
                 const auto& r = d.runs[i];
-                const int64_t windowStart = ReportData::usesWindow(r.params) ? T - r.params.window : T;
+                const int64_t windowStart = r.params.usesWindow() ? T - r.params.window : T;
                 viz::KeptPositionsFigure::addLayer(fig, r.selection, layer, windowStart, categories,
                                                    ReportData::label(r));
             }

@@ -70,7 +70,7 @@ ReportTable ReportTables::settings(const ReportData& d) {
                                                : num(ReportData::budgetText(p), p.budgetRatio);
         t.rowRuns.push_back(r.id);
         t.rows.push_back({integer(r.id), text(p.method), budget,
-                          ReportData::usesWindow(p) ? integer(p.window) : text(ReportText::dash()),
+                          p.usesWindow() ? integer(p.window) : text(ReportText::dash()),
                           pooled ? integer(p.kernel) : text(ReportText::dash()),
                           text(pooled ? sessions::ParamText::of(p.pooling) : ReportText::dash()),
                           text(p.method == "full" ? ReportText::dash() : sessions::ParamText::of(r.selection.gqa)), text(knobs),

@@ -67,11 +67,18 @@ string dashOf(LineStyle s) {
     return "";
 }
 
-// A marker of one of four shapes (by colour index) centred at (x, y).
+// Series past the palette's colours reuse them: their lines are dotted and their markers
+// take the next shape, so that no two series of a chart look alike (10 methods, 8 colours).
+bool secondCycle(int index) { return index >= static_cast<int>(CategoricalPalette::okabeIto().size()); }
+LineStyle styleOf(LineStyle asked, int index) {
+    return asked == LineStyle::Solid && secondCycle(index) ? LineStyle::Dotted : asked;
+}
+
+// A marker of one of four shapes (by colour index and cycle) centred at (x, y).
 string marker(int index, double x, double y, const string& color) {
     std::ostringstream o;
     double r = 3.5;
-    switch (index % 4) {
+    switch ((index + index / static_cast<int>(CategoricalPalette::okabeIto().size())) % 4) {
         case 0:
             o << "<circle cx=\"" << N::num(x) << "\" cy=\"" << N::num(y) << "\" r=\"" << N::num(r) << "\"";
             break;
@@ -491,11 +498,11 @@ string SvgChart::svg() const {
                 o << "<g clip-path=\"url(#plot" << i << ")\">\n";
                 if (!points.empty())
                     o << "<path d=\"" << d.str() << "\" fill=\"none\" stroke=\"" << col
-                      << "\" stroke-width=\"2\" stroke-linejoin=\"round\"" << dashOf(s.style) << "/>\n";
+                      << "\" stroke-width=\"2\" stroke-linejoin=\"round\"" << dashOf(styleOf(s.style, ci)) << "/>\n";
                 if (s.markers)
                     for (const auto& pt : points) o << marker(ci, pt.first, pt.second, col) << "\n";
                 o << "</g>\n";
-                legend.push_back({s.name, col, false, s.style, s.markers, ci});
+                legend.push_back({s.name, col, false, styleOf(s.style, ci), s.markers, ci});
             }
             // Legend.
             double lx = plotRight + kLegendGap, ly = ptop + 8;

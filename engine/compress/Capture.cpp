@@ -174,6 +174,17 @@ std::shared_ptr<void> Capture::borrowSpare() const {
     return std::shared_ptr<void>(flag.get(), [flag](void*) { *flag = false; });
 }
 
+at::Tensor Capture::memoScores(const std::string& name, int64_t layer,
+                               const std::function<at::Tensor()>& compute) const {
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    auto it = memo_.find({name, layer});
+    if (it == memo_.end()) {
+        c10::InferenceMode guard;
+        it = memo_.emplace(std::make_pair(name, layer), compute().to(at::kFloat).contiguous()).first;
+    }
+    return it->second;
+}
+
 at::Tensor Capture::votes(int64_t layer, int64_t window) const {
     std::lock_guard<std::mutex> lock(votesMutex_);
     auto it = votes_.find(window);
@@ -276,6 +287,7 @@ int64_t Capture::bytes() const {
     std::lock_guard<std::mutex> lock(votesMutex_);
     for (const auto& [w, perLayer] : votes_)
         for (const at::Tensor& t : perLayer) total += t.numel() * t.element_size();
+    for (const auto& [key, t] : memo_) total += t.numel() * t.element_size();
     return total;
 }
 

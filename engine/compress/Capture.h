@@ -17,6 +17,8 @@
 //   window queries  L * H * 64 * D * 4
 //   H2O scores      L * H * T * 4 once H2O is used
 //   votes           L * H * (T - W) * 4 for each window size W used
+//   KNorm, KeyDiff  L * KV * T * 4 each, once the method is used
+//   TOVA            L * T * 4 once used
 // e.g. tinyllama-1.1b (L=22, H=32, KV=4, D=64), T=8192, bf16: KV 184.5 MB,
 // queries 11.5 MB, H2O 23.1 MB, votes for one window 23.0 MB.
 #pragma once
@@ -24,6 +26,7 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -101,6 +104,11 @@ public:
     // keys, scaled by 1/sqrt(D)), for prefix columns: [H, T - window] fp32.
     at::Tensor votes(int64_t layer, int64_t window) const;
 
+    // A layer's scores that depend on the capture alone (KNorm's, KeyDiff's, TOVA's;
+    // PressScores): made by `compute` on first use of (name, layer), then kept and
+    // counted in bytes(). Thread-safe; `compute` runs under the lock.
+    at::Tensor memoScores(const std::string& name, int64_t layer, const std::function<at::Tensor()>& compute) const;
+
     // The prompt and the next-token logits after it (empty/undefined for fromTensors).
     const std::vector<int32_t>& prompt() const { return prompt_; }
     const at::Tensor& lastLogits() const { return lastLogits_; }
@@ -126,6 +134,7 @@ private:
     double prefillSeconds_ = 0.0;
     mutable std::mutex votesMutex_;
     mutable std::map<int64_t, std::vector<at::Tensor>> votes_;  // window -> per layer
+    mutable std::map<std::pair<std::string, int64_t>, at::Tensor> memo_;  // under votesMutex_
 };
 
 }  // namespace kvlens

@@ -60,6 +60,9 @@ void BM_SnapKvAvgPoolSelectAndGather8k(benchmark::State& state) {
 }
 void BM_PyramidKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "pyramidkv", tinyllama8k()); }
 void BM_AdaKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "adakv", tinyllama8k()); }
+void BM_TovaSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "tova", tinyllama8k()); }
+void BM_KnormSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "knorm", tinyllama8k()); }
+void BM_KeyDiffSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "keydiff", tinyllama8k()); }
 
 // A window change recomputes the votes of every layer (then they are cached).
 void BM_WindowVotes8k(benchmark::State& state) {
@@ -82,6 +85,9 @@ BENCHMARK(BM_SnapKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.
 BENCHMARK(BM_SnapKvAvgPoolSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_PyramidKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_AdaKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_TovaSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_KnormSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_KeyDiffSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_WindowVotes8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_SnapKvSelectAndGatherSmall)->Unit(benchmark::kMillisecond);
 

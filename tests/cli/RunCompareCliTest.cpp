@@ -1,6 +1,8 @@
 // kvlens run and compare as a user runs them: every figure present and finite,
 // FullKV perfect, and one clear line for each bad method setting.
 #include <gtest/gtest.h>
+
+#include <set>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,8 +69,12 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 6u * 3u);  // full once, six methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 9u * 3u);  // full once, nine methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
+    std::set<std::string> methods;
+    for (const auto& row : rows) methods.insert(row[0]);
+    EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
+                                              "tova", "knorm", "keydiff"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -133,6 +139,11 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method snapkv --budget 1%"),
                        {"--budget 1% of the ", "-token prompt rounds to ", "which must exceed --window 32"});
     expectOneLineError(runCli(base + "--method snapkv --budget 0"), {"--budget '0'"});
+    for (const char* method : {"tova", "knorm", "keydiff"}) {
+        expectOneLineError(runCli(base + "--method " + method + " --budget 0"), {"--budget '0'"});
+        expectOneLineError(runCli(base + "--method " + method + " --budget 120%"), {"--budget '120%'"});
+        expectOneLineError(runCli(base + "--method " + method), {"--budget is required"});
+    }
     expectOneLineError(runCli(base + "--method snapkv"), {"--budget is required"});
     expectOneLineError(runCli("run --model random:tiny:layers=1:ctx=100 --prompt-file " + promptFile() +
                               " --method snapkv --budget 64 -n 8"),

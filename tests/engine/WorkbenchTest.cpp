@@ -138,6 +138,27 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
     PressParams streaming = p;
     streaming.method = "streamingllm";
     EXPECT_TRUE(w.scores(streaming, 0).empty());
+    // The key-only and last-query methods score every position (no window), and their
+    // kept positions hold the highest scores.
+    for (const std::string method : {"knorm", "keydiff", "tova"}) {
+        PressParams k = p;
+        k.method = method;
+        const Selection ks = w.select(k);
+        const auto table = w.scores(k, 1);
+        ASSERT_EQ(static_cast<int64_t>(table.size()), ks.headsPerLayer()) << method;
+        for (size_t h = 0; h < table.size(); ++h) {
+            ASSERT_EQ(static_cast<int64_t>(table[h].size()), tokens) << method;
+            std::vector<bool> in(tokens, false);
+            for (int32_t pos : ks.kept[1][h]) in[pos] = true;
+            float lowestKept = 1e30f, highestDropped = -1e30f;
+            for (int64_t t = 0; t < tokens; ++t) {
+                EXPECT_FALSE(std::isnan(table[h][t])) << method;
+                (in[t] ? lowestKept : highestDropped) =
+                    in[t] ? std::min(lowestKept, table[h][t]) : std::max(highestDropped, table[h][t]);
+            }
+            EXPECT_GE(lowestKept, highestDropped) << method << " head " << h;
+        }
+    }
 
     // In query-head mode only the voting methods select per query head: H2O's
     // scores have one row per KV head, as its selection does, and rank it;

@@ -108,6 +108,37 @@ TEST(SvgChart, GroupedBarsAndHitRateLines) {
     EXPECT_NE(text.find("StreamingLLM"), std::string::npos);
 }
 
+// More series than the palette has colours: those past it reuse a colour but draw dotted,
+// with the next marker shape, so no two of the ten methods' lines look alike.
+TEST(SvgChart, SeriesPastThePaletteAreDottedWithAnotherMarker) {
+    SvgChart chart;
+    chart.setTitle("ten lines");
+    chart.setXAxis("budget", "");
+    auto& p = chart.addPanel("accuracy", "%");
+    for (int i = 0; i < 10; ++i) p.addLine({"m" + std::to_string(i), iota(3), {1.0 + i, 2.0 + i, 3.0 + i}});
+    const std::string svg = chart.svg();
+    // The path of series i is the i-th <path ... stroke-width="2" stroke-linejoin...> element.
+    std::vector<std::string> paths;
+    for (size_t at = svg.find("stroke-linejoin=\"round\""); at != std::string::npos;
+         at = svg.find("stroke-linejoin=\"round\"", at + 1)) {
+        const size_t start = svg.rfind("<path", at), end = svg.find("/>", at);
+        paths.push_back(svg.substr(start, end - start));
+    }
+    ASSERT_EQ(paths.size(), 10u);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(paths[i].find("stroke-dasharray"), std::string::npos) << i;
+    EXPECT_NE(paths[8].find("stroke-dasharray=\"2 3\""), std::string::npos);
+    EXPECT_NE(paths[9].find("stroke-dasharray=\"2 3\""), std::string::npos);
+    // Series 8 shares series 0's colour; its markers are squares, series 0's circles.
+    auto colourOf = [](const std::string& path) {
+        const size_t at = path.find("stroke=\"") + 8;
+        return path.substr(at, path.find('"', at) - at);
+    };
+    EXPECT_EQ(colourOf(paths[8]), colourOf(paths[0]));
+    const std::string colour = colourOf(paths[0]);
+    EXPECT_NE(svg.find("<circle"), std::string::npos);
+    EXPECT_NE(svg.find("height=\"7\" fill=\"" + colour + "\""), std::string::npos);  // a square in series 0's colour
+}
+
 TEST(SvgChart, HeatmapPanelsAsRectsOrEmbeddedPng) {
     for (int64_t cols : {16, 4096}) {
         SvgChart chart(820, 200);

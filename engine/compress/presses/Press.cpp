@@ -6,10 +6,13 @@
 #include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/FullKvPress.h"
 #include "engine/compress/presses/H2oPress.h"
+#include "engine/compress/presses/KeyDiffPress.h"
+#include "engine/compress/presses/KnormPress.h"
 #include "engine/compress/presses/PyramidKvPress.h"
 #include "engine/compress/presses/RandomPress.h"
 #include "engine/compress/presses/SnapKvPress.h"
 #include "engine/compress/presses/StreamingLlmPress.h"
+#include "engine/compress/presses/TovaPress.h"
 
 namespace kvlens {
 
@@ -21,6 +24,9 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "h2o") return std::make_unique<H2oPress>();
     if (method == "adakv") return std::make_unique<AdaKvPress>();
     if (method == "random") return std::make_unique<RandomPress>();
+    if (method == "tova") return std::make_unique<TovaPress>();
+    if (method == "knorm") return std::make_unique<KnormPress>();
+    if (method == "keydiff") return std::make_unique<KeyDiffPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

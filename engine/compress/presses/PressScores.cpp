@@ -2,6 +2,8 @@
 
 #include "kernels/LayerSelection.h"
 
+#include <cmath>
+
 namespace kvlens::presses {
 namespace {
 
@@ -72,6 +74,38 @@ HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t w
     const at::Tensor& s = capture.h2oScores(layer);
     return grouped(s.narrow(1, 0, capture.promptLength() - window).contiguous(), capture.kvHeads(),
                    mode);
+}
+
+// The key-based and last-query scores depend on the capture alone, not on the budget:
+// each layer's is computed once and kept in the capture (Capture::memoScores), so a new
+// budget costs only the top-k.
+HeadScores keyNormScores(const Capture& capture, int64_t layer) {
+    return toRows(capture.memoScores("knorm", layer, [&] {
+        const at::Tensor k = capture.keys(layer).narrow(1, 0, capture.promptLength()).to(at::kFloat);
+        return k.norm(2, {-1}).neg();  // [KV, T]
+    }));
+}
+
+HeadScores keyDiffScores(const Capture& capture, int64_t layer) {
+    return toRows(capture.memoScores("keydiff", layer, [&] {
+        const at::Tensor k = capture.keys(layer).narrow(1, 0, capture.promptLength()).to(at::kFloat);
+        const at::Tensor unit = k / k.norm(2, {-1}, /*keepdim=*/true).clamp_min(1e-12);  // [KV, T, D]
+        const at::Tensor anchor = unit.mean({1}, /*keepdim=*/true);                       // [KV, 1, D]
+        const at::Tensor anchorUnit = anchor / anchor.norm(2, {-1}, true).clamp_min(1e-12);
+        return (unit * anchorUnit).sum({-1}).neg();                                       // [KV, T]
+    }));
+}
+
+std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer) {
+    return toRows(capture.memoScores("tova", layer, [&] {
+        const int64_t T = capture.promptLength(), H = capture.queryHeads(), KV = capture.kvHeads();
+        const at::Tensor& q = capture.windowQueries(layer);  // [H, Wc, D] fp32, the last row is T-1
+        const at::Tensor k = capture.keys(layer).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
+        // Query head h reads KV head h / (H / KV).
+        const at::Tensor last = q.select(1, q.size(1) - 1).to(k.device()).view({KV, H / KV, capture.headDim()});
+        const at::Tensor logits = at::matmul(last, k.transpose(1, 2)) / std::sqrt(double(capture.headDim()));
+        return at::softmax(logits, -1).view({H, T}).mean({0}, /*keepdim=*/true);  // [1, T]
+    }))[0];
 }
 
 std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling) {

@@ -34,6 +34,18 @@ HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams&
 HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window,
                                 GqaMode mode);
 
+// KNorm's score per KV head over all T positions: minus the key's L2 norm (the
+// keys are after RoPE, which keeps each key's norm).
+HeadScores keyNormScores(const Capture& capture, int64_t layer);
+
+// KeyDiff's score per KV head over all T positions: minus the cosine similarity of
+// each key with the anchor, the mean of the head's unit-normalised keys.
+HeadScores keyDiffScores(const Capture& capture, int64_t layer);
+
+// TOVA's score over all T positions: the last prompt query's attention (softmax of
+// q_last . k / sqrt(D) over every key), averaged over all query heads of the layer.
+std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer);
+
 // pool1d with stride 1 and padding kernel/2: max (padding never wins) or avg
 // (padding counts as zeros in the mean, count_include_pad=True).
 std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling);

@@ -1,6 +1,8 @@
 // Number, size, time and run-name text shared by the GUI panels.
 #include "ui/DisplayText.h"
 
+#include <cctype>
+
 #include <QDateTime>
 #include <algorithm>
 #include <cmath>
@@ -47,6 +49,18 @@ QString DisplayText::method(const PressParams& params) {
     if (params.method == "full") return text;
     if (params.budget > 0) return text + " B=" + QString::number(params.budget);
     return text + " B=" + QString::number(params.budgetRatio * 100.0, 'g', 4) + "%";
+}
+
+QString DisplayText::piece(const std::string& piece) {
+    const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+    if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>' || !hex(piece[3]) || !hex(piece[4]))
+        return QString::fromStdString(piece);
+    const int byte = std::stoi(piece.substr(3, 2), nullptr, 16);
+    if (byte == 0x0A) return QStringLiteral("\u21b5\n");
+    if (byte == 0x0D) return QStringLiteral("\u240d");
+    if (byte == 0x09) return QStringLiteral("\u21e5");
+    if (byte >= 0x20 && byte < 0x7F) return QString(QChar(byte));
+    return QString::fromStdString(piece);
 }
 
 int64_t DisplayText::budgetEntries(const PressParams& params, int64_t promptTokens) {

@@ -4,6 +4,7 @@
 
 #include <QString>
 #include <cstdint>
+#include <string>
 
 #include "core/PressParams.h"
 
@@ -26,6 +27,11 @@ public:
     // PressParams::describe() lives in the LibTorch engine library, which the GUI's
     // panels do not link; the store's full parameters go to tooltips instead.
     static QString method(const PressParams& params);
+    // A token's display piece as the outputs show it: a SentencePiece byte token of a
+    // control character reads as its symbol, a newline's followed by a line break
+    // ("<0x0A>" -> "\u21b5\n", "<0x09>" -> "\u21e5"), one of printable ASCII as the
+    // character; anything else unchanged.
+    static QString piece(const std::string& piece);
     // Entries per head the run was given: the budget, or the ratio of the prompt.
     static int64_t budgetEntries(const PressParams& params, int64_t promptTokens);
 };

@@ -146,7 +146,7 @@ void OutputsPanel::fill(QTextEdit* view, const std::vector<std::string>& pieces,
         if (ids) tip += QString(" (id %1)").arg((*ids)[i]);
         format.setToolTip(tip);
         // An empty piece (a control token) would be invisible, and so would its highlight.
-        QString text = QString::fromStdString(pieces[i]);
+        QString text = DisplayText::piece(pieces[i]);
         if (text.isEmpty()) {
             text = QStringLiteral("\u2205");
             format.setForeground(QColor(0x80, 0x80, 0x80));

@@ -29,6 +29,18 @@ TEST(DisplayText, NumbersAndNotMeasured) {
     EXPECT_EQ(DisplayText::realDelta(-0.002), "-0.002");
 }
 
+TEST(DisplayText, ByteTokensOfControlCharactersReadAsSymbols) {
+    EXPECT_EQ(DisplayText::piece("<0x0A>"), QString::fromUtf8("\u21b5\n"));
+    EXPECT_EQ(DisplayText::piece("<0x09>"), QString::fromUtf8("\u21e5"));
+    EXPECT_EQ(DisplayText::piece("<0x0D>"), QString::fromUtf8("\u240d"));
+    EXPECT_EQ(DisplayText::piece("<0x41>"), "A");
+    EXPECT_EQ(DisplayText::piece("<0xE2>"), "<0xE2>");  // a UTF-8 lead byte alone: as it is
+    EXPECT_EQ(DisplayText::piece("<0x0G>"), "<0x0G>");
+    EXPECT_EQ(DisplayText::piece("<0x0A"), "<0x0A");
+    EXPECT_EQ(DisplayText::piece(" magic"), " magic");
+    EXPECT_EQ(DisplayText::piece(""), "");
+}
+
 TEST(DisplayText, MethodAndBudget) {
     PressParams p;
     p.method = "snapkv";

@@ -155,10 +155,10 @@ uint64_t EngineWorker::select(const PressParams& params, int focusLayer) {
     return request;
 }
 
-void EngineWorker::selectOthers(const PressParams& params) {
-    post(Others, {"compare methods", false, [this, params] {
+void EngineWorker::selectOthers(const PressParams& params, const std::vector<std::string>& methods) {
+    post(Others, {"compare methods", false, [this, params, methods] {
                       NamedSelections others;
-                      for (const std::string& method : PressParams::methodNames()) {
+                      for (const std::string& method : methods) {
                           if (method == "full" || method == params.method) continue;
                           // A budget change waiting behind this comparison goes first; its
                           // own comparison request replaces this one.

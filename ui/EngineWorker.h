@@ -69,8 +69,9 @@ public:
     void runNeedle(const NeedleSpec& spec, bool questionAfter, int64_t newTokens);
     // Coalesced: a newer select replaces one that has not started. Returns its number.
     uint64_t select(const PressParams& params, int focusLayer);
-    // The other methods at the same budget and window (for "which methods keep it").
-    void selectOthers(const PressParams& params);
+    // `methods` (but FullKV and params' own) at the same budget and window (for "which
+    // methods keep it").
+    void selectOthers(const PressParams& params, const std::vector<std::string>& methods);
     void countTokens(const WorkbenchPrompt& prompt);
     void attention(int layer, int head);
     void region(int layer, int head, int64_t row0, int64_t col0, int64_t rows, int64_t cols);

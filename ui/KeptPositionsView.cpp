@@ -253,6 +253,12 @@ void KeptPositionsView::setOtherSelections(
     others_ = std::move(others);
 }
 
+QStringList KeptPositionsView::otherSelectionNames() const {
+    QStringList names;
+    for (const auto& [name, s] : others_) names << QString::fromStdString(name);
+    return names;
+}
+
 void KeptPositionsView::setFocusedLayer(int layer) {
     const int layers = selection_ ? static_cast<int>(selection_->layers()) : 0;
     focusedLayer_ = layers > 0 ? std::clamp(layer, 0, layers - 1) : 0;

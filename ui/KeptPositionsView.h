@@ -26,6 +26,7 @@
 #include <QPointF>
 #include <QRectF>
 #include <QString>
+#include <QStringList>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,6 +59,8 @@ public:
     // Other methods' selections of the same prompt, named, for "kept by" on hover.
     void setOtherSelections(
         std::vector<std::pair<std::string, std::shared_ptr<const kvlens::Selection>>> others);
+    // Their names, in order.
+    QStringList otherSelectionNames() const;
 
     // Positions to mark, e.g. a needle task's needle tokens (`name`: "needle"): a band
     // under the overview, a frame around their columns in the focused map, a line in the

@@ -195,7 +195,14 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     othersTimer_->setSingleShot(true);
     othersTimer_->setInterval(300);
     connect(othersTimer_, &QTimer::timeout, this, [this] {
-        if (capture_) worker_->selectOthers(methodsPanel_->params());
+        if (!capture_) return;
+        std::vector<std::string> methods;
+        for (const QString& m : methodsPanel_->comparedMethods()) methods.push_back(m.toStdString());
+        worker_->selectOthers(methodsPanel_->params(), methods);
+    });
+    connect(methodsPanel_, &MethodsPanel::comparedMethodsChanged, this, [this] {
+        settings_->setValue("comparedMethods", methodsPanel_->comparedMethods());
+        othersTimer_->start();
     });
 
     // Panels -> engine.
@@ -394,6 +401,8 @@ void MainWindow::buildMenus() {
 void MainWindow::restoreLayout() {
     const QStringList recent = settings_->value("recentModels").toStringList();
     modelPanel_->setRecentModels(recent);
+    if (settings_->contains("comparedMethods"))
+        methodsPanel_->setComparedMethods(settings_->value("comparedMethods").toStringList());
     if (settings_->value("layoutVersion").toInt() == kLayoutVersion) {
         restoreGeometry(settings_->value("geometry").toByteArray());
         restoreState(settings_->value("windowState").toByteArray(), kLayoutVersion);

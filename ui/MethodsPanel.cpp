@@ -6,6 +6,8 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
+#include <QToolButton>
 #include <QRadioButton>
 #include <QSlider>
 #include <QSpinBox>
@@ -95,6 +97,25 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     gqa_->setToolTip("kv-head: one selection per KV head (votes averaged over its query heads);\n"
                      "query-head: one per query head");
     form->addRow("GQA", gqa_);
+    compared_ = new QToolButton;
+    compared_->setObjectName("comparedMethods");
+    compared_->setPopupMode(QToolButton::InstantPopup);
+    compared_->setToolTip("The methods the kept positions' hover compares at the same budget and window\n"
+                          "(\"kept by\"); H2O is off by default: its first use replays the prompt");
+    comparedMenu_ = new QMenu(compared_);
+    for (const std::string& m : PressParams::methodNames()) {
+        if (m == "full") continue;
+        QAction* a = comparedMenu_->addAction(QString::fromStdString(m));
+        a->setCheckable(true);
+        a->setChecked(defaultComparedMethods().contains(a->text()));
+        connect(a, &QAction::toggled, this, [this] {
+            updateComparedText();
+            if (!quiet_) emit comparedMethodsChanged();
+        });
+    }
+    compared_->setMenu(comparedMenu_);
+    updateComparedText();
+    form->addRow("Kept by", compared_);
     layout->addLayout(form);
     status_ = new QLabel;
     status_->setObjectName("selectionStatus");
@@ -225,6 +246,34 @@ void MethodsPanel::budgetModeChanged() {
         budgetSlider_->setValue(int(std::lround(budgetRatio_->value() / 100.0 * double(promptLength_))));
     }
     quiet_ = was;
+}
+
+QStringList MethodsPanel::defaultComparedMethods() {
+    QStringList all;
+    for (const std::string& m : PressParams::methodNames())
+        if (m != "full" && m != "h2o") all << QString::fromStdString(m);
+    return all;
+}
+
+QStringList MethodsPanel::comparedMethods() const {
+    QStringList chosen;
+    for (QAction* a : comparedMenu_->actions())
+        if (a->isChecked()) chosen << a->text();
+    return chosen;
+}
+
+void MethodsPanel::setComparedMethods(const QStringList& methods) {
+    quiet_ = true;
+    for (QAction* a : comparedMenu_->actions()) a->setChecked(methods.contains(a->text()));
+    quiet_ = false;
+    updateComparedText();
+    emit comparedMethodsChanged();
+}
+
+void MethodsPanel::updateComparedText() {
+    const QStringList chosen = comparedMethods();
+    compared_->setText(chosen.isEmpty() ? QString("no other method")
+                                        : QString("%1 of %2 methods").arg(chosen.size()).arg(comparedMenu_->actions().size()));
 }
 
 void MethodsPanel::updateEnabled() {

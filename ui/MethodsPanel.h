@@ -3,6 +3,7 @@
 // change emits paramsChanged at once; the window re-selects on the stored capture.
 #pragma once
 
+#include <QStringList>
 #include <QWidget>
 
 #include <cstdint>
@@ -15,6 +16,8 @@ class QLabel;
 class QRadioButton;
 class QSlider;
 class QSpinBox;
+class QMenu;
+class QToolButton;
 
 namespace kvlens::ui {
 
@@ -34,12 +37,21 @@ public:
     // A line under the controls: the last selection's time, or why it failed.
     void showStatus(const QString& text, bool error);
 
+    // The methods the kept positions' hover compares ("kept by"), chosen in the "Kept by"
+    // menu. Offered: every method but FullKV; by default all of them but H2O, whose first
+    // use replays the prompt (about 1.5 prefills). Unknown names are ignored.
+    QStringList comparedMethods() const;
+    void setComparedMethods(const QStringList& methods);
+    static QStringList defaultComparedMethods();
+
 signals:
     void paramsChanged();
+    void comparedMethodsChanged();
 
 private:
     void updateEnabled();
     void budgetModeChanged();
+    void updateComparedText();
 
     QComboBox* method_;
     QRadioButton* entries_;
@@ -53,6 +65,8 @@ private:
     QDoubleSpinBox* beta_;
     QDoubleSpinBox* alpha_;
     QComboBox* gqa_;
+    QToolButton* compared_;
+    QMenu* comparedMenu_;
     QLabel* status_;
     int64_t promptLength_ = 0;
     bool quiet_ = false;  // set while controls are filled programmatically

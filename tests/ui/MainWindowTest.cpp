@@ -22,6 +22,7 @@
 #include "sessions/SessionStore.h"
 #include "support/TinyModelFile.h"
 #include "ui/AttentionView.h"
+#include "ui/EngineWorker.h"
 #include "ui/KeptPositionsView.h"
 #include "ui/MethodsPanel.h"
 #include "ui/ModelPromptPanel.h"
@@ -275,6 +276,34 @@ TEST(MainWindowTest, AttentionOfTheFocusedLayersFirstHeadAppearsAfterARun) {
 
 // Without --model the window loads what the CLI would: $KVLENS_MODEL, then the
 // project's testbed model (committed in models/).
+// The hover's "kept by" compares the methods chosen in the Methods panel's menu, and the
+// choice survives a restart.
+TEST(MainWindowTest, KeptByComparesTheChosenMethods) {
+    Fixture f;
+    auto methodsOf = [](const QStringList& names) {
+        QStringList methods;
+        for (const QString& n : names) methods << n.section(' ', 0, 0);
+        return methods;
+    };
+    {
+        MainWindow w(f.options());
+        w.show();
+        QSignalSpy others(&w.worker(), &EngineWorker::othersSelected);
+        loadAndRun(w, "random:tiny", kPrompt);
+        ASSERT_TRUE(waitFor(others, 1, 60000, "the other methods"));
+        QTest::qWait(50);
+        EXPECT_EQ(methodsOf(w.keptView()->otherSelectionNames()),
+                  (QStringList{"pyramidkv", "streamingllm", "adakv", "random", "tova", "knorm", "keydiff"}));
+        w.methodsPanel()->setComparedMethods({"h2o", "knorm"});
+        ASSERT_TRUE(waitFor(others, 2, 60000, "the chosen methods"));
+        QTest::qWait(50);
+        EXPECT_EQ(methodsOf(w.keptView()->otherSelectionNames()), (QStringList{"h2o", "knorm"}));
+        w.close();
+    }
+    MainWindow again(f.options());
+    EXPECT_EQ(again.methodsPanel()->comparedMethods(), (QStringList{"h2o", "knorm"}));
+}
+
 TEST(MainWindowTest, DefaultModelIsTheClisChoice) {
     const QByteArray saved = qgetenv("KVLENS_MODEL");
     const bool had = qEnvironmentVariableIsSet("KVLENS_MODEL");

@@ -9,6 +9,8 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
+#include <QMenu>
+#include <QToolButton>
 
 namespace kvlens::ui {
 namespace {
@@ -61,6 +63,30 @@ TEST(MethodsPanelTest, AShorterPromptDoesNotChangeTheBudget) {
 // Controls a method does not use are disabled: the GQA mode is only the voting
 // methods' (H2O, StreamingLLM and Random always select per KV head), the window
 // every method that keeps one (Random included), kernel and pooling SnapKV's kin.
+TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
+    MethodsPanel panel;
+    const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova", "knorm", "keydiff"};
+    EXPECT_EQ(panel.comparedMethods(), all);  // every method but FullKV and H2O
+    EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
+    auto* button = panel.findChild<QToolButton*>("comparedMethods");
+    ASSERT_NE(button, nullptr);
+    EXPECT_EQ(button->text(), "8 of 9 methods");
+    QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
+    QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
+    for (QAction* a : button->menu()->actions())
+        if (a->text() == "h2o" || a->text() == "random") a->toggle();  // as a click on the menu
+    EXPECT_EQ(changed.size(), 2);
+    EXPECT_EQ(params.size(), 0);  // the compared methods are not the selection's parameters
+    EXPECT_TRUE(panel.comparedMethods().contains("h2o"));
+    EXPECT_FALSE(panel.comparedMethods().contains("random"));
+    panel.setComparedMethods({"tova", "no-such-method", "full"});
+    EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
+    EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
+    EXPECT_EQ(button->text(), "1 of 9 methods");
+    panel.setComparedMethods({});
+    EXPECT_EQ(button->text(), "no other method");
+}
+
 TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
     MethodsPanel panel;
     panel.setPromptLength(1000);

@@ -1,5 +1,6 @@
 // kvlens run: one prefill, one compression method, and what it costs against
 // the full cache: the two continuations, agreement, KL, top-1 and KV memory.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
+#include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/presses/Press.h"
 
@@ -55,7 +57,7 @@ static nlohmann::json runMetricsJson(const RunMetrics& m) {
 int runRun(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
-    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--system"});
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--system", "--decode-every"});
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
     CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
@@ -64,12 +66,14 @@ int runRun(const std::vector<std::string>& argv) {
             "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
-            "       [--save [--session NAME] [--store PATH]]\n"
-            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random\n"
+            "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
+            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
             "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
             "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
-            "  (default 'default') of the store (see kvlens sessions --help)\n",
+            "  (default 'default') of the store (see kvlens sessions --help)\n"
+            "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps\n"
+            "  (streamingllm rolling, knorm, keydiff); prints the longest head's entries over the steps\n",
             stdout);
         return 0;
     }
@@ -80,6 +84,12 @@ int runRun(const std::vector<std::string>& argv) {
     // Settings that do not depend on the prompt fail before the model loads.
     params.validateSettings();
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
+    std::unique_ptr<DecodeCompressor> decode;
+    if (args.has("--decode-every")) {
+        if (args.has("--save"))
+            throw Error("--decode-every: such runs are not saved yet (the store keeps no decode schedule)");
+        decode = std::make_unique<DecodeCompressor>(params, args.getInt("--decode-every", 1, -(1 << 20), 1 << 20));
+    }
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
@@ -91,8 +101,9 @@ int runRun(const std::vector<std::string>& argv) {
     prepareMethod(loaded, *capture, params.method);
     const auto t0 = std::chrono::steady_clock::now();
     const Selection selection = Press::create(params.method)->select(*capture, params);
-    const RunMetrics m = evaluator.evaluate(
-        selection, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const double selectSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const RunMetrics m = decode ? evaluator.evaluate(selection, *decode, selectSeconds)
+                                : evaluator.evaluate(selection, selectSeconds);
     const Tokenizer& tok = *loaded.tokenizer;
     if (saver) {
         saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);
@@ -111,6 +122,10 @@ int runRun(const std::vector<std::string>& argv) {
                             {"token_ids", m.tokens},
                             {"full_text", tok.decode(m.fullTokens)},
                             {"text", tok.decode(m.tokens)}};
+        if (decode) {
+            j["decode_every"] = decode->every();
+            j["cache_entries"] = m.cacheEntries;  // the longest head after each answer token but the last
+        }
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return 0;
     }
@@ -127,6 +142,18 @@ int runRun(const std::vector<std::string>& argv) {
                 100.0 * m.hitRate, (long long)m.hitK, (long long)m.hitSteps);
     std::printf("timing     select %.1f ms, gather %.1f ms, decode %.2f s\n", m.selectSeconds * 1e3,
                 m.gatherSeconds * 1e3, m.decodeSeconds);
+    if (decode && !m.cacheEntries.empty()) {
+        // The cache over the steps: its range, and the longest head every few steps.
+        const auto [lo, hi] = std::minmax_element(m.cacheEntries.begin(), m.cacheEntries.end());
+        std::printf("decoding   compressed to %lld entries per head every %lld steps: the longest head held %lld-%lld "
+                    "entries over %zu steps\n           after step",
+                    (long long)decode->budget(), (long long)decode->every(), (long long)*lo, (long long)*hi,
+                    m.cacheEntries.size());
+        const size_t stride = std::max<size_t>(1, m.cacheEntries.size() / 16);
+        for (size_t i = 0; i < m.cacheEntries.size(); i += stride)
+            std::printf(" %zu:%lld", i + 1, (long long)m.cacheEntries[i]);
+        std::printf("\n");
+    }
     std::printf("\n--- full cache\n%s\n\n--- %s\n%s\n", tok.decode(m.fullTokens).c_str(),
                 params.method.c_str(), tok.decode(m.tokens).c_str());
     return 0;

@@ -32,6 +32,10 @@ struct RunMetrics {
     std::vector<double> hitRatePerLayer;
     int64_t hitK = 0, hitSteps = 0;
     double selectSeconds = 0.0, gatherSeconds = 0.0, decodeSeconds = 0.0;
+    // With compression during decoding (DecodeCompressor): the entries of the longest
+    // head of the greedy run's cache after each answer token it was fed (the first n - 1;
+    // the last is read by nothing); empty without. Not kept by the session store.
+    std::vector<int64_t> cacheEntries;
 };
 
 }  // namespace kvlens

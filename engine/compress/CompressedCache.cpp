@@ -147,6 +147,34 @@ void CompressedCache::append(int64_t layer, const at::Tensor& k, const at::Tenso
     if (layer == layers() - 1) ++nextPosition_;
 }
 
+void CompressedCache::keepRows(int64_t layer, int64_t head, const std::vector<int64_t>& rows) {
+    c10::InferenceMode guard;
+    if (spare_) throw Error("a cache that borrows the capture's buffers cannot drop rows: clone it first");
+    const int64_t n = lengths_[layer][head];
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] < 0 || rows[i] >= n || (i > 0 && rows[i] <= rows[i - 1]))
+            throw Error("keepRows: row " + std::to_string(rows[i]) + " is out of order or outside the head's " +
+                        std::to_string(n) + " rows");
+    }
+    const at::Tensor idx = at::tensor(rows, at::kLong).to(keys_[layer].device());
+    for (at::Tensor* store : {&keys_[layer], &values_[layer]}) {
+        at::Tensor segment = store->narrow(0, offsets_[layer][head], n);
+        const at::Tensor kept = segment.index_select(0, idx);
+        segment.narrow(0, 0, static_cast<int64_t>(rows.size())).copy_(kept);
+    }
+    lengths_[layer][head] = static_cast<int64_t>(rows.size());
+    std::vector<int64_t> next(heads());
+    for (int64_t c = 0; c < heads(); ++c) next[c] = offsets_[layer][c] + lengths_[layer][c];
+    nextRows_[layer] = at::tensor(next, at::kLong).to(keys_[layer].device());
+}
+
+int64_t CompressedCache::allocatedBytes() const {
+    int64_t total = 0;
+    for (int64_t l = 0; l < layers(); ++l)
+        total += (keys_[l].numel() + values_[l].numel()) * keys_[l].element_size();
+    return total;
+}
+
 std::vector<at::Tensor> CompressedCache::keys(int64_t layer) const {
     std::vector<at::Tensor> out;
     for (int64_t c = 0; c < heads(); ++c)

@@ -41,6 +41,12 @@ public:
     // after the last layer the position advances.
     void append(int64_t layer, const at::Tensor& k, const at::Tensor& v);
 
+    // Keeps only `rows` (ascending, each below the head's length) of head `head` of
+    // `layer`, in that order: compression during decoding (DecodeCompressor). Throws
+    // kvlens::Error on a cache that borrows the capture's buffers (clone() it first)
+    // or on rows out of order or range.
+    void keepRows(int64_t layer, int64_t head, const std::vector<int64_t>& rows);
+
     // Views of the filled rows, one per cache head: [length, D].
     std::vector<at::Tensor> keys(int64_t layer) const;
     std::vector<at::Tensor> values(int64_t layer) const;
@@ -48,6 +54,9 @@ public:
     // Bytes of the kept entries (K and V), per layer and in total.
     int64_t bytes(int64_t layer) const;
     int64_t bytes() const;
+    // Bytes of the K and V buffers allocated (room for decode steps included; the
+    // capture's whole buffers when borrowed).
+    int64_t allocatedBytes() const;
 
 private:
     // Gives every head of `layer` room for at least one more row (doubling).

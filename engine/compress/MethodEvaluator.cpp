@@ -69,6 +69,15 @@ RunMetrics MethodEvaluator::evaluate(const PressParams& params) {
 }
 
 RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSeconds) {
+    return run(selection, nullptr, selectSeconds);
+}
+
+RunMetrics MethodEvaluator::evaluate(const Selection& selection, const DecodeCompressor& decode,
+                                     double selectSeconds) {
+    return run(selection, &decode, selectSeconds);
+}
+
+RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompressor* decode, double selectSeconds) {
     RunMetrics m;
     m.selectSeconds = selectSeconds;
     m.fullTokens = fullTokens_;
@@ -76,6 +85,8 @@ RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSe
 
     double t0 = now();
     CompressedCache forced(*capture_, selection, n_ + static_cast<int64_t>(suffix_.size()));
+    // A cache that drops rows while decoding cannot read the capture's own buffers.
+    if (decode && forced.borrowsCapture()) forced = forced.clone();
     m.gatherSeconds = now() - t0;
     m.bytes = forced.bytes();
     m.ratio = double(m.bytes) / double(m.fullBytes);
@@ -99,34 +110,61 @@ RunMetrics MethodEvaluator::evaluate(const Selection& selection, double selectSe
     t0 = now();
     int64_t top1 = 0;
     std::unique_ptr<CompressedCache> free;
+    // With compression during decoding, each cache has its own compressor (a fork
+    // takes a copy of the forced one's, mid-count), and the greedy run's longest head
+    // is recorded after each answer step.
+    std::unique_ptr<DecodeCompressor> forcedRule, freeRule;
+    if (decode) forcedRule = std::make_unique<DecodeCompressor>(*decode);
+    auto longest = [](const CompressedCache& c) {
+        int64_t most = 0;
+        for (int64_t l = 0; l < c.layers(); ++l)
+            for (int64_t h = 0; h < c.heads(); ++h) most = std::max(most, c.length(l, h));
+        return most;
+    };
+    auto fork = [&] {
+        free = std::make_unique<CompressedCache>(forced.clone());
+        if (forcedRule) freeRule = std::make_unique<DecodeCompressor>(*forcedRule);
+    };
+    auto stepForced = [&](int32_t token) {
+        at::Tensor logits = model_.decode(token, forced);
+        if (forcedRule) forcedRule->afterStep(forced);
+        return logits;
+    };
+    auto stepFree = [&](int32_t token) {
+        at::Tensor logits = model_.decode(token, *free);
+        if (freeRule) freeRule->afterStep(*free);
+        return logits;
+    };
     if (!suffix_.empty()) {
         // The question on what was kept: its first answer token is this cache's own
         // (without a suffix it is the prefill's, the same for every method).
         at::Tensor logits;
-        for (int32_t t : suffix_) logits = model_.decode(t, forced);
+        for (int32_t t : suffix_) logits = stepForced(t);
         const int32_t first = greedyToken(logits);
         if (first != fullTokens_[0]) {
-            free = std::make_unique<CompressedCache>(forced.clone());
+            fork();
             m.tokens.push_back(first);
         }
     }
     for (int64_t i = 0; i < n_; ++i) {
         if (progress_) progress_(double(i) / double(n_), "compressed decode, step " + std::to_string(i + 1));
-        at::Tensor logits = model_.decode(fullTokens_[i], forced);
+        at::Tensor logits = stepForced(fullTokens_[i]);
         m.klPerStep.push_back(klDivergence(fullLogits_[i], logits));
         const int32_t mine = greedyToken(logits), theirs = greedyToken(fullLogits_[i]);
         if (mine == theirs) ++top1;
+        if (decode && !free && i + 1 < n_) m.cacheEntries.push_back(longest(forced));
         if (!free && i + 1 < n_) {
             m.tokens.push_back(fullTokens_[i]);
             if (mine != theirs) {
-                free = std::make_unique<CompressedCache>(forced.clone());
+                fork();
                 m.tokens.push_back(mine);
             }
         }
     }
     if (!free) m.tokens.push_back(fullTokens_[n_ - 1]);
     while (free && static_cast<int64_t>(m.tokens.size()) < n_) {
-        m.tokens.push_back(greedyToken(model_.decode(m.tokens.back(), *free)));
+        m.tokens.push_back(greedyToken(stepFree(m.tokens.back())));
+        if (decode) m.cacheEntries.push_back(longest(*free));
     }
     m.decodeSeconds = now() - t0;
 

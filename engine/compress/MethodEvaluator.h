@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "engine/compress/Capture.h"
+#include "engine/compress/DecodeCompressor.h"
 #include "engine/model/LlamaModel.h"
 #include "core/RunMetrics.h"
 #include "core/Selection.h"
@@ -32,6 +33,9 @@ public:
     // Selects with `params`, gathers, decodes and measures.
     RunMetrics evaluate(const PressParams& params);
     RunMetrics evaluate(const Selection& selection, double selectSeconds = 0.0);
+    // The same, compressing the cache during decoding as `decode` says (its step count
+    // starts anew; the teacher-forced and the greedy run each keep their own).
+    RunMetrics evaluate(const Selection& selection, const DecodeCompressor& decode, double selectSeconds = 0.0);
 
     // Replaces the progress callback the decode steps report to.
     void setProgress(ProgressFn progress) { progress_ = std::move(progress); }
@@ -40,6 +44,8 @@ public:
     const Capture& capture() const { return *capture_; }
 
 private:
+    RunMetrics run(const Selection& selection, const DecodeCompressor* decode, double selectSeconds);
+
     LlamaModel& model_;
     std::shared_ptr<const Capture> capture_;
     int64_t n_;

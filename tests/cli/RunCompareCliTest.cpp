@@ -126,6 +126,37 @@ TEST(RunCli, BudgetAboveAShortPromptKeepsEverythingWhateverTheWindow) {
     }
 }
 
+// Compression during decoding: the JSON's cache entries (the longest head after each
+// answer token but the last) never pass the budget plus the steps between compressions.
+TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
+    const std::string base = "run --model random:tiny:layers=2 --prompt-file " + promptFile() + " -n 40 --json ";
+    for (const char* method : {"streamingllm", "knorm", "keydiff"}) {
+        const Result r = runCli(base + "--method " + method + " --budget 48 --decode-every 4");
+        ASSERT_EQ(r.exitCode, 0) << r.err;
+        const auto j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["decode_every"], 4);
+        const auto entries = j["cache_entries"].get<std::vector<int64_t>>();
+        ASSERT_EQ(entries.size(), 39u) << method;
+        for (size_t i = 0; i < entries.size(); ++i) {
+            EXPECT_LE(entries[i], 48 + 3) << method << " step " << i + 1;
+            EXPECT_GE(entries[i], 48) << method << " step " << i + 1;
+            if ((i + 1) % 4 == 0) {
+                EXPECT_EQ(entries[i], 48) << method << " step " << i + 1;  // just compressed
+            }
+        }
+    }
+    const Result plain = runCli(base + "--method knorm --budget 48");
+    ASSERT_EQ(plain.exitCode, 0) << plain.err;
+    EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("cache_entries"));
+    const std::string text = "run --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 4 ";
+    expectOneLineError(runCli(text + "--method tova --budget 48 --decode-every 2"),
+                       {"--decode-every: tova has no form for compression during decoding here"});
+    expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 0"), {"--decode-every 0 must be at least 1"});
+    expectOneLineError(runCli(text + "--method knorm --budget 10% --decode-every 2"), {"--decode-every needs --budget in entries"});
+    expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 2 --save"),
+                       {"--decode-every: such runs are not saved yet"});
+}
+
 TEST(RunCli, BadMethodSettingsGiveOneLine) {
     const std::string base = "run --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 4 ";
     expectOneLineError(runCli(base + "--method snapkv2 --budget 64"), {"--method 'snapkv2'", "pyramidkv"});

@@ -43,6 +43,7 @@ static nlohmann::json runMetricsJson(const RunMetrics& m) {
             {"top1_agreement", m.top1Agreement},
             {"kv_bytes", m.bytes},
             {"kv_bytes_full", m.fullBytes},
+            {"kv_bytes_allocated", m.allocatedBytes},
             {"kv_ratio", m.ratio},
             {"kv_bytes_per_layer", m.bytesPerLayer},
             {"kv_bytes_per_head", m.bytesPerHead},
@@ -132,8 +133,9 @@ int runRun(const std::vector<std::string>& argv) {
     std::printf("method     %s\n", params.describe().c_str());
     std::printf("prompt     %lld tokens; capture %.2f MB\n", (long long)capture->promptLength(),
                 double(capture->bytes()) / 1e6);
-    std::printf("KV cache   %.3f MB of %.3f MB (%.1f%%)\n", double(m.bytes) / 1e6,
-                double(m.fullBytes) / 1e6, 100.0 * m.ratio);
+    std::printf("KV cache   %.3f MB of %.3f MB (%.1f%%); %.3f MB allocated with the room for %lld decode steps\n",
+                double(m.bytes) / 1e6, double(m.fullBytes) / 1e6, 100.0 * m.ratio, double(m.allocatedBytes) / 1e6,
+                (long long)n);
     std::printf("agreement  %lld of %lld tokens before the first divergence, %.1f%% overall\n",
                 (long long)m.agreedPrefix, (long long)n, 100.0 * m.tokenAgreement);
     std::printf("next token mean KL %.4g nats, top-1 agreement %.1f%% (teacher-forced, %lld steps)\n",

@@ -25,6 +25,9 @@ struct RunMetrics {
     std::vector<int64_t> bytesPerLayer;
     std::vector<std::vector<int64_t>> bytesPerHead;  // [layer][selection head]
     double ratio = 0.0;  // bytes / fullBytes
+    // What the compressed cache's buffers really took right after the gather: the kept
+    // entries plus the room for the decode steps (not kept by the session store).
+    int64_t allocatedBytes = 0;
     // The SnapKV paper's hit rate (engine/analysis/HitRate.h): the share of each
     // query head's top-hitK attended prompt positions, over the hitSteps steps of
     // the full-cache decode, that the selection kept. NaN: not measured.

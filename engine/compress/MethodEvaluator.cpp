@@ -89,6 +89,7 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
     if (decode && forced.borrowsCapture()) forced = forced.clone();
     m.gatherSeconds = now() - t0;
     m.bytes = forced.bytes();
+    m.allocatedBytes = forced.allocatedBytes();
     m.ratio = double(m.bytes) / double(m.fullBytes);
     const HitRate::Result hit = hitRate_->of(selection, selection.params.window);
     m.hitRate = hit.mean;

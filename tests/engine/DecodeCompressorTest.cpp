@@ -172,6 +172,10 @@ TEST(DecodeCompressor, TheEvaluatorStaysWithinTheBudgetAndEqualsPlainDecodeWhenN
     // Without it the cache grows as it always did.
     const RunMetrics grows = evaluator.evaluate(Press::create("streamingllm")->select(*capture, tight));
     EXPECT_TRUE(grows.cacheEntries.empty());
+    // The bytes really allocated: every head's 20 entries and the room for n decode steps.
+    const int64_t perRow = 2 * capture->headDim() * capture->keys(0).element_size();
+    EXPECT_EQ(grows.bytes, capture->layers() * capture->kvHeads() * 20 * perRow);
+    EXPECT_EQ(grows.allocatedBytes, capture->layers() * capture->kvHeads() * (20 + n) * perRow);
 }
 
 TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {

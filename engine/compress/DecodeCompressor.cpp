@@ -42,15 +42,9 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         return rows;
     }
     c10::InferenceMode guard;
-    const at::Tensor k = cache.keys(layer)[static_cast<size_t>(head)].to(at::kFloat);  // [n, D]
-    at::Tensor score;
-    if (params_.method == "knorm") {
-        score = k.norm(2, {-1}).neg();
-    } else {
-        const at::Tensor unit = k / k.norm(2, {-1}, true).clamp_min(1e-12);
-        const at::Tensor anchor = unit.mean({0}, true);
-        score = (unit * (anchor / anchor.norm(2, {-1}, true).clamp_min(1e-12))).sum({-1}).neg();
-    }
+    const at::Tensor k = cache.keys(layer)[static_cast<size_t>(head)];  // [n, D]
+    const at::Tensor score =
+        params_.method == "knorm" ? presses::negativeKeyNorms(k) : presses::negativeAnchorCosines(k);
     const at::Tensor s = score.to(at::kCPU).contiguous();
     const std::vector<float> values(s.data_ptr<float>(), s.data_ptr<float>() + n);
     for (int32_t r : presses::topPositions(values, budget_)) rows.push_back(r);

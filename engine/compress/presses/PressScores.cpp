@@ -76,23 +76,28 @@ HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t w
                    mode);
 }
 
+at::Tensor negativeKeyNorms(const at::Tensor& keys) { return keys.to(at::kFloat).norm(2, {-1}).neg(); }
+
+at::Tensor negativeAnchorCosines(const at::Tensor& keys) {
+    const at::Tensor k = keys.to(at::kFloat);
+    const at::Tensor unit = k / k.norm(2, {-1}, /*keepdim=*/true).clamp_min(1e-12);  // [..., n, D]
+    const at::Tensor anchor = unit.mean({-2}, /*keepdim=*/true);                      // [..., 1, D]
+    const at::Tensor anchorUnit = anchor / anchor.norm(2, {-1}, true).clamp_min(1e-12);
+    return (unit * anchorUnit).sum({-1}).neg();                                      // [..., n]
+}
+
 // The key-based and last-query scores depend on the capture alone, not on the budget:
 // each layer's is computed once and kept in the capture (Capture::memoScores), so a new
 // budget costs only the top-k.
 HeadScores keyNormScores(const Capture& capture, int64_t layer) {
     return toRows(capture.memoScores("knorm", layer, [&] {
-        const at::Tensor k = capture.keys(layer).narrow(1, 0, capture.promptLength()).to(at::kFloat);
-        return k.norm(2, {-1}).neg();  // [KV, T]
+        return negativeKeyNorms(capture.keys(layer).narrow(1, 0, capture.promptLength()));  // [KV, T]
     }));
 }
 
 HeadScores keyDiffScores(const Capture& capture, int64_t layer) {
     return toRows(capture.memoScores("keydiff", layer, [&] {
-        const at::Tensor k = capture.keys(layer).narrow(1, 0, capture.promptLength()).to(at::kFloat);
-        const at::Tensor unit = k / k.norm(2, {-1}, /*keepdim=*/true).clamp_min(1e-12);  // [KV, T, D]
-        const at::Tensor anchor = unit.mean({1}, /*keepdim=*/true);                       // [KV, 1, D]
-        const at::Tensor anchorUnit = anchor / anchor.norm(2, {-1}, true).clamp_min(1e-12);
-        return (unit * anchorUnit).sum({-1}).neg();                                       // [KV, T]
+        return negativeAnchorCosines(capture.keys(layer).narrow(1, 0, capture.promptLength()));  // [KV, T]
     }));
 }
 

@@ -34,6 +34,12 @@ HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams&
 HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window,
                                 GqaMode mode);
 
+// The key-only scores of keys [..., n, D] (any dtype) as fp32 [..., n], on their device:
+// minus the L2 norm (KNorm), and minus the cosine with the anchor, the mean of the unit
+// keys over the n rows (KeyDiff). The capture's and the decoding cache's alike.
+at::Tensor negativeKeyNorms(const at::Tensor& keys);
+at::Tensor negativeAnchorCosines(const at::Tensor& keys);
+
 // KNorm's score per KV head over all T positions: minus the key's L2 norm (the
 // keys are after RoPE, which keeps each key's norm).
 HeadScores keyNormScores(const Capture& capture, int64_t layer);

@@ -679,6 +679,13 @@ void MainWindow::saveRun() {
         reportError("save", "cannot save: no session store is open (File > Open store)");
         return;
     }
+    if (capture_->needle && capture_->needle->questionAfter) {
+        // A run record has no place for a question fed after the compression: saved, it
+        // would pair the context alone with answers that read the question.
+        reportError("save", "cannot save a question-after needle sample as a run (its question follows the "
+                            "compression); its measurements are in the niah session it came from");
+        return;
+    }
     const PressParams p = methodsPanel_->params();
     if (outputs_ && sameParams(outputs_->params, p) &&
         int64_t(outputs_->metrics.tokens.size()) == modelPanel_->newTokens()) {

@@ -122,6 +122,12 @@ TEST(MainWindowNiahTest, ACellOpensItsSampleWithTheNeedleMarkedAndItsAnswerDecod
     EXPECT_EQ(w.shownSelection()->promptLength, f.sample.contextTokens);
     EXPECT_EQ(w.modelPanel()->promptText().toStdString(), f.sample.context + f.sample.question);
     EXPECT_EQ(w.keptView()->markedPositions(), f.sample.needlePositions);
+    {
+        QSignalSpy refused(&w, &MainWindow::errorShown);
+        w.saveRun();
+        ASSERT_EQ(refused.size(), 1);
+        EXPECT_TRUE(refused.first().at(0).toString().startsWith("cannot save a question-after needle sample"));
+    }
     // Running the editor's text is an ordinary prompt again: no marks.
     QSignalSpy plain(&w, &MainWindow::promptReady);
     w.runPrompt();

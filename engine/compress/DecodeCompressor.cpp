@@ -2,8 +2,6 @@
 
 #include <c10/core/InferenceMode.h>
 
-#include <algorithm>
-#include <numeric>
 
 #include "core/Error.h"
 #include "engine/compress/presses/PressScores.h"
@@ -31,11 +29,6 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
 std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const {
     const int64_t n = cache.length(layer, head);
     std::vector<int64_t> rows;
-    if (n <= budget_) {
-        rows.resize(static_cast<size_t>(n));
-        std::iota(rows.begin(), rows.end(), 0);
-        return rows;
-    }
     if (params_.method == "streamingllm") {
         for (int64_t r = 0; r < params_.sinks; ++r) rows.push_back(r);
         for (int64_t r = n - (budget_ - params_.sinks); r < n; ++r) rows.push_back(r);

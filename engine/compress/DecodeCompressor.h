@@ -31,14 +31,14 @@ public:
     // buffers): compresses when the step is due. Returns whether it dropped any row.
     bool afterStep(CompressedCache& cache);
 
-    // The rows head `head` of `layer` keeps of `cache` now, ascending (all when it is
-    // within the budget).
-    std::vector<int64_t> keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const;
-
     int64_t budget() const { return budget_; }
     int64_t every() const { return every_; }
 
 private:
+    // The `budget` rows head `head` of `layer` keeps of `cache` (longer than the budget),
+    // ascending.
+    std::vector<int64_t> keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const;
+
     PressParams params_;
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
 };

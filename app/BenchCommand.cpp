@@ -353,7 +353,7 @@ int runBench(const std::vector<std::string>& argv) {
     valueFlags.insert(
         {"--prompt-len", "-n", "--reps", "--warmup", "--seed", "--methods", "--bandwidth"});
     valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
-                       "--schedule", "--sinks"});
+                       "--schedule", "--sinks", "--lag", "--chunk", "--future"});
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -386,7 +386,7 @@ int runBench(const std::vector<std::string>& argv) {
         return runCacheComparison(args, plan, options, loaded, decodeTokens, reps, warmup, seed);
     }
     for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
-                             "--alpha", "--gqa", "--schedule", "--sinks"}) {
+                             "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future"}) {
         if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
     }
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);

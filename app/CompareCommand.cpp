@@ -29,7 +29,8 @@ int runCompare(const std::vector<std::string>& argv) {
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n"
-            "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff]\n"
+            "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff,\n"
+            "        lagkv,chunkkv,expected]\n"
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
             "       [--special] [--chat [--system T]]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
@@ -40,8 +41,9 @@ int runCompare(const std::vector<std::string>& argv) {
             stdout);
         return 0;
     }
-    const std::vector<PressParams> runs = PressOptions::sweepFromCommandLine(
-        args, "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff", "64,128,256");
+    std::vector<PressParams> runs = PressOptions::sweepFromCommandLine(
+        args, "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff,lagkv,chunkkv,expected",
+        "64,128,256");
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
@@ -49,7 +51,23 @@ int runCompare(const std::vector<std::string>& argv) {
     const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, {}, chat.parseSpecial);
-    for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
+    if (args.has("--methods")) {
+        for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
+    } else {
+        // The default list names every method: one whose own settings cannot fit this prompt
+        // and budget (LagKV's tail at a small budget, say) is left out with its reason, not
+        // the whole comparison.
+        std::vector<PressParams> fitting;
+        for (const PressParams& p : runs) {
+            try {
+                p.validate(capture->promptLength(), capture->windowCapacity());
+                fitting.push_back(p);
+            } catch (const Error& e) {
+                std::fprintf(stderr, "compare: left out %s: %s\n", p.describe().c_str(), e.what());
+            }
+        }
+        runs = std::move(fitting);
+    }
     MethodEvaluator evaluator(*loaded.model, capture, n);
     if (saver) saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);
 

@@ -12,7 +12,8 @@ namespace kvlens {
 const std::set<std::string>& PressOptions::flags() {
     static const std::set<std::string> f = {"--method", "--budget", "--window", "--kernel",
                                             "--pool",   "--beta",   "--alpha",  "--gqa",
-                                            "--schedule", "--sinks", "--seed"};
+                                            "--schedule", "--sinks", "--seed", "--lag",
+                                            "--chunk",  "--future"};
     return f;
 }
 
@@ -29,6 +30,9 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     if (args.has("--schedule")) p.schedule = parseSchedule(args.get("--schedule"));
     p.sinks = args.getInt("--sinks", p.sinks, 0, 1 << 20);
     p.seed = args.getSeed("--seed", p.seed);
+    p.lag = args.getInt("--lag", p.lag, 1, 1 << 20);
+    p.chunk = args.getInt("--chunk", p.chunk, 1, 1 << 20);
+    p.future = args.getInt("--future", p.future, 1, 1 << 24);
     return p;
 }
 

@@ -32,7 +32,10 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
             {"gqa", gqaModeName(p.gqa)},
             {"schedule", scheduleName(p.schedule)},
             {"sinks", p.sinks},
-            {"seed", p.seed}};
+            {"seed", p.seed},
+            {"lag", p.lag},
+            {"chunk", p.chunk},
+            {"future", p.future}};
 }
 
 static nlohmann::json runMetricsJson(const RunMetrics& m) {
@@ -66,9 +69,11 @@ int runRun(const std::vector<std::string>& argv) {
             "usage: kvlens run [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
             "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
+            "       [--lag L] [--chunk C] [--future F]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
-            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff\n"
+            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,\n"
+            "           lagkv (--sinks, --lag), chunkkv (--window, --chunk), expected (--sinks, --future)\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
             "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
             "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"

@@ -35,13 +35,23 @@ std::string budgetTooSmall(const PressParams& p, int64_t promptLength, int64_t r
 
 const std::vector<std::string>& PressParams::methodNames() {
     static const std::vector<std::string> names = {"full",   "snapkv", "pyramidkv", "streamingllm", "h2o",
-                                                   "adakv",  "random", "tova",      "knorm",        "keydiff"};
+                                                   "adakv",  "random", "tova",      "knorm",        "keydiff",
+                                                   "lagkv",  "chunkkv", "expected"};
     return names;
 }
 
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
-           method == "random";
+           method == "random" || method == "chunkkv";
+}
+
+bool PressParams::usesSinks() const {
+    return method == "streamingllm" || method == "lagkv" || method == "expected";
+}
+
+int64_t PressParams::lagTailStart(int64_t T) const {
+    const int64_t full = lag > 0 ? std::max<int64_t>(0, (T - sinks) / lag) : 0;
+    return std::min(T, sinks + std::max<int64_t>(0, full - 1) * lag);
 }
 
 int64_t PressParams::resolveBudget(int64_t promptLength) const {
@@ -95,10 +105,29 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         s << "--alpha " << alpha << " must be in [0, 1]";
         throw Error(s.str());
     }
-    if (method == "streamingllm") {
+    if (usesSinks()) {
         if (sinks < 0) throw Error("--sinks must be >= 0");
+        if (method == "expected" && sinks > kMaxQuerySinks) {
+            throw Error("--sinks " + std::to_string(sinks) + " is above the " + std::to_string(kMaxQuerySinks) +
+                        " first queries the capture keeps (Expected Attention leaves the sinks' queries out of its statistics)");
+        }
         if (!keepsAll && B <= sinks) throw Error(budgetTooSmall(*this, promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
     }
+    if (method == "lagkv" && lag < 1) throw Error("--lag " + std::to_string(lag) + " must be at least 1");
+    if (method == "lagkv" && !keepsAll && B < sinks + promptLength - lagTailStart(promptLength)) {
+        const int64_t tail = promptLength - lagTailStart(promptLength);
+        throw Error("--budget " + std::to_string(B) + " must hold LagKV's " + std::to_string(sinks) +
+                    " sinks and its last partition with the remainder (" + std::to_string(tail) +
+                    " positions at --lag " + std::to_string(lag) + " on a " + std::to_string(promptLength) +
+                    "-token prompt): raise the budget or lower --lag");
+    }
+    if (method == "chunkkv" && chunk < 1) throw Error("--chunk " + std::to_string(chunk) + " must be at least 1");
+    if (method == "chunkkv" && !keepsAll && B - window < chunk) {
+        throw Error("--budget " + std::to_string(B) + " leaves " + std::to_string(B - window) +
+                    " entries beside --window " + std::to_string(window) + ", less than one --chunk of " +
+                    std::to_string(chunk));
+    }
+    if (method == "expected" && future < 1) throw Error("--future " + std::to_string(future) + " must be at least 1");
 }
 
 std::string PressParams::describe() const {
@@ -116,7 +145,10 @@ std::string PressParams::describe() const {
     }
     if (method == "pyramidkv") s << " beta=" << beta << " " << scheduleName(schedule);
     if (method == "adakv") s << " alpha=" << alpha;
-    if (method == "streamingllm") s << " sinks=" << sinks;
+    if (usesSinks()) s << " sinks=" << sinks;
+    if (method == "lagkv") s << " lag=" << lag;
+    if (method == "chunkkv") s << " chunk=" << chunk << " " << gqaModeName(gqa);
+    if (method == "expected") s << " future=" << future;
     if (method == "random") s << " seed=" << seed;
     return s.str();
 }
@@ -158,6 +190,12 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.sinks = static_cast<int64_t>(std::llround(number(word, 6)));
         } else if (is("seed=")) {
             p.seed = static_cast<uint64_t>(number(word, 5));
+        } else if (is("lag=")) {
+            p.lag = static_cast<int64_t>(std::llround(number(word, 4)));
+        } else if (is("chunk=")) {
+            p.chunk = static_cast<int64_t>(std::llround(number(word, 6)));
+        } else if (is("future=")) {
+            p.future = static_cast<int64_t>(std::llround(number(word, 7)));
         } else if (word == "max" || word == "avg") {
             p.pooling = parsePooling(word, what);
         } else if (word == "kv-head" || word == "query-head") {

@@ -23,7 +23,8 @@ const char* poolingName(Pooling pooling);
 const char* scheduleName(PyramidSchedule schedule);
 
 struct PressParams {
-    // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff
+    // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
+    // lagkv, chunkkv, expected
     std::string method = "snapkv";
     int64_t budget = 0;             // KV entries per head, window included; 0: use budgetRatio
     double budgetRatio = 0.0;       // of the prompt length, when budget is 0
@@ -34,8 +35,12 @@ struct PressParams {
     double alpha = 0.2;
     GqaMode gqa = GqaMode::KvHead;
     PyramidSchedule schedule = PyramidSchedule::Exact;
-    int64_t sinks = 4;
+    int64_t sinks = 4;              // StreamingLLM, LagKV, Expected Attention: first positions always kept
     uint64_t seed = 0;
+    int64_t lag = 128;              // LagKV: partition size (each scored against the next)
+    int64_t chunk = 10;             // ChunkKV: positions per chunk
+    int64_t future = 512;           // Expected Attention: future query positions its RoPE averages over
+    static constexpr int64_t kMaxQuerySinks = 64;  // the capture keeps this many first queries
 
     // Entries per head for a prompt of `promptLength` tokens (ratio rounded, at least 1).
     int64_t resolveBudget(int64_t promptLength) const;
@@ -44,7 +49,8 @@ struct PressParams {
     // non-positive kernel, alpha outside [0, 1], beta < 1, and, unless the
     // budget holds the whole prompt (then everything is kept, whatever the
     // window): window >= prompt or above `maxWindow`, budget <= window (for
-    // window-based methods) or <= sinks. A ratio budget's message names the
+    // window-based methods) or <= sinks, a LagKV budget that cannot hold its sinks and
+    // tail, a ChunkKV budget without room for one chunk beside the window. A ratio budget's message names the
     // ratio, the prompt length and what it rounded to.
     void validate(int64_t promptLength, int64_t maxWindow) const;
     // The checks that hold for any prompt (method, budget sign and ratio range,
@@ -63,6 +69,12 @@ struct PressParams {
     static const std::vector<std::string>& methodNames();
     // Methods that keep the observation window (and so need budget > window).
     bool usesWindow() const;
+    // Methods that always keep the first `sinks` positions.
+    bool usesSinks() const;
+    // LagKV on a prompt of `promptLength`: after the sinks, partitions of `lag` positions;
+    // the last full one and the remainder form a tail that is always kept, from here on.
+    // The partitions from `sinks` to it are scored, each against the next.
+    int64_t lagTailStart(int64_t promptLength) const;
 };
 
 // Parsers of the words above; each throws kvlens::Error naming `what` (the CLI

@@ -1,5 +1,7 @@
 #include "engine/Workbench.h"
 
+#include <algorithm>
+
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -263,6 +265,9 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (m == "knorm") return presses::keyNormScores(c, layer);
     if (m == "keydiff") return presses::keyDiffScores(c, layer);
     if (m == "tova") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
+    // NaN for the positions these always keep (sinks, LagKV's tail), as for a window.
+    if (m == "expected") return presses::expectedAttentionScores(c, layer, params);
+    if (m == "lagkv") return presses::lagKvScores(c, layer, params);
     // A budget that holds the whole prompt keeps everything, whatever the window:
     // a window the capture cannot vote with then has no scores to show.
     if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};
@@ -270,6 +275,19 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (m == "snapkv" || m == "pyramidkv" || m == "adakv") {
         prefix = presses::windowVotes(c, layer, params.window, params.gqa);
         for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
+    } else if (m == "chunkkv") {
+        // Each position shows its chunk's summed votes, what the chunk is ranked by.
+        prefix = presses::windowVotes(c, layer, params.window, params.gqa);
+        const int64_t chunk = std::max<int64_t>(params.chunk, 1);
+        for (auto& head : prefix) {
+            const int64_t n = static_cast<int64_t>(head.size());
+            for (int64_t from = 0; from < n; from += chunk) {
+                const int64_t to = std::min(n, from + chunk);
+                float sum = 0.0f;
+                for (int64_t i = from; i < to; ++i) sum += head[i];
+                std::fill(head.begin() + from, head.begin() + to, sum);
+            }
+        }
     } else if (m == "h2o" && !c.prompt().empty()) {
         c.keepScoresFor(*state_->loaded.model, m);
         // H2O selects per KV head whatever the GQA mode (Press::select): its scores

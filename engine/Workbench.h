@@ -145,7 +145,9 @@ public:
     // window votes (snapkv, pyramidkv, adakv), accumulated attention (h2o), prefix
     // positions only (the window has none: NaN); minus the key norm (knorm), minus the
     // key's cosine with the anchor (keydiff), the last query's mean attention (tova)
-    // over every position; empty for methods without scores.
+    // over every position; the chunk's summed votes (chunkkv, prefix only); the
+    // expected attention times ||v|| (expected) and the lag-relative score (lagkv), NaN
+    // where they always keep (sinks, LagKV's tail); empty for methods without scores.
     std::vector<std::vector<float>> scores(const PressParams& params, int64_t layer) const;
     // K and V bytes of the entries `selection` keeps, per layer, in the cache's dtype.
     std::vector<int64_t> bytesPerLayer(const Selection& selection) const;

@@ -64,6 +64,9 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.method == "pyramidkv") knobs = "beta " + ReportText::number("%g", p.beta) + ", " + sessions::ParamText::of(p.schedule);
         if (p.method == "adakv") knobs = "alpha " + ReportText::number("%g", p.alpha);
         if (p.method == "streamingllm") knobs = std::to_string(p.sinks) + " sinks";
+        if (p.method == "lagkv") knobs = std::to_string(p.sinks) + " sinks, lag " + std::to_string(p.lag);
+        if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);
+        if (p.method == "expected") knobs = std::to_string(p.sinks) + " sinks, " + std::to_string(p.future) + " future";
         const bool pooled = p.method == "snapkv" || p.method == "pyramidkv" || p.method == "adakv";
         ReportCell budget = p.method == "full" ? text(ReportText::dash())
                             : p.budget > 0     ? integer(p.budget)

@@ -49,7 +49,10 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"gqa", of(p.gqa)},
                               {"schedule", of(p.schedule)},
                               {"sinks", p.sinks},
-                              {"seed", p.seed}};
+                              {"seed", p.seed},
+                              {"lag", p.lag},
+                              {"chunk", p.chunk},
+                              {"future", p.future}};
     return j.dump();
 }
 
@@ -69,6 +72,10 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.schedule = schedule(j.at("schedule").get<std::string>(), what + ".schedule");
         p.sinks = j.at("sinks").get<int64_t>();
         p.seed = j.at("seed").get<uint64_t>();
+        // Written since schema 3; older runs hold the defaults.
+        p.lag = j.value("lag", p.lag);
+        p.chunk = j.value("chunk", p.chunk);
+        p.future = j.value("future", p.future);
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

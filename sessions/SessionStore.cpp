@@ -62,7 +62,7 @@ void checkSessionName(const std::string& name) {
 // The press parameters in the runs table, in column order from `first`.
 const char* kParamColumns =
     "method, budget, budget_ratio, window_size, kernel, pooling, beta, alpha, gqa, schedule, "
-    "sinks, seed";
+    "sinks, seed, lag, chunk_size, future";
 
 void bindParams(Statement& s, int first, const PressParams& p) {
     s.bind(first, p.method)
@@ -76,7 +76,10 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 8, ParamText::of(p.gqa))
         .bind(first + 9, ParamText::of(p.schedule))
         .bind(first + 10, p.sinks)
-        .bind(first + 11, int64_t(p.seed));
+        .bind(first + 11, int64_t(p.seed))
+        .bind(first + 12, p.lag)
+        .bind(first + 13, p.chunk)
+        .bind(first + 14, p.future);
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -93,6 +96,9 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     p.schedule = ParamText::schedule(s.getText(first + 9), what + ".schedule");
     p.sinks = s.getInt(first + 10);
     p.seed = uint64_t(s.getInt(first + 11));
+    p.lag = s.getInt(first + 12);
+    p.chunk = s.getInt(first + 13);
+    p.future = s.getInt(first + 14);
     return p;
 }
 
@@ -667,21 +673,21 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + kParamColumns +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)
         .bind(3, run.createdMs ? run.createdMs : now);
     bindParams(insert, 4, run.params);
-    insert.bind(16, run.newTokens)
-        .bind(17, run.engineVersion)
-        .bind(18, run.device)
-        .bind(19, run.dtype);
-    insert.bind(20, run.threads)
-        .bind(21, run.prefillSeconds)
-        .bind(22, run.status)
-        .bind(23, run.error);
-    insert.bind(24, run.fullText).bind(25, run.text);
+    insert.bind(19, run.newTokens)
+        .bind(20, run.engineVersion)
+        .bind(21, run.device)
+        .bind(22, run.dtype);
+    insert.bind(23, run.threads)
+        .bind(24, run.prefillSeconds)
+        .bind(25, run.status)
+        .bind(26, run.error);
+    insert.bind(27, run.fullText).bind(28, run.text);
     insert.run();
     const int64_t id = db_->lastInsertId();
 
@@ -766,16 +772,16 @@ RunRecord SessionStore::run(int64_t id) {
         r.promptId = s.getInt(2);
         r.createdMs = s.getInt(3);
         r.params = readParams(s, 4, what);
-        r.newTokens = s.getInt(16);
-        r.engineVersion = s.getText(17);
-        r.device = s.getText(18);
-        r.dtype = s.getText(19);
-        r.threads = s.getInt(20);
-        r.prefillSeconds = s.getDouble(21);
-        r.status = s.getText(22);
-        r.error = s.getText(23);
-        r.fullText = s.getText(24);
-        r.text = s.getText(25);
+        r.newTokens = s.getInt(19);
+        r.engineVersion = s.getText(20);
+        r.device = s.getText(21);
+        r.dtype = s.getText(22);
+        r.threads = s.getInt(23);
+        r.prefillSeconds = s.getDouble(24);
+        r.status = s.getText(25);
+        r.error = s.getText(26);
+        r.fullText = s.getText(27);
+        r.text = s.getText(28);
     }
     {
         Statement s(
@@ -883,7 +889,7 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
             "m.agreed_prefix, m.hit_rate, ") +
             "r.method, r.budget, r.budget_ratio, r.window_size, r.kernel, r.pooling, r.beta, "
             "r.alpha, "
-            "r.gqa, r.schedule, r.sinks, r.seed FROM runs r JOIN prompts p ON p.id = r.prompt_id "
+            "r.gqa, r.schedule, r.sinks, r.seed, r.lag, r.chunk_size, r.future FROM runs r JOIN prompts p ON p.id = r.prompt_id "
             "LEFT JOIN metrics m ON m.run_id = r.id WHERE r.session_id = ? ORDER BY r.id",
         "list runs");
     s.bind(1, sessionId);

@@ -1,4 +1,4 @@
-// Schema versions 1 and 2. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// Schema versions 1 to 3. Times are Unix milliseconds (UTC). REAL columns hold NULL
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 
@@ -164,6 +164,14 @@ CREATE TABLE niah_runs (
 CREATE INDEX niah_runs_by_session ON niah_runs (session_id);
 )SQL";
 
+// Version 3: the settings of LagKV (lag), ChunkKV (chunk_size) and Expected Attention
+// (future); runs saved before hold their defaults.
+const char* kVersion3 = R"SQL(
+ALTER TABLE runs ADD COLUMN lag INTEGER NOT NULL DEFAULT 128;
+ALTER TABLE runs ADD COLUMN chunk_size INTEGER NOT NULL DEFAULT 10;
+ALTER TABLE runs ADD COLUMN future INTEGER NOT NULL DEFAULT 512;
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -177,6 +185,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
             db.exec(kVersion1, "create the schema");
         },
         [](Database& db) { db.exec(kVersion2, "add the needle-in-a-haystack runs"); },
+        [](Database& db) { db.exec(kVersion3, "add the LagKV, ChunkKV and Expected Attention settings"); },
     };
     return all;
 }

@@ -70,7 +70,7 @@ bool sameParams(const PressParams& a, const PressParams& b) {
     return a.method == b.method && a.budget == b.budget && a.budgetRatio == b.budgetRatio &&
            a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
            a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
-           a.seed == b.seed;
+           a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future;
 }
 
 }  // namespace

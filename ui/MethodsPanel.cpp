@@ -97,6 +97,27 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     gqa_->setToolTip("kv-head: one selection per KV head (votes averaged over its query heads);\n"
                      "query-head: one per query head");
     form->addRow("GQA", gqa_);
+    auto spin = [&](const char* name, int lo, int hi, int value, const char* tip) {
+        auto* box = new QSpinBox;
+        box->setObjectName(name);
+        box->setRange(lo, hi);
+        box->setValue(value);
+        box->setToolTip(tip);
+        return box;
+    };
+    const PressParams defaults;
+    sinks_ = spin("sinks", 0, 1 << 20, int(defaults.sinks),
+                  "StreamingLLM, LagKV, Expected Attention: the first positions, always kept");
+    form->addRow("Sinks", sinks_);
+    lag_ = spin("lag", 1, 1 << 20, int(defaults.lag),
+                "LagKV: positions per partition; each is scored against the next, the last full one\n"
+                "and the remainder are kept whole (the budget must hold them and the sinks)");
+    form->addRow("Lag", lag_);
+    chunk_ = spin("chunk", 1, 1 << 20, int(defaults.chunk), "ChunkKV: consecutive positions kept or dropped together");
+    form->addRow("Chunk", chunk_);
+    future_ = spin("future", 1, 1 << 24, int(defaults.future),
+                   "Expected Attention: the future query positions whose RoPE rotation is averaged");
+    form->addRow("Future", future_);
     compared_ = new QToolButton;
     compared_->setObjectName("comparedMethods");
     compared_->setPopupMode(QToolButton::InstantPopup);
@@ -165,6 +186,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     connect(beta_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(alpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(gqa_, &QComboBox::currentTextChanged, this, changed);
+    for (QSpinBox* box : {sinks_, lag_, chunk_, future_})
+        connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
     budgetModeChanged();
     updateEnabled();
 }
@@ -184,6 +207,10 @@ PressParams MethodsPanel::params() const {
     p.beta = beta_->value();
     p.alpha = alpha_->value();
     p.gqa = gqa_->currentText() == "query-head" ? GqaMode::QueryHead : GqaMode::KvHead;
+    p.sinks = sinks_->value();
+    p.lag = lag_->value();
+    p.chunk = chunk_->value();
+    p.future = future_->value();
     return p;
 }
 
@@ -203,6 +230,10 @@ void MethodsPanel::setParams(const PressParams& p) {
     beta_->setValue(p.beta);
     alpha_->setValue(p.alpha);
     gqa_->setCurrentText(p.gqa == GqaMode::QueryHead ? "query-head" : "kv-head");
+    sinks_->setValue(int(p.sinks));
+    lag_->setValue(int(p.lag));
+    chunk_->setValue(int(p.chunk));
+    future_->setValue(int(p.future));
     budgetModeChanged();
     updateEnabled();
     quiet_ = false;
@@ -281,14 +312,18 @@ void MethodsPanel::updateEnabled() {
     const bool scored = m == "snapkv" || m == "pyramidkv" || m == "adakv";
     kernel_->setEnabled(scored);
     pooling_->setEnabled(scored);
+    lag_->setEnabled(m == "lagkv");
+    chunk_->setEnabled(m == "chunkkv");
+    future_->setEnabled(m == "expected");
     beta_->setEnabled(m == "pyramidkv");
     alpha_->setEnabled(m == "adakv");
     PressParams probe;
     probe.method = m;
     window_->setEnabled(probe.usesWindow());
+    sinks_->setEnabled(probe.usesSinks());
     // Only the voting methods select per query head; the others always keep one
     // selection per KV head (Press::select), so the control would do nothing.
-    gqa_->setEnabled(scored);
+    gqa_->setEnabled(scored || m == "chunkkv");
 }
 
 }  // namespace kvlens::ui

@@ -65,6 +65,10 @@ private:
     QDoubleSpinBox* beta_;
     QDoubleSpinBox* alpha_;
     QComboBox* gqa_;
+    QSpinBox* sinks_;   // StreamingLLM, LagKV, Expected Attention
+    QSpinBox* lag_;     // LagKV
+    QSpinBox* chunk_;   // ChunkKV
+    QSpinBox* future_;  // Expected Attention
     QToolButton* compared_;
     QMenu* comparedMenu_;
     QLabel* status_;

@@ -40,13 +40,14 @@ void keepHeadQueries(std::map<std::pair<int64_t, int64_t>, at::Tensor>& wanted, 
 class CaptureObserver : public ForwardObserver {
 public:
     CaptureObserver(int64_t layers, int64_t promptLength,
-                    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads)
-        : queries(layers), promptLength_(promptLength) {
+                    const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads, QueryStatistics* stats)
+        : queries(layers), promptLength_(promptLength), stats_(stats) {
         for (const auto& lh : fullQueryHeads) fullQueries[lh] = at::Tensor();
     }
 
     void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override {
         keepHeadQueries(fullQueries, layer, q, firstPosition, promptLength_);
+        if (stats_) stats_->add(layer, q, firstPosition);
         // Keep the queries of the last kMaxWindow prompt positions, [H, w, D] fp32.
         const int64_t w = std::min<int64_t>(Capture::kMaxWindow, promptLength_);
         copyWindowRows(q, firstPosition, promptLength_ - w, w, queries[layer]);
@@ -57,6 +58,7 @@ public:
 
 private:
     int64_t promptLength_;
+    QueryStatistics* stats_;
 };
 
 // Sums, per layer, the attention every key gets from all prompt queries (H2O's
@@ -129,7 +131,9 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     capture->prompt_ = prompt;
     capture->cache_ =
         std::make_unique<KvCache>(model.makeCache(capture->promptLength_ + std::max<int64_t>(spareTokens, 0)));
-    CaptureObserver observer(c.nLayers, capture->promptLength_, fullQueryHeads);
+    capture->queryStats_ = std::make_unique<QueryStatistics>(
+        c.nLayers, capture->promptLength_, model.ropeInverseFrequencies(), c.ropeDim, c.ropeStyle == RopeStyle::Halves);
+    CaptureObserver observer(c.nLayers, capture->promptLength_, fullQueryHeads, capture->queryStats_.get());
     const auto start = std::chrono::steady_clock::now();
     capture->lastLogits_ = model.forward(prompt, *capture->cache_, false, progress, &observer);
     capture->prefillSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -282,6 +286,7 @@ int64_t Capture::bytes() const {
     for (const auto& [lh, t] : fullQueries_)
         if (t.defined()) total += t.numel() * t.element_size();
     for (const at::Tensor& t : windowQueries_) total += t.numel() * t.element_size();
+    if (queryStats_) total += queryStats_->bytes();
     if (hasH2oScores())
         for (const at::Tensor& t : h2oScores_) total += t.numel() * t.element_size();
     std::lock_guard<std::mutex> lock(votesMutex_);

@@ -19,8 +19,12 @@
 //   votes           L * H * (T - W) * 4 for each window size W used
 //   KNorm, KeyDiff  L * KV * T * 4 each, once the method is used
 //   TOVA            L * T * 4 once used
+//   query statistics L * H * ((D + D^2) * 8 + 64 * D * 4): the sum and outer products
+//                   of the pre-RoPE queries (fp64) and the first 64 of them (Expected Attention)
+//   Expected Attention's scores  L * KV * T * 4 for each (sinks, future) used
+//   LagKV's scores  L * KV * T * 4 for each (sinks, lag) used
 // e.g. tinyllama-1.1b (L=22, H=32, KV=4, D=64), T=8192, bf16: KV 184.5 MB,
-// queries 11.5 MB, H2O 23.1 MB, votes for one window 23.0 MB.
+// queries 11.5 MB, H2O 23.1 MB, votes for one window 23.0 MB, query statistics 35.0 MB.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -34,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/compress/QueryStatistics.h"
 #include "engine/model/KvCache.h"
 #include "engine/model/ModelWeights.h"
 
@@ -97,6 +102,10 @@ public:
     // for a capture from tensors (which cannot have them). Thread-safe.
     void keepScoresFor(LlamaModel& model, const std::string& method, const ProgressFn& progress = {}) const;
 
+    // The prompt's pre-RoPE query statistics (Expected Attention); null for a capture
+    // from tensors.
+    const QueryStatistics* queryStatistics() const { return queryStats_.get(); }
+
     bool hasH2oScores() const { return h2oReady_; }
     const at::Tensor& h2oScores(int64_t layer) const { return h2oScores_[layer]; }  // [H, T]
 
@@ -124,6 +133,7 @@ private:
     int64_t promptLength_ = 0, queryHeads_ = 0, kvHeads_ = 0, headDim_ = 0;
     std::unique_ptr<KvCache> cache_;
     std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
+    std::unique_ptr<QueryStatistics> queryStats_;
     std::shared_ptr<std::atomic<bool>> spareLent_ = std::make_shared<std::atomic<bool>>(false);
     mutable std::mutex statsMutex_;
     mutable std::vector<at::Tensor> h2oScores_;  // [H, T] fp32, once keepScoresFor("h2o")

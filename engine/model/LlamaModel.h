@@ -65,6 +65,8 @@ public:
     const ModelWeights& weights() const { return weights_; }
     c10::Device device() const { return device_; }
     c10::ScalarType dtype() const { return dtype_; }
+    // RoPE's radians per position of each rotated pair, fp32 [ropeDim / 2] on the device.
+    const at::Tensor& ropeInverseFrequencies() const { return invFreq_; }
 
     // Attention scores held at once stay under this many bytes; the query block
     // size follows from it (memory grows with T x block, never T x T).

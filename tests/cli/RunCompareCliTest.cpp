@@ -66,15 +66,15 @@ std::vector<std::vector<std::string>> csvRows(const std::string& text) {
 
 void checkCompare(const std::string& model, const std::string& extra) {
     const Result r = runCli("compare --model " + model + " --prompt-file " + promptFile() +
-                            " --budgets 32,64,128 -n 24 --csv --dtype f32 " + extra);
+                            " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 9u * 3u);  // full once, nine methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 12u * 3u);  // full once, twelve methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
-                                              "tova", "knorm", "keydiff"}));
+                                              "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -187,6 +187,35 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method pyramidkv --budget 64 --schedule linear"), {"--schedule 'linear'"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt hi --methods snapkv,nope"),
                        {"--methods: 'nope' is not one of"});
+    expectOneLineError(runCli(base + "--method lagkv --budget 64"),
+                       {"--budget 64 must hold LagKV's 4 sinks and its last partition with the remainder",
+                        "at --lag 128", "raise the budget or lower --lag"});
+    expectOneLineError(runCli(base + "--method lagkv --budget 64 --lag 0"), {"--lag '0' is not an integer in [1,"});
+    expectOneLineError(runCli(base + "--method chunkkv --budget 40"),
+                       {"--budget 40 leaves 8 entries beside --window 32, less than one --chunk of 10"});
+    expectOneLineError(runCli(base + "--method chunkkv --budget 64 --chunk x"), {"--chunk 'x' is not an integer"});
+    expectOneLineError(runCli(base + "--method expected --budget 64 --sinks 65"),
+                       {"--sinks 65 is above the 64 first queries the capture keeps"});
+    expectOneLineError(runCli(base + "--method expected --budget 64 --future 0"), {"--future '0' is not an integer in [1,"});
+    expectOneLineError(runCli(base + "--method expected --budget 3"),
+                       {"--budget 3 must exceed --sinks 4 (the budget includes the sinks)"});
+    // Named explicitly, a method whose settings do not fit the prompt fails the comparison.
+    expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
+                              " -n 2 --methods snapkv,lagkv --budgets 64"),
+                       {"--budget 64 must hold LagKV's 4 sinks"});
+}
+
+TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReason) {
+    const Result r = runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
+                            " --budgets 64 -n 2 --csv --dtype f32");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("compare: left out lagkv B=64 sinks=4 lag=128: --budget 64 must hold LagKV's 4 sinks"),
+              std::string::npos)
+        << r.err;
+    std::set<std::string> methods;
+    for (const auto& row : csvRows(r.out)) methods.insert(row[0]);
+    EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
+                                              "tova", "knorm", "keydiff", "chunkkv", "expected"}));
 }
 
 }  // namespace

@@ -728,7 +728,7 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
         return a.method == b.method && a.budget == b.budget && std::abs(a.budgetRatio - b.budgetRatio) < 1e-9 &&
                a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
                a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
-               a.seed == b.seed;
+               a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -763,6 +763,25 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     rnd.budget = 64;
     rnd.seed = 12345;
     all.push_back(rnd);
+    PressParams lag;
+    lag.method = "lagkv";
+    lag.budget = 300;
+    lag.sinks = 16;
+    lag.lag = 64;
+    all.push_back(lag);
+    PressParams chunk;
+    chunk.method = "chunkkv";
+    chunk.budget = 100;
+    chunk.window = 24;
+    chunk.chunk = 7;
+    chunk.gqa = GqaMode::QueryHead;
+    all.push_back(chunk);
+    PressParams expected;
+    expected.method = "expected";
+    expected.budget = 80;
+    expected.sinks = 2;
+    expected.future = 2048;
+    all.push_back(expected);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

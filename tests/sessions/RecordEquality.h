@@ -34,6 +34,9 @@ inline void expectSameParams(const PressParams& a, const PressParams& b, const s
     EXPECT_EQ(a.gqa, b.gqa) << where;
     EXPECT_EQ(a.schedule, b.schedule) << where;
     EXPECT_EQ(a.sinks, b.sinks) << where;
+    EXPECT_EQ(a.lag, b.lag) << where;
+    EXPECT_EQ(a.chunk, b.chunk) << where;
+    EXPECT_EQ(a.future, b.future) << where;
     EXPECT_EQ(a.seed, b.seed) << where;
 }
 

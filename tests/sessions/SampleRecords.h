@@ -71,6 +71,9 @@ inline RunRecord sampleRun(uint64_t seed, int64_t sessionId, int64_t promptId,
     r.params.gqa = seed % 2 ? GqaMode::QueryHead : GqaMode::KvHead;
     r.params.schedule = seed % 2 ? PyramidSchedule::Factory : PyramidSchedule::Exact;
     r.params.sinks = 4;
+    r.params.lag = 16 + int64_t(seed);
+    r.params.chunk = 3 + int64_t(seed);
+    r.params.future = 100 + int64_t(seed);
     r.params.seed = seed | (uint64_t(1) << 63);  // the top bit must survive int64 storage
     r.newTokens = 16;
     r.engineVersion = "0.1.0";

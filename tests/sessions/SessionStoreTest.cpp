@@ -189,12 +189,40 @@ TEST(SessionStore, RunsRoundTripEveryField) {
     EXPECT_EQ(list[0].id, saved[0].id);
     EXPECT_EQ(list[0].params.method, saved[0].params.method);
     EXPECT_EQ(list[0].params.seed, saved[0].params.seed);
+    EXPECT_EQ(list[2].params.lag, saved[2].params.lag);
+    EXPECT_EQ(list[2].params.future, saved[2].params.future);
     EXPECT_EQ(list[0].bytes, saved[0].metrics.bytes);
     EXPECT_EQ(list[0].promptTokens, 512);
     EXPECT_EQ(list[1].status, "failed");
     EXPECT_TRUE(std::isnan(list[1].meanKl));
     EXPECT_EQ(store.session("s").runCount, 3);
     EXPECT_EQ(errorOf([&] { store.run(12345); }), path + ": no run with id 12345");
+}
+
+TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
+    const std::string path = test::storePath("v2runs.db");
+    int64_t id;
+    {
+        SessionStore store(path);
+        const int64_t session = store.createSession("s").id;
+        const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
+        id = store.saveRun(test::sampleRun(5, session, prompt));
+    }
+    {
+        // What a version 2 store's runs table was: without the three settings.
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        db.exec("ALTER TABLE runs DROP COLUMN lag; ALTER TABLE runs DROP COLUMN chunk_size; "
+                "ALTER TABLE runs DROP COLUMN future; PRAGMA user_version = 2;",
+                "make a version 2 store");
+    }
+    SessionStore store(path);
+    const RunRecord r = store.run(id);
+    const PressParams defaults;
+    EXPECT_EQ(r.params.lag, defaults.lag);
+    EXPECT_EQ(r.params.chunk, defaults.chunk);
+    EXPECT_EQ(r.params.future, defaults.future);
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    EXPECT_EQ(db.pragmaInt("user_version"), 3);
 }
 
 TEST(SessionStore, RunOfAnotherSessionsPromptIsRefused) {

@@ -130,6 +130,23 @@ int main(int argc, char** argv) {
     w.dock("memoryDock")->raise();
     if (!shoot(w, out + "/main_window.png")) return 1;
 
+    // The same budget by Expected Attention (its sinks and future enabled in the Methods
+    // panel), then back to SnapKV for the rest.
+    {
+        kvlens::PressParams e = w.methodsPanel()->params();
+        e.method = "expected";
+        w.methodsPanel()->setParams(e);
+        QSignalSpy shownExpected(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(96);
+        if (!waitFor(shownExpected, 1, 600000, "the expected attention selection")) return 1;
+        if (!shoot(w, out + "/expected_attention.png")) return 1;
+        e.method = "snapkv";
+        w.methodsPanel()->setParams(e);
+        QSignalSpy shownBack(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(96);
+        if (!waitFor(shownBack, 1, 600000, "the SnapKV selection")) return 1;
+    }
+
     // Attention zoomed to token level near the end of the prompt, kept positions zoomed.
     kvlens::ui::AttentionView* att = w.attentionView();
     const double T = double(w.shownSelection()->promptLength);

@@ -65,12 +65,13 @@ TEST(MethodsPanelTest, AShorterPromptDoesNotChangeTheBudget) {
 // every method that keeps one (Random included), kernel and pooling SnapKV's kin.
 TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     MethodsPanel panel;
-    const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova", "knorm", "keydiff"};
+    const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova",
+                             "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected"};
     EXPECT_EQ(panel.comparedMethods(), all);  // every method but FullKV and H2O
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "8 of 9 methods");
+    EXPECT_EQ(button->text(), "11 of 12 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -82,7 +83,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 9 methods");
+    EXPECT_EQ(button->text(), "1 of 12 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -92,15 +93,18 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
     panel.setPromptLength(1000);
     struct Want {
         const char* method;
-        bool gqa, window, kernel, beta, alpha;
+        bool gqa, window, kernel, beta, alpha, sinks = false, lag = false, chunk = false, future = false;
     };
     const Want wants[] = {{"full", false, false, false, false, false},
                           {"snapkv", true, true, true, false, false},
                           {"pyramidkv", true, true, true, true, false},
                           {"adakv", true, true, true, false, true},
                           {"h2o", false, true, false, false, false},
-                          {"streamingllm", false, false, false, false, false},
-                          {"random", false, true, false, false, false}};
+                          {"random", false, true, false, false, false},
+                          {"streamingllm", false, false, false, false, false, true},
+                          {"lagkv", false, false, false, false, false, true, true},
+                          {"chunkkv", true, true, false, false, false, false, false, true},
+                          {"expected", false, false, false, false, false, true, false, false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;
@@ -113,7 +117,42 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_EQ(panel.findChild<QWidget*>("pooling")->isEnabled(), w.kernel) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("beta")->isEnabled(), w.beta) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("alpha")->isEnabled(), w.alpha) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("sinks")->isEnabled(), w.sinks) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("lag")->isEnabled(), w.lag) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("chunk")->isEnabled(), w.chunk) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("future")->isEnabled(), w.future) << w.method;
     }
+}
+
+// The knobs of LagKV, ChunkKV and Expected Attention (and the sinks) reach the
+// parameters, each change as one paramsChanged, and setParams shows stored ones.
+TEST(MethodsPanelTest, TheNewMethodsKnobsReachTheParameters) {
+    MethodsPanel panel;
+    QSignalSpy changed(&panel, &MethodsPanel::paramsChanged);
+    panel.findChild<QSpinBox*>("sinks")->setValue(8);
+    panel.findChild<QSpinBox*>("lag")->setValue(32);
+    panel.findChild<QSpinBox*>("chunk")->setValue(6);
+    panel.findChild<QSpinBox*>("future")->setValue(1024);
+    EXPECT_EQ(changed.size(), 4);
+    const PressParams p = panel.params();
+    EXPECT_EQ(p.sinks, 8);
+    EXPECT_EQ(p.lag, 32);
+    EXPECT_EQ(p.chunk, 6);
+    EXPECT_EQ(p.future, 1024);
+    PressParams stored;
+    stored.method = "lagkv";
+    stored.budget = 300;
+    stored.sinks = 16;
+    stored.lag = 64;
+    stored.chunk = 12;
+    stored.future = 256;
+    panel.setParams(stored);
+    EXPECT_EQ(changed.size(), 4);  // quiet, as for any stored run
+    const PressParams back = panel.params();
+    EXPECT_EQ(back.sinks, 16);
+    EXPECT_EQ(back.lag, 64);
+    EXPECT_EQ(back.chunk, 12);
+    EXPECT_EQ(back.future, 256);
 }
 
 }  // namespace

@@ -4,10 +4,13 @@
 
 #include "core/Error.h"
 #include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/ChunkKvPress.h"
+#include "engine/compress/presses/ExpectedAttentionPress.h"
 #include "engine/compress/presses/FullKvPress.h"
 #include "engine/compress/presses/H2oPress.h"
 #include "engine/compress/presses/KeyDiffPress.h"
 #include "engine/compress/presses/KnormPress.h"
+#include "engine/compress/presses/LagKvPress.h"
 #include "engine/compress/presses/PyramidKvPress.h"
 #include "engine/compress/presses/RandomPress.h"
 #include "engine/compress/presses/SnapKvPress.h"
@@ -27,6 +30,9 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "tova") return std::make_unique<TovaPress>();
     if (method == "knorm") return std::make_unique<KnormPress>();
     if (method == "keydiff") return std::make_unique<KeyDiffPress>();
+    if (method == "lagkv") return std::make_unique<LagKvPress>();
+    if (method == "chunkkv") return std::make_unique<ChunkKvPress>();
+    if (method == "expected") return std::make_unique<ExpectedAttentionPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message
@@ -50,7 +56,8 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
     s.kvHeads = capture.kvHeads();
     // Query-head selections exist for the voting methods (as in the original
     // SnapKV code); the others have one selection per KV head.
-    const bool voting = params.method == "snapkv" || params.method == "pyramidkv" || params.method == "adakv";
+    const bool voting = params.method == "snapkv" || params.method == "pyramidkv" || params.method == "adakv" ||
+                        params.method == "chunkkv";
     s.gqa = voting ? params.gqa : GqaMode::KvHead;
     s.params.gqa = s.gqa;
     const int64_t L = capture.layers(), heads = s.headsPerLayer();

@@ -3,6 +3,10 @@
 #include "kernels/LayerSelection.h"
 
 #include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/Error.h"
 
 namespace kvlens::presses {
 namespace {
@@ -111,6 +115,68 @@ std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer) {
         const at::Tensor logits = at::matmul(last, k.transpose(1, 2)) / std::sqrt(double(capture.headDim()));
         return at::softmax(logits, -1).view({H, T}).mean({0}, /*keepdim=*/true);  // [1, T]
     }))[0];
+}
+
+HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const PressParams& p) {
+    const QueryStatistics* stats = capture.queryStatistics();
+    if (!stats) {
+        throw Error("--method expected needs the statistics of every prompt query, which only a model prefill "
+                    "records (not tensors given with --inputs)");
+    }
+    const std::string key = "expected:" + std::to_string(p.sinks) + ":" + std::to_string(p.future);
+    at::Tensor scores = capture.memoScores(key, layer, [&] {
+        const int64_t T = capture.promptLength(), S = p.sinks, n = T - S, D = capture.headDim();
+        const int64_t KV = capture.kvHeads(), H = capture.queryHeads(), G = H / KV;
+        auto [mean, cov] = stats->meanAndCovariance(layer, S);         // [H, D], [H, D, D] fp64
+        const at::Tensor R = stats->averageRotation(T, p.future);      // [D, D]
+        const at::Tensor mu = at::matmul(mean, R.t());                 // rows R mu
+        const at::Tensor sigma = at::matmul(at::matmul(R, cov), R.t());  // R S R^T per head
+        const at::Device dev = capture.keys(layer).device();
+        const at::Tensor k = capture.keys(layer).narrow(1, S, n).to(at::kFloat);    // [KV, n, D]
+        const at::Tensor v = capture.values(layer).narrow(1, S, n).to(at::kFloat);  // [KV, n, D]
+        const at::Tensor kq = G > 1 ? k.repeat_interleave(G, 0) : k;                // [H, n, D]
+        const at::Tensor muF = mu.to(dev, at::kFloat), sigmaF = sigma.to(dev, at::kFloat);
+        const at::Tensor linear = at::bmm(kq, muF.unsqueeze(2)).squeeze(2) / std::sqrt(double(D));  // [H, n]
+        const at::Tensor quad = (at::bmm(kq, sigmaF) * kq).sum(-1) / (2.0 * double(D));            // [H, n]
+        const at::Tensor a = at::softmax(linear + quad, -1).view({KV, G, n}).mean(1);              // [KV, n]
+        const at::Tensor scored = a * v.norm(2, {-1});
+        return at::cat({at::full({KV, S}, std::numeric_limits<float>::quiet_NaN(), scored.options()), scored}, 1);
+    });
+    return toRows(scores);
+}
+
+namespace {
+
+// LagKV's per-token score of states x [KV, P + 1, L, D] fp32: partitions 0 .. P-1, each
+// against the next one's per-channel range -> [KV, P * L].
+at::Tensor lagStateScores(const at::Tensor& x) {
+    const int64_t P = x.size(1) - 1;
+    const at::Tensor cur = x.narrow(1, 0, P), ref = x.narrow(1, 1, P);
+    const at::Tensor lo = std::get<0>(ref.min(2, /*keepdim=*/true)), hi = std::get<0>(ref.max(2, true));
+    // A channel constant over the reference has no range: it adds nothing to the spread.
+    const at::Tensor range = at::where(hi > lo, hi - lo, at::full_like(hi, std::numeric_limits<float>::infinity()));
+    const at::Tensor spread = ((cur - lo) / range).std(-1, /*unbiased=*/true);  // [KV, P, L]
+    return at::softmax(spread, -1).flatten(1);
+}
+
+}  // namespace
+
+HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams& p) {
+    const std::string key = "lagkv:" + std::to_string(p.sinks) + ":" + std::to_string(p.lag);
+    return toRows(capture.memoScores(key, layer, [&] {
+        const int64_t T = capture.promptLength(), KV = capture.kvHeads(), D = capture.headDim(), L = p.lag;
+        const int64_t scored = (p.lagTailStart(T) - p.sinks) / L;
+        at::Tensor out = at::full({KV, T}, std::numeric_limits<float>::quiet_NaN(),
+                                  capture.keys(layer).options().dtype(at::kFloat));
+        if (scored == 0) return out;
+        const int64_t span = (scored + 1) * L;
+        auto states = [&](const at::Tensor& t) {
+            return t.narrow(1, p.sinks, span).to(at::kFloat).reshape({KV, scored + 1, L, D});
+        };
+        out.narrow(1, p.sinks, scored * L)
+            .copy_(lagStateScores(states(capture.keys(layer))) + lagStateScores(states(capture.values(layer))));
+        return out;
+    }));
 }
 
 std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling) {

@@ -52,6 +52,22 @@ HeadScores keyDiffScores(const Capture& capture, int64_t layer);
 // q_last . k / sqrt(D) over every key), averaged over all query heads of the layer.
 std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer);
 
+// Expected Attention's score per KV head over all T positions (NaN for the first
+// `params.sinks`, which are always kept): with the pre-RoPE queries of positions
+// sinks .. T-1 as a Gaussian (mean mu, covariance S, divided by the count) and RoPE's
+// rotation averaged over the next `params.future` positions (R), each query head's
+// softmax over keys of  (R mu).k / sqrt(D) + k.(R S R^T).k / (2D),  averaged over the
+// KV head's query heads, times ||v||. Needs Capture::queryStatistics().
+HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const PressParams& params);
+
+// LagKV's score per KV head over all T positions: after `params.sinks`, partitions of
+// `params.lag` positions; each but the last full one is scored against the next: keys
+// and values min-max normalised per channel by the next partition's range, the
+// channels' standard deviation (n - 1), a softmax over the partition's positions, the
+// key's and value's summed. NaN for the sinks and for the last full partition with the
+// remainder (always kept).
+HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams& params);
+
 // pool1d with stride 1 and padding kernel/2: max (padding never wins) or avg
 // (padding counts as zeros in the mean, count_include_pad=True).
 std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling);

@@ -1,0 +1,238 @@
+// Expected Attention against a reference written here in double precision from its
+// definition: the prompt's queries after the sinks, turned back to before RoPE, as a
+// Gaussian (mean, covariance over the count); RoPE averaged over the next F positions
+// (R); per query head softmax_j((R mu).k_j / sqrt(D) + k_j.(R S R^T).k_j / (2D)), the KV
+// head's query heads averaged, times ||v_j||; the sinks and the best B - sinks kept.
+// The queries come from the capture's per-head queries of every position (after RoPE),
+// rotated back here with this file's own angles, on the interleaved and the halves layout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/Error.h"
+#include "engine/compress/Capture.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/model/LlamaModel.h"
+#include "engine/model/ModelLoader.h"
+
+namespace kvlens {
+namespace {
+
+using Vec = std::vector<double>;
+using Mat = std::vector<Vec>;
+
+double dot(const Vec& a, const Vec& b) {
+    double s = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
+}
+
+Vec times(const Mat& m, const Vec& x) {
+    Vec y(m.size(), 0.0);
+    for (size_t i = 0; i < m.size(); ++i) y[i] = dot(m[i], x);
+    return y;
+}
+
+// The pair of dimensions RoPE turns together, for pair i of D.
+std::pair<int64_t, int64_t> pairOf(int64_t i, int64_t D, bool halves) {
+    return halves ? std::make_pair(i, i + D / 2) : std::make_pair(2 * i, 2 * i + 1);
+}
+
+struct Reference {
+    double theta;  // RoPE base
+    bool halves;
+    int64_t sinks, future;
+
+    double freq(int64_t i, int64_t D) const {
+        return std::pow(theta, -2.0 * double(i) / double(D));
+    }
+
+    // Scores per KV head over positions sinks .. T-1.
+    std::vector<Vec> scores(const Capture& c, int64_t layer) const {
+        const int64_t T = c.promptLength(), D = c.headDim(), H = c.queryHeads(), KV = c.kvHeads(),
+                      G = H / KV;
+        const int64_t n = T - sinks;
+        // RoPE's rotation averaged over positions T .. T + future - 1.
+        Mat R(D, Vec(D, 0.0));
+        for (int64_t d = 0; d < D; ++d) R[d][d] = 1.0;
+        for (int64_t i = 0; i < D / 2; ++i) {
+            double cs = 0.0, sn = 0.0;
+            for (int64_t p = T; p < T + future; ++p) {
+                cs += std::cos(double(p) * freq(i, D)) / double(future);
+                sn += std::sin(double(p) * freq(i, D)) / double(future);
+            }
+            const auto [u, v] = pairOf(i, D, halves);
+            R[u][u] = cs, R[u][v] = -sn, R[v][u] = sn, R[v][v] = cs;
+        }
+        const at::Tensor keys = c.keys(layer).to(at::kDouble).contiguous();
+        const at::Tensor values = c.values(layer).to(at::kDouble).contiguous();
+        const auto ka = keys.accessor<double, 3>(), va = values.accessor<double, 3>();
+        std::vector<Vec> out(KV, Vec(n, 0.0));
+        for (int64_t h = 0; h < H; ++h) {
+            const at::Tensor q =
+                c.queries(layer, h).to(at::kDouble).contiguous();  // [T, D] after RoPE
+            const auto qa = q.accessor<double, 2>();
+            Mat pre(n, Vec(D));
+            for (int64_t t = sinks; t < T; ++t) {
+                for (int64_t d = 0; d < D; ++d) pre[t - sinks][d] = qa[t][d];
+                for (int64_t i = 0; i < D / 2; ++i) {
+                    const auto [u, v] = pairOf(i, D, halves);
+                    const double a = double(t) * freq(i, D), y0 = qa[t][u], y1 = qa[t][v];
+                    pre[t - sinks][u] = y0 * std::cos(a) + y1 * std::sin(a);
+                    pre[t - sinks][v] = y1 * std::cos(a) - y0 * std::sin(a);
+                }
+            }
+            Vec mu(D, 0.0);
+            for (const Vec& x : pre)
+                for (int64_t d = 0; d < D; ++d) mu[d] += x[d] / double(n);
+            Mat cov(D, Vec(D, 0.0));
+            for (const Vec& x : pre)
+                for (int64_t a = 0; a < D; ++a)
+                    for (int64_t b = 0; b < D; ++b)
+                        cov[a][b] += (x[a] - mu[a]) * (x[b] - mu[b]) / double(n);
+            const Vec muR = times(R, mu);
+            Mat sigma(D, Vec(D, 0.0));  // R cov R^T
+            for (int64_t a = 0; a < D; ++a)
+                for (int64_t b = 0; b < D; ++b)
+                    for (int64_t x = 0; x < D; ++x)
+                        for (int64_t y = 0; y < D; ++y)
+                            sigma[a][b] += R[a][x] * cov[x][y] * R[b][y];
+            Vec logit(n);
+            for (int64_t j = 0; j < n; ++j) {
+                Vec k(D);
+                for (int64_t d = 0; d < D; ++d) k[d] = ka[h / G][sinks + j][d];
+                logit[j] = dot(muR, k) / std::sqrt(double(D)) +
+                           dot(k, times(sigma, k)) / (2.0 * double(D));
+            }
+            const double top = *std::max_element(logit.begin(), logit.end());
+            double z = 0.0;
+            for (double& x : logit) z += (x = std::exp(x - top));
+            for (int64_t j = 0; j < n; ++j) out[h / G][j] += logit[j] / z / double(G);
+        }
+        for (int64_t kv = 0; kv < KV; ++kv)
+            for (int64_t j = 0; j < n; ++j) {
+                double norm = 0.0;
+                for (int64_t d = 0; d < D; ++d) norm += va[kv][sinks + j][d] * va[kv][sinks + j][d];
+                out[kv][j] *= std::sqrt(norm);
+            }
+        return out;
+    }
+};
+
+// `kept` is the sinks, then B - sinks positions after them whose reference scores are the
+// best, by rule: nothing kept scores clearly below anything dropped (a relative 1e-5
+// allows the float32 scoring's rounding at a near tie).
+void expectKeptByRule(const std::vector<int32_t>& kept, const Vec& ref, int64_t sinks,
+                      int64_t budget, const std::string& where) {
+    ASSERT_EQ(int64_t(kept.size()), budget) << where;
+    for (int64_t i = 0; i < sinks; ++i) ASSERT_EQ(kept[i], i) << where;
+    std::vector<char> in(ref.size(), 0);
+    for (int64_t i = sinks; i < budget; ++i) in[kept[i] - sinks] = 1;
+    double worstKept = INFINITY, bestDropped = -INFINITY;
+    for (size_t j = 0; j < ref.size(); ++j) {
+        if (in[j]) {
+            worstKept = std::min(worstKept, ref[j]);
+        } else {
+            bestDropped = std::max(bestDropped, ref[j]);
+        }
+    }
+    EXPECT_GE(worstKept, bestDropped * (1.0 - 1e-5)) << where;
+}
+
+class ExpectedAttention : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ExpectedAttention, KeptSetsEqualTheDefinitionInDouble) {
+    const bool halves = GetParam();
+    LoadedModel loaded =
+        loadModel("random:tiny:layers=2:seed=7", c10::Device(c10::kCPU), c10::kFloat);
+    ModelConfig config = loaded.model->config();  // 8 query heads, 4 KV heads, D = 32
+    config.ropeStyle = halves ? RopeStyle::Halves : RopeStyle::Adjacent;
+    LlamaModel model(config, loaded.model->weights(), c10::Device(c10::kCPU), c10::kFloat);
+    std::vector<int32_t> prompt(230);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % 500 + 1);
+    std::vector<std::pair<int64_t, int64_t>> heads;
+    for (int64_t l = 0; l < 2; ++l)
+        for (int64_t h = 0; h < config.nHeads; ++h) heads.push_back({l, h});
+    model.setPrefillChunk(100);  // the statistics add up over chunks
+    const auto capture = Capture::fromPrefill(model, prompt, {}, heads);
+    const int64_t T = capture->promptLength();
+    for (const auto& [sinks, future] :
+         std::vector<std::pair<int64_t, int64_t>>{{4, 512}, {0, 16}, {7, 100}}) {
+        const Reference ref{config.ropeTheta, halves, sinks, future};
+        PressParams p;
+        p.method = "expected";
+        p.sinks = sinks;
+        p.future = future;
+        for (int64_t B : {sinks + 1, int64_t(40), int64_t(120), T - 1}) {
+            p.budget = B;
+            const Selection s = Press::create("expected")->select(*capture, p);
+            EXPECT_EQ(s.headsPerLayer(), config.nKvHeads);
+            for (int64_t l = 0; l < 2; ++l) {
+                const std::vector<Vec> want = ref.scores(*capture, l);
+                for (int64_t h = 0; h < config.nKvHeads; ++h)
+                    expectKeptByRule(s.kept[l][h], want[h], sinks, B,
+                                     "sinks " + std::to_string(sinks) + " future " +
+                                         std::to_string(future) + " B " + std::to_string(B) +
+                                         " layer " + std::to_string(l) + " head " +
+                                         std::to_string(h));
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(RopeLayouts, ExpectedAttention, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Halves" : "Adjacent"; });
+
+TEST(ExpectedAttentionCapture, TheQueryStatisticsAreCountedAndTensorsHaveNone) {
+    LoadedModel loaded = loadModel("random:tiny:layers=2", c10::Device(c10::kCPU), c10::kFloat);
+    std::vector<int32_t> prompt(100);
+    std::iota(prompt.begin(), prompt.end(), 1);
+    const auto capture = Capture::fromPrefill(*loaded.model, prompt);
+    ASSERT_NE(capture->queryStatistics(), nullptr);
+    // sum and outer products (fp64) and the first 64 queries (fp32) of 8 heads of 32 dimensions,
+    // per layer
+    EXPECT_EQ(capture->queryStatistics()->bytes(), 2 * 8 * ((32 + 32 * 32) * 8 + 64 * 32 * 4));
+    const int64_t before = capture->bytes();
+    PressParams p;
+    p.method = "expected";
+    p.budget = 30;
+    Press::create("expected")->select(*capture, p);
+    EXPECT_EQ(capture->bytes(), before + 2 * 4 * 100 * 4);  // the scores, kept for the next budget
+
+    const auto tensors = Capture::fromTensors({at::randn({2, 40, 8})}, {at::randn({2, 40, 8})},
+                                              {at::randn({2, 40, 8})});
+    try {
+        Press::create("expected")->select(*tensors, p);
+        ADD_FAILURE() << "expected ran without query statistics";
+    } catch (const Error& e) {
+        EXPECT_STREQ(
+            e.what(),
+            "--method expected needs the statistics of every prompt query, which only a model "
+            "prefill records (not tensors given with --inputs)");
+    }
+    p.sinks = 65;
+    try {
+        Press::create("expected")->select(*capture, p);
+        ADD_FAILURE() << "65 sinks were accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(
+                      "--sinks 65 is above the 64 first queries the capture keeps", 0),
+                  0u)
+            << e.what();
+    }
+    p.sinks = 4;
+    p.future = 0;
+    try {
+        Press::create("expected")->select(*capture, p);
+        ADD_FAILURE() << "--future 0 was accepted";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "--future 0 must be at least 1");
+    }
+}
+
+}  // namespace
+}  // namespace kvlens

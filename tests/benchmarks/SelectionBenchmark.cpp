@@ -96,6 +96,22 @@ void BM_ExpectedFirstUse8k(benchmark::State& state) {
         p.future = future++;  // a setting not seen before: its scores are computed anew
         benchmark::DoNotOptimize(press->select(*capture, p).entries());
     }
+    state.counters["prefill_s"] = capture->prefillSeconds();  // the capture's own prefill, once
+}
+// What the query statistics add to a prefill: every layer's queries of 8192 positions in
+// chunks of 2048 (the prefill's), turned back from RoPE and summed into the statistics.
+void BM_QueryStatistics8k(benchmark::State& state) {
+    at::set_num_threads(2);
+    const int64_t layers = 22, T = 8192, chunk = 2048, H = 32, D = 64;
+    at::Generator gen = at::detail::createCPUGenerator(3);
+    const at::Tensor q = at::randn({chunk, H, D}, gen).to(at::kBFloat16);
+    const at::Tensor invFreq = at::pow(10000.0, at::arange(0, D, 2, at::kFloat) / -double(D));
+    for (auto _ : state) {
+        QueryStatistics stats(layers, T, invFreq, D, false);
+        for (int64_t p0 = 0; p0 < T; p0 += chunk)
+            for (int64_t l = 0; l < layers; ++l) stats.add(l, q, p0);
+        benchmark::DoNotOptimize(stats.bytes());
+    }
 }
 void BM_LagKvFirstUse8k(benchmark::State& state) {
     at::set_num_threads(2);
@@ -139,6 +155,7 @@ BENCHMARK(BM_ChunkKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2
 BENCHMARK(BM_ExpectedSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LagKvFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_QueryStatistics8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_WindowVotes8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_SnapKvSelectAndGatherSmall)->Unit(benchmark::kMillisecond);
 

@@ -107,7 +107,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (usesSinks()) {
         if (sinks < 0) throw Error("--sinks must be >= 0");
-        if (method == "expected" && sinks > kMaxQuerySinks) {
+        if (method == "expected" && !keepsAll && sinks > kMaxQuerySinks) {
             throw Error("--sinks " + std::to_string(sinks) + " is above the " + std::to_string(kMaxQuerySinks) +
                         " first queries the capture keeps (Expected Attention leaves the sinks' queries out of its statistics)");
         }

@@ -266,7 +266,12 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (m == "keydiff") return presses::keyDiffScores(c, layer);
     if (m == "tova") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
     // NaN for the positions these always keep (sinks, LagKV's tail), as for a window.
-    if (m == "expected") return presses::expectedAttentionScores(c, layer, params);
+    if (m == "expected") {
+        // A budget that holds the prompt keeps it whatever the sinks: with no query after
+        // them there are no statistics, and so no scores.
+        if (params.sinks >= c.promptLength() || !c.queryStatistics()) return {};
+        return presses::expectedAttentionScores(c, layer, params);
+    }
     if (m == "lagkv") return presses::lagKvScores(c, layer, params);
     // A budget that holds the whole prompt keeps everything, whatever the window:
     // a window the capture cannot vote with then has no scores to show.

@@ -59,10 +59,20 @@ void checkSessionName(const std::string& name) {
     }
 }
 
-// The press parameters in the runs table, in column order from `first`.
-const char* kParamColumns =
-    "method, budget, budget_ratio, window_size, kernel, pooling, beta, alpha, gqa, schedule, "
-    "sinks, seed, lag, chunk_size, future";
+// The press parameters in the runs table, in column order from `first`, each after
+// `prefix` ("r." in a join). A schema 2 store (read-only) has no lag, chunk_size or
+// future column: their defaults stand in.
+std::string paramColumns(bool beforeSchema3, const std::string& prefix = "") {
+    std::string out;
+    for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
+                          "schedule", "sinks", "seed"})
+        out += (out.empty() ? "" : ", ") + prefix + c;
+    if (beforeSchema3) {
+        const PressParams d;
+        return out + ", " + std::to_string(d.lag) + ", " + std::to_string(d.chunk) + ", " + std::to_string(d.future);
+    }
+    return out + ", " + prefix + "lag, " + prefix + "chunk_size, " + prefix + "future";
+}
 
 void bindParams(Statement& s, int first, const PressParams& p) {
     s.bind(first, p.method)
@@ -265,7 +275,10 @@ void SessionStore::open(Access access) {
                             std::to_string(version) +
                             "); left unchanged: update kvlens to open it");
             }
-            if (readOnly && stored < int64_t(version)) {
+            // Schema 3 only added columns to runs, which a read of a schema 2 store fills
+            // with their defaults: such a store lists, reports and exports as it is.
+            runsBeforeSchema3_ = readOnly && stored == 2 && version == 3;
+            if (readOnly && stored < int64_t(version) && !runsBeforeSchema3_) {
                 throw Error(path_ + ": store schema " + std::to_string(stored) +
                             " needs an upgrade to " + std::to_string(version) +
                             ", which read-only access cannot do");
@@ -670,7 +683,7 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
     }
     Statement insert(
         *db_,
-        std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + kParamColumns +
+        std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(false) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -761,7 +774,7 @@ RunRecord SessionStore::run(int64_t id) {
     {
         Statement s(
             *db_,
-            std::string("SELECT id, session_id, prompt_id, created_ms, ") + kParamColumns +
+            std::string("SELECT id, session_id, prompt_id, created_ms, ") + paramColumns(runsBeforeSchema3_) +
                 ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
                 "full_text, text FROM runs WHERE id = ?",
             "read run " + std::to_string(id));
@@ -887,9 +900,8 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
             "SELECT r.id, r.prompt_id, r.created_ms, r.new_tokens, r.status, p.token_count, "
             "m.bytes, m.full_bytes, m.ratio, m.token_agreement, m.mean_kl, m.top1_agreement, "
             "m.agreed_prefix, m.hit_rate, ") +
-            "r.method, r.budget, r.budget_ratio, r.window_size, r.kernel, r.pooling, r.beta, "
-            "r.alpha, "
-            "r.gqa, r.schedule, r.sinks, r.seed, r.lag, r.chunk_size, r.future FROM runs r JOIN prompts p ON p.id = r.prompt_id "
+            paramColumns(runsBeforeSchema3_, "r.") +
+            " FROM runs r JOIN prompts p ON p.id = r.prompt_id "
             "LEFT JOIN metrics m ON m.run_id = r.id WHERE r.session_id = ? ORDER BY r.id",
         "list runs");
     s.bind(1, sessionId);

@@ -101,6 +101,9 @@ private:
 
     std::string path_;
     std::unique_ptr<Database> db_;
+    // A schema 2 store opened read-only: its runs lack the LagKV, ChunkKV and Expected
+    // Attention settings (schema 3), which read as their defaults.
+    bool runsBeforeSchema3_ = false;
 };
 
 }  // namespace kvlens::sessions

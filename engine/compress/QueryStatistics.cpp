@@ -87,13 +87,15 @@ at::Tensor QueryStatistics::averageRotation(int64_t from, int64_t count) const {
     auto a = r.accessor<double, 2>();
     const int64_t half = ropeDim_ / 2;
     for (int64_t i = 0; i < half; ++i) {
-        double c = 0.0, s = 0.0;
-        for (int64_t p = from; p < from + count; ++p) {
-            c += std::cos(double(p) * inv.data_ptr<double>()[i]);
-            s += std::sin(double(p) * inv.data_ptr<double>()[i]);
-        }
-        c /= double(count);
-        s /= double(count);
+        // The sums of cos and sin of p * theta over p = from .. from+count-1 in closed form:
+        // sin(count theta / 2) / sin(theta / 2) times cos or sin of the middle angle, so any
+        // --future costs the same (RoPE's theta is in (0, 1]; near 0 every term is the
+        // middle angle's).
+        const double theta = inv.data_ptr<double>()[i], mid = (double(from) + double(count - 1) / 2.0) * theta;
+        const double sinHalf = std::sin(theta / 2.0);
+        const double factor =
+            std::abs(sinHalf) < 1e-12 ? double(count) : std::sin(double(count) * theta / 2.0) / sinHalf;
+        const double c = factor * std::cos(mid) / double(count), s = factor * std::sin(mid) / double(count);
         const int64_t u = halves_ ? i : 2 * i, v = halves_ ? i + half : 2 * i + 1;
         a[u][u] = c;
         a[u][v] = -s;

@@ -37,19 +37,18 @@ Vec times(const Mat& m, const Vec& x) {
     return y;
 }
 
-// The pair of dimensions RoPE turns together, for pair i of D.
-std::pair<int64_t, int64_t> pairOf(int64_t i, int64_t D, bool halves) {
-    return halves ? std::make_pair(i, i + D / 2) : std::make_pair(2 * i, 2 * i + 1);
+// The pair of dimensions RoPE turns together, for pair i of the R rotated ones.
+std::pair<int64_t, int64_t> pairOf(int64_t i, int64_t R, bool halves) {
+    return halves ? std::make_pair(i, i + R / 2) : std::make_pair(2 * i, 2 * i + 1);
 }
 
 struct Reference {
     double theta;  // RoPE base
     bool halves;
+    int64_t ropeDim;  // rotated dimensions of each head (the rest are not turned)
     int64_t sinks, future;
 
-    double freq(int64_t i, int64_t D) const {
-        return std::pow(theta, -2.0 * double(i) / double(D));
-    }
+    double freq(int64_t i) const { return std::pow(theta, -2.0 * double(i) / double(ropeDim)); }
 
     // Scores per KV head over positions sinks .. T-1.
     std::vector<Vec> scores(const Capture& c, int64_t layer) const {
@@ -59,13 +58,13 @@ struct Reference {
         // RoPE's rotation averaged over positions T .. T + future - 1.
         Mat R(D, Vec(D, 0.0));
         for (int64_t d = 0; d < D; ++d) R[d][d] = 1.0;
-        for (int64_t i = 0; i < D / 2; ++i) {
+        for (int64_t i = 0; i < ropeDim / 2; ++i) {
             double cs = 0.0, sn = 0.0;
             for (int64_t p = T; p < T + future; ++p) {
-                cs += std::cos(double(p) * freq(i, D)) / double(future);
-                sn += std::sin(double(p) * freq(i, D)) / double(future);
+                cs += std::cos(double(p) * freq(i)) / double(future);
+                sn += std::sin(double(p) * freq(i)) / double(future);
             }
-            const auto [u, v] = pairOf(i, D, halves);
+            const auto [u, v] = pairOf(i, ropeDim, halves);
             R[u][u] = cs, R[u][v] = -sn, R[v][u] = sn, R[v][v] = cs;
         }
         const at::Tensor keys = c.keys(layer).to(at::kDouble).contiguous();
@@ -79,9 +78,9 @@ struct Reference {
             Mat pre(n, Vec(D));
             for (int64_t t = sinks; t < T; ++t) {
                 for (int64_t d = 0; d < D; ++d) pre[t - sinks][d] = qa[t][d];
-                for (int64_t i = 0; i < D / 2; ++i) {
-                    const auto [u, v] = pairOf(i, D, halves);
-                    const double a = double(t) * freq(i, D), y0 = qa[t][u], y1 = qa[t][v];
+                for (int64_t i = 0; i < ropeDim / 2; ++i) {
+                    const auto [u, v] = pairOf(i, ropeDim, halves);
+                    const double a = double(t) * freq(i), y0 = qa[t][u], y1 = qa[t][v];
                     pre[t - sinks][u] = y0 * std::cos(a) + y1 * std::sin(a);
                     pre[t - sinks][v] = y1 * std::cos(a) - y0 * std::sin(a);
                 }
@@ -143,31 +142,40 @@ void expectKeptByRule(const std::vector<int32_t>& kept, const Vec& ref, int64_t 
     EXPECT_GE(worstKept, bestDropped * (1.0 - 1e-5)) << where;
 }
 
-class ExpectedAttention : public ::testing::TestWithParam<bool> {};
+struct Case {
+    bool halves;
+    int64_t ropeDim;  // of the 32 dimensions of random:tiny's heads
+    int64_t chunk;    // prefill chunk: the statistics add up over chunks
+    int64_t promptLength;
+};
+
+class ExpectedAttention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ExpectedAttention, KeptSetsEqualTheDefinitionInDouble) {
-    const bool halves = GetParam();
+    const Case k = GetParam();
     LoadedModel loaded =
         loadModel("random:tiny:layers=2:seed=7", c10::Device(c10::kCPU), c10::kFloat);
     ModelConfig config = loaded.model->config();  // 8 query heads, 4 KV heads, D = 32
-    config.ropeStyle = halves ? RopeStyle::Halves : RopeStyle::Adjacent;
+    config.ropeStyle = k.halves ? RopeStyle::Halves : RopeStyle::Adjacent;
+    config.ropeDim = k.ropeDim;
     LlamaModel model(config, loaded.model->weights(), c10::Device(c10::kCPU), c10::kFloat);
-    std::vector<int32_t> prompt(230);
+    std::vector<int32_t> prompt(k.promptLength);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % 500 + 1);
     std::vector<std::pair<int64_t, int64_t>> heads;
     for (int64_t l = 0; l < 2; ++l)
         for (int64_t h = 0; h < config.nHeads; ++h) heads.push_back({l, h});
-    model.setPrefillChunk(100);  // the statistics add up over chunks
+    model.setPrefillChunk(k.chunk);
     const auto capture = Capture::fromPrefill(model, prompt, {}, heads);
     const int64_t T = capture->promptLength();
     for (const auto& [sinks, future] :
          std::vector<std::pair<int64_t, int64_t>>{{4, 512}, {0, 16}, {7, 100}}) {
-        const Reference ref{config.ropeTheta, halves, sinks, future};
+        const Reference ref{config.ropeTheta, k.halves, k.ropeDim, sinks, future};
         PressParams p;
         p.method = "expected";
         p.sinks = sinks;
         p.future = future;
         for (int64_t B : {sinks + 1, int64_t(40), int64_t(120), T - 1}) {
+            if (B >= T) continue;  // keeps everything
             p.budget = B;
             const Selection s = Press::create("expected")->select(*capture, p);
             EXPECT_EQ(s.headsPerLayer(), config.nKvHeads);
@@ -184,8 +192,15 @@ TEST_P(ExpectedAttention, KeptSetsEqualTheDefinitionInDouble) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(RopeLayouts, ExpectedAttention, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Halves" : "Adjacent"; });
+INSTANTIATE_TEST_SUITE_P(
+    RopeLayouts, ExpectedAttention,
+    ::testing::Values(Case{false, 32, 100, 230}, Case{true, 32, 100, 230},
+                      Case{false, 16, 16, 50},  // partial RoPE, a prompt shorter
+                      Case{true, 16, 16, 50}),  // than the 64 first queries kept
+    [](const auto& info) {
+        return std::string(info.param.halves ? "Halves" : "Adjacent") +
+               (info.param.ropeDim < 32 ? "PartialShortPrompt" : "");
+    });
 
 TEST(ExpectedAttentionCapture, TheQueryStatisticsAreCountedAndTensorsHaveNone) {
     LoadedModel loaded = loadModel("random:tiny:layers=2", c10::Device(c10::kCPU), c10::kFloat);

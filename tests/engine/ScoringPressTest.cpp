@@ -12,28 +12,15 @@
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
+#include "RandomCapture.h"
 
 namespace kvlens {
 namespace {
 
 using Rows = std::vector<std::vector<double>>;  // [head][position]
 
-struct Shape {
-    int64_t layers, heads, kvHeads, promptLength, headDim;
-};
-
-std::shared_ptr<Capture> randomCapture(const Shape& s, uint64_t seed) {
-    at::manual_seed(seed);
-    std::vector<at::Tensor> q, k, v;
-    for (int64_t l = 0; l < s.layers; ++l) {
-        q.push_back(at::randn({s.heads, std::min<int64_t>(64, s.promptLength), s.headDim}) * (1.0 + l));
-        // Keys of uneven norms, so that the norm-based scores spread.
-        k.push_back(at::randn({s.kvHeads, s.promptLength, s.headDim}) *
-                    at::rand({s.kvHeads, s.promptLength, 1}).mul(2.0).add(0.25));
-        v.push_back(at::randn({s.kvHeads, s.promptLength, s.headDim}));
-    }
-    return Capture::fromTensors(q, k, v);
-}
+using Shape = test::CaptureShape;
+using test::randomCapture;
 
 Rows keysOf(const Capture& c, int64_t layer, int64_t head) {
     const at::Tensor k = c.keys(layer).to(at::kDouble).contiguous();

@@ -160,6 +160,49 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
         }
     }
 
+    // LagKV, ChunkKV and Expected Attention: NaN exactly where they always keep (the sinks,
+    // LagKV's tail, ChunkKV's window), and ChunkKV's and Expected Attention's kept
+    // positions hold the highest scores (ChunkKV: of their chunks).
+    for (const std::string method : {"lagkv", "chunkkv", "expected"}) {
+        PressParams k = p;
+        k.method = method;
+        k.lag = 8;
+        const Selection ks = w.select(k);
+        const auto table = w.scores(k, 1);
+        ASSERT_EQ(static_cast<int64_t>(table.size()), ks.headsPerLayer()) << method;
+        for (size_t h = 0; h < table.size(); ++h) {
+            ASSERT_EQ(static_cast<int64_t>(table[h].size()), tokens) << method;
+            std::vector<bool> in(tokens, false);
+            for (int32_t pos : ks.kept[1][h]) in[pos] = true;
+            const int64_t keptFrom = method == "lagkv" ? k.lagTailStart(tokens) : tokens - k.window;
+            float lowestKept = 1e30f, highestDropped = -1e30f;
+            for (int64_t t = 0; t < tokens; ++t) {
+                const bool always = (method != "chunkkv" && t < k.sinks) || (method != "expected" && t >= keptFrom);
+                EXPECT_EQ(std::isnan(table[h][t]), always) << method << " position " << t;
+                if (always) {
+                    EXPECT_TRUE(in[t]) << method << " position " << t;
+                } else if (in[t]) {
+                    lowestKept = std::min(lowestKept, table[h][t]);
+                } else {
+                    highestDropped = std::max(highestDropped, table[h][t]);
+                }
+            }
+            if (method != "lagkv") {
+                EXPECT_GE(lowestKept, highestDropped) << method << " head " << h;
+            }
+        }
+    }
+    // A budget that holds a prompt shorter than the sinks keeps it all: no scores to rank,
+    // and none asked for fails.
+    PressParams whole = p;
+    whole.budget = tokens + 10;
+    whole.sinks = tokens + 5;
+    for (const std::string method : {"lagkv", "expected"}) {
+        whole.method = method;
+        EXPECT_EQ(w.select(whole).entries(1), tokens * 4);  // 4 KV heads
+        EXPECT_NO_THROW(w.scores(whole, 1)) << method;
+    }
+
     // In query-head mode only the voting methods select per query head: H2O's
     // scores have one row per KV head, as its selection does, and rank it;
     // StreamingLLM and Random have none.

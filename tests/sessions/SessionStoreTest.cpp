@@ -215,14 +215,40 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
                 "ALTER TABLE runs DROP COLUMN future; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
-    SessionStore store(path);
-    const RunRecord r = store.run(id);
     const PressParams defaults;
-    EXPECT_EQ(r.params.lag, defaults.lag);
-    EXPECT_EQ(r.params.chunk, defaults.chunk);
-    EXPECT_EQ(r.params.future, defaults.future);
+    auto expectDefaults = [&](const PressParams& p) {
+        EXPECT_EQ(p.lag, defaults.lag);
+        EXPECT_EQ(p.chunk, defaults.chunk);
+        EXPECT_EQ(p.future, defaults.future);
+    };
+    {
+        // Read-only (sessions list and show, reports, the source of an import or a merge):
+        // read as it is, the file left at schema 2.
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        expectDefaults(store.run(id).params);
+        const auto list = store.runs(store.session("s").id);
+        ASSERT_EQ(list.size(), 1u);
+        expectDefaults(list[0].params);
+        EXPECT_EQ(list[0].params.method, "snapkv");
+    }
+    {
+        Database db(path, path, SQLITE_OPEN_READONLY);
+        EXPECT_EQ(db.pragmaInt("user_version"), 2);
+    }
+    SessionStore store(path);  // read-write: migrated
+    expectDefaults(store.run(id).params);
     Database db(path, path, SQLITE_OPEN_READONLY);
     EXPECT_EQ(db.pragmaInt("user_version"), 3);
+}
+
+TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
+    const std::string path = test::storePath("v1readonly.db");
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+        Migrations::apply(db, {StoreSchema::steps()[0]});
+    }
+    EXPECT_EQ(errorOf([&] { SessionStore store(path, SessionStore::Access::ReadOnly); }),
+              path + ": store schema 1 needs an upgrade to 3, which read-only access cannot do");
 }
 
 TEST(SessionStore, RunOfAnotherSessionsPromptIsRefused) {

@@ -2,6 +2,7 @@
 
 #include "kernels/LayerSelection.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -134,12 +135,17 @@ HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const 
         const at::Device dev = capture.keys(layer).device();
         const at::Tensor k = capture.keys(layer).narrow(1, S, n).to(at::kFloat);    // [KV, n, D]
         const at::Tensor v = capture.values(layer).narrow(1, S, n).to(at::kFloat);  // [KV, n, D]
-        const at::Tensor kq = G > 1 ? k.repeat_interleave(G, 0) : k;                // [H, n, D]
-        const at::Tensor muF = mu.to(dev, at::kFloat), sigmaF = sigma.to(dev, at::kFloat);
-        const at::Tensor linear = at::bmm(kq, muF.unsqueeze(2)).squeeze(2) / std::sqrt(double(D));  // [H, n]
-        const at::Tensor quad = (at::bmm(kq, sigmaF) * kq).sum(-1) / (2.0 * double(D));            // [H, n]
-        const at::Tensor a = at::softmax(linear + quad, -1).view({KV, G, n}).mean(1);              // [KV, n]
-        const at::Tensor scored = a * v.norm(2, {-1});
+        // Query head h reads KV head h / G: the heads of a group share their keys, taken
+        // one group member at a time so no [H, n, D] copy of the keys is made.
+        const at::Tensor muF = mu.to(dev, at::kFloat).view({KV, G, D});
+        const at::Tensor sigmaF = sigma.to(dev, at::kFloat).view({KV, G, D, D});
+        at::Tensor a = at::zeros({KV, n}, k.options());
+        for (int64_t g = 0; g < G; ++g) {
+            const at::Tensor linear = at::bmm(k, muF.select(1, g).unsqueeze(2)).squeeze(2) / std::sqrt(double(D));
+            const at::Tensor quad = (at::bmm(k, sigmaF.select(1, g)) * k).sum(-1) / (2.0 * double(D));  // [KV, n]
+            a.add_(at::softmax(linear + quad, -1));
+        }
+        const at::Tensor scored = a.div_(double(G)) * v.norm(2, {-1});
         return at::cat({at::full({KV, S}, std::numeric_limits<float>::quiet_NaN(), scored.options()), scored}, 1);
     });
     return toRows(scores);
@@ -165,7 +171,7 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
     const std::string key = "lagkv:" + std::to_string(p.sinks) + ":" + std::to_string(p.lag);
     return toRows(capture.memoScores(key, layer, [&] {
         const int64_t T = capture.promptLength(), KV = capture.kvHeads(), D = capture.headDim(), L = p.lag;
-        const int64_t scored = (p.lagTailStart(T) - p.sinks) / L;
+        const int64_t scored = std::max<int64_t>(0, (p.lagTailStart(T) - p.sinks) / L);
         at::Tensor out = at::full({KV, T}, std::numeric_limits<float>::quiet_NaN(),
                                   capture.keys(layer).options().dtype(at::kFloat));
         if (scored == 0) return out;

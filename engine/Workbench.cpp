@@ -285,13 +285,8 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
         prefix = presses::windowVotes(c, layer, params.window, params.gqa);
         const int64_t chunk = std::max<int64_t>(params.chunk, 1);
         for (auto& head : prefix) {
-            const int64_t n = static_cast<int64_t>(head.size());
-            for (int64_t from = 0; from < n; from += chunk) {
-                const int64_t to = std::min(n, from + chunk);
-                float sum = 0.0f;
-                for (int64_t i = from; i < to; ++i) sum += head[i];
-                std::fill(head.begin() + from, head.begin() + to, sum);
-            }
+            const std::vector<float> sums = presses::chunkSums(head, chunk);
+            for (size_t i = 0; i < head.size(); ++i) head[i] = sums[i / size_t(chunk)];
         }
     } else if (m == "h2o" && !c.prompt().empty()) {
         c.keepScoresFor(*state_->loaded.model, m);

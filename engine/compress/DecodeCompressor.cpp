@@ -2,7 +2,6 @@
 
 #include <c10/core/InferenceMode.h>
 
-
 #include "core/Error.h"
 #include "engine/compress/presses/PressScores.h"
 

@@ -7,6 +7,8 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <functional>
+
 #include "engine/compress/Capture.h"
 #include "engine/compress/CompressedCache.h"
 #include "engine/compress/presses/Press.h"
@@ -83,20 +85,28 @@ void BM_ChunkKvSelectAndGather8k(benchmark::State& state) { selectAndGather(stat
 void BM_ExpectedSelectAndGather8k(benchmark::State& state) {
     selectAndGather(state, "expected", tinyllamaPrefill8k());
 }
-// The first selection after a prefill, which computes the scores it then keeps.
-void BM_ExpectedFirstUse8k(benchmark::State& state) {
-    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+// The first selection with a setting not seen before (`vary` makes a new one each
+// iteration), which computes the scores it then keeps.
+void firstUse(benchmark::State& state, const std::string& method, const Capture& capture,
+              const std::function<void(PressParams&, int64_t)>& vary) {
     at::set_num_threads(2);
     PressParams p;
-    p.method = "expected";
+    p.method = method;
     p.budget = 1024;
-    auto press = Press::create("expected");
-    int64_t future = 512;
+    auto press = Press::create(method);
+    int64_t i = 0;
     for (auto _ : state) {
-        p.future = future++;  // a setting not seen before: its scores are computed anew
-        benchmark::DoNotOptimize(press->select(*capture, p).entries());
+        vary(p, i++);
+        benchmark::DoNotOptimize(press->select(capture, p).entries());
     }
+}
+void BM_ExpectedFirstUse8k(benchmark::State& state) {
+    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+    firstUse(state, "expected", *capture, [](PressParams& p, int64_t i) { p.future = 512 + i; });
     state.counters["prefill_s"] = capture->prefillSeconds();  // the capture's own prefill, once
+}
+void BM_LagKvFirstUse8k(benchmark::State& state) {
+    firstUse(state, "lagkv", *tinyllama8k(), [](PressParams& p, int64_t i) { p.lag = 128 + i; });
 }
 // What the query statistics add to a prefill: every layer's queries of 8192 positions in
 // chunks of 2048 (the prefill's), turned back from RoPE and summed into the statistics.
@@ -111,18 +121,6 @@ void BM_QueryStatistics8k(benchmark::State& state) {
         for (int64_t p0 = 0; p0 < T; p0 += chunk)
             for (int64_t l = 0; l < layers; ++l) stats.add(l, q, p0);
         benchmark::DoNotOptimize(stats.bytes());
-    }
-}
-void BM_LagKvFirstUse8k(benchmark::State& state) {
-    at::set_num_threads(2);
-    PressParams p;
-    p.method = "lagkv";
-    p.budget = 1024;
-    auto press = Press::create("lagkv");
-    int64_t lag = 128;
-    for (auto _ : state) {
-        p.lag = lag++;
-        benchmark::DoNotOptimize(press->select(*tinyllama8k(), p).entries());
     }
 }
 

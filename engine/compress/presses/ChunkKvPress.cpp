@@ -14,10 +14,9 @@ void ChunkKvPress::fill(const Capture& capture, const PressParams& p, int64_t bu
     for (int64_t l = 0; l < capture.layers(); ++l) {
         const presses::HeadScores votes = presses::windowVotes(capture, l, W, s.gqa);
         for (size_t h = 0; h < votes.size(); ++h) {
-            std::vector<float> chunkScores(chunks, 0.0f);
-            for (int64_t i = 0; i < prefix; ++i) chunkScores[i / c] += votes[h][i];
-            std::vector<int32_t> kept;
-            for (int32_t chunk : presses::topPositions(chunkScores, std::min(keepChunks, chunks)))
+            std::vector<int32_t> kept;  // votes[h] holds the prefix's `prefix` positions
+            for (int32_t chunk : presses::topPositions(presses::chunkSums(votes[h], c),
+                                                       std::min(keepChunks, chunks)))
                 for (int64_t i = chunk * c; i < std::min(prefix, (chunk + 1) * c); ++i)
                     kept.push_back(int32_t(i));
             s.kept[l][h] = presses::withWindow(std::move(kept), T, W);

@@ -185,6 +185,13 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
     }));
 }
 
+std::vector<float> chunkSums(const std::vector<float>& scores, int64_t chunk) {
+    const int64_t n = static_cast<int64_t>(scores.size());
+    std::vector<float> sums((n + chunk - 1) / chunk, 0.0f);
+    for (int64_t i = 0; i < n; ++i) sums[i / chunk] += scores[i];
+    return sums;
+}
+
 std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling) {
     return kernels::pool1d(
         scores.data(), static_cast<int64_t>(scores.size()), kernel,

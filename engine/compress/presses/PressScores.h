@@ -68,6 +68,10 @@ HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const 
 // remainder (always kept).
 HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams& params);
 
+// ChunkKV's chunk scores: `scores` summed over consecutive chunks of `chunk` positions
+// (the last one may be short), one sum per chunk.
+std::vector<float> chunkSums(const std::vector<float>& scores, int64_t chunk);
+
 // pool1d with stride 1 and padding kernel/2: max (padding never wins) or avg
 // (padding counts as zeros in the mean, count_include_pad=True).
 std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pooling pooling);

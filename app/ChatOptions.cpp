@@ -3,7 +3,8 @@
 
 #include "app/CommandLine.h"
 #include "core/Error.h"
-#include "engine/gguf/GgufFile.h"
+#include "engine/hf/HfFolder.h"
+#include "engine/model/ModelLoader.h"
 #include "engine/model/ModelSpec.h"
 #include "engine/tokenizer/ChatTemplate.h"
 
@@ -27,12 +28,14 @@ ChatPrompt ChatOptions::apply(const CommandLine& args, const std::string& model,
         throw Error("--chat: " + model +
                     " has no chat template (random models have no tokenizer.chat_template)");
     }
-    GgufFile file(spec.path);
-    if (!file.has("tokenizer.chat_template")) {
-        throw Error("--chat: " + spec.path + " has no tokenizer.chat_template; run without --chat");
+    const std::optional<std::string> chatTemplate = loadChatTemplate(model);
+    if (!chatTemplate) {
+        throw Error("--chat: " + spec.path +
+                    (HfFolder::isFolder(spec.path) ? " has no chat_template in tokenizer_config.json"
+                                                   : " has no tokenizer.chat_template") +
+                    "; run without --chat");
     }
-    const ChatTemplate::Family family =
-        ChatTemplate::detect(file.getString("tokenizer.chat_template"), spec.path);
+    const ChatTemplate::Family family = ChatTemplate::detect(*chatTemplate, spec.path);
     out.text = ChatTemplate::apply(family, args.get("--system", ""), prompt);
     out.parseSpecial = true;  // the template's markers are control tokens
     return out;

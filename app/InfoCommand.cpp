@@ -7,6 +7,7 @@
 #include "app/Commands.h"
 #include "engine/gguf/Dequantize.h"
 #include "engine/gguf/GgufFile.h"
+#include "engine/hf/HfFolder.h"
 #include "engine/tokenizer/GgufTokenizer.h"
 #include "engine/model/ModelConfig.h"
 #include "engine/model/ModelSpec.h"
@@ -17,7 +18,8 @@ namespace {
 const char* kInfoHelp =
     "usage: kvlens info [--model M] [--json]\n"
     "  the model's architecture, layers, heads, KV heads, head dim, context, vocabulary,\n"
-    "  tensor types and KV-cache bytes per token, read from metadata (no weights loaded)\n";
+    "  tensor types and KV-cache bytes per token, read from metadata (no weights loaded);\n"
+    "  M is a GGUF file, a Hugging Face folder (config.json, safetensors, tokenizer) or random:<preset>\n";
 
 std::string humanBytes(double b) {
     const char* units[] = {"B", "KB", "MB", "GB", "TB"};
@@ -75,7 +77,39 @@ int runInfo(const std::vector<std::string>& argv) {
     int32_t bos = -1, eos = -1;
     std::string tokenizerKind;
     std::string source;
-    if (spec.kind == ModelSpec::Kind::Random) {
+    std::vector<std::string> notes;  // extra lines a folder adds
+    if (spec.kind == ModelSpec::Kind::File && HfFolder::isFolder(spec.path)) {
+        const HfFolder folder(spec.path);
+        const HfConfig& h = folder.config();
+        c = h.model;
+        for (const auto& shard : folder.shards()) {
+            for (const SafetensorsTensor& t : shard->tensors()) {
+                types[t.dtype]++;
+                parameters += t.numel();
+            }
+        }
+        auto tok = folder.tokenizer();
+        bos = tok->bosId();
+        eos = tok->eosId();
+        tokenizerKind = folder.tokenizerDescription();
+        const size_t n = folder.shards().size();
+        source = "Hugging Face folder (" + h.hfArchitecture + "), " + std::to_string(n) + " safetensors file" +
+                 (n == 1 ? "" : "s") + ", " + humanBytes(double(folder.weightBytes()));
+        j["hf_architecture"] = h.hfArchitecture;
+        j["weight_files"] = folder.weightFiles();
+        j["tied_embeddings"] = h.tiedEmbeddings;
+        j["rope_scaling"] = h.ropeScalingType;
+        j["sliding_window"] = h.slidingWindow;
+        j["torch_dtype"] = h.torchDtype;
+        j["end_of_generation"] = tok->endOfGeneration();
+        j["chat_template"] = folder.chatTemplate().has_value();
+        if (!h.ropeScalingType.empty()) notes.push_back("rope scaling  " + h.ropeScalingType);
+        if (h.slidingWindow > 0) {
+            notes.push_back("sliding window " + std::to_string(h.slidingWindow) +
+                            " in config.json, not applied: KV Lens attends over the whole prompt");
+        }
+        notes.push_back(std::string("embeddings    ") + (h.tiedEmbeddings ? "tied to the output" : "separate lm_head"));
+    } else if (spec.kind == ModelSpec::Kind::Random) {
         c = spec.randomConfig();
         const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim, E = c.embedDim;
         parameters = c.nLayers * (E * (qd + 2 * kvd) + qd * E + 3 * E * c.ffnDim + 2 * E) +
@@ -148,6 +182,7 @@ int runInfo(const std::vector<std::string>& argv) {
                 tokenizerKind.c_str(), bos, eos);
     std::printf("parameters    %lld\n", (long long)parameters);
     std::printf("tensor types  %s\n", typeText.c_str());
+    for (const std::string& line : notes) std::printf("%s\n", line.c_str());
     std::printf("KV bytes/token %lld in f32, %lld in bf16/f16 (%s per 1K tokens in bf16)\n",
                 (long long)c.kvBytesPerToken(4), (long long)c.kvBytesPerToken(2),
                 humanBytes(double(c.kvBytesPerToken(2)) * 1024).c_str());

@@ -63,6 +63,9 @@ std::string modelLine(const sessions::ModelRecord& m) {
         char size[64];
         std::snprintf(size, sizeof size, "%.1f MB", double(m.sizeBytes) / 1e6);
         line += ", " + std::string(size) + ", SHA-256 " + m.sha256.substr(0, 16) + "...";
+        if (!m.files.empty()) {
+            line += " over " + std::to_string(m.files.size()) + " weight file" + (m.files.size() == 1 ? "" : "s");
+        }
     } else {
         line += ", random weights";
     }
@@ -153,7 +156,10 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                             {"ui_state", nlohmann::json::parse(info.uiState)}};
         j["models"] = nlohmann::json::array();
         for (const auto& m : models) {
+            nlohmann::json files = nlohmann::json::array();
+            for (const auto& f : m.files) files.push_back({{"name", f.name}, {"size_bytes", f.sizeBytes}, {"sha256", f.sha256}});
             j["models"].push_back({{"id", m.id},
+                                   {"files", files},
                                    {"spec", m.spec},
                                    {"path", m.path},
                                    {"size_bytes", m.sizeBytes},

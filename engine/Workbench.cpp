@@ -15,6 +15,7 @@
 #include "engine/model/DType.h"
 #include "core/Error.h"
 #include "engine/compress/MethodEvaluator.h"
+#include "engine/hf/HfFolder.h"
 #include "engine/model/ModelLoader.h"
 #include "engine/analysis/AttentionMap.h"
 #include "engine/analysis/AttentionStats.h"
@@ -113,7 +114,10 @@ WorkbenchModel Workbench::load(const LoadOptions& options, const Progress& progr
                  " is a random model, without tokenizer.chat_template: send plain text";
     } else {
         if (!loaded.chatTemplate) {
-            noChat = "chat template: " + m.path + " has no tokenizer.chat_template: send plain text";
+            noChat = "chat template: " + m.path +
+                     (HfFolder::isFolder(m.path) ? " has no chat_template in tokenizer_config.json"
+                                                 : " has no tokenizer.chat_template") +
+                     ": send plain text";
         } else {
             try {
                 chat = ChatTemplate::detect(*loaded.chatTemplate, m.path);

@@ -5,11 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/Error.h"
 #include "sessions/Sha256.h"
@@ -24,6 +29,44 @@ ModelFile::Stat ModelFile::stat(const std::string& path) {
     s.sizeBytes = int64_t(st.st_size);
     s.mtimeNs = int64_t(st.st_mtim.tv_sec) * 1000000000 + int64_t(st.st_mtim.tv_nsec);
     return s;
+}
+
+bool ModelFile::isFolder(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> ModelFile::folderWeightFiles(const std::string& dir) {
+    const std::string index = dir + "/model.safetensors.index.json";
+    std::vector<std::string> names;
+    if (stat(index).exists) {
+        std::ifstream in(index);
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(in);
+        } catch (const nlohmann::json::exception&) {
+            throw Error(index + ": not valid JSON");
+        }
+        if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+            throw Error(index + ": field 'weight_map' is missing or not an object");
+        }
+        for (const auto& [tensor, file] : j["weight_map"].items()) {
+            if (!file.is_string()) throw Error(index + ": weight_map entry '" + tensor + "' is not a file name");
+            const std::string name = file.get<std::string>();
+            if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        }
+        std::sort(names.begin(), names.end());
+    } else if (stat(dir + "/model.safetensors").exists) {
+        names.push_back("model.safetensors");
+    }
+    if (names.empty()) throw Error(dir + ": no weights (model.safetensors or model.safetensors.index.json) to hash");
+    return names;
+}
+
+std::string ModelFile::folderSha256(const std::vector<WeightFileRecord>& files) {
+    std::string lines;
+    for (const WeightFileRecord& f : files) lines += f.sha256 + "  " + f.name + "\n";
+    return Sha256::hex(lines);
 }
 
 std::string ModelFile::absolutePath(const std::string& path) {
@@ -66,6 +109,34 @@ ModelFile::Check ModelFile::check(const ModelRecord& model, bool rehash,
     Check c;
     if (!model.isFile) {
         c.status = Status::NotAFile;
+        return c;
+    }
+    if (!model.files.empty()) {
+        // A folder: each weight file against its record.
+        for (const WeightFileRecord& f : model.files) {
+            const std::string path = model.path + "/" + f.name;
+            const Stat now = stat(path);
+            if (!now.exists) {
+                c.status = Status::Missing;
+                c.message = "model folder " + model.path + ": weight file " + f.name + " is missing";
+                return c;
+            }
+            if (now.sizeBytes != f.sizeBytes) {
+                c.status = Status::SizeChanged;
+                c.message = "model folder " + model.path + " changed: " + f.name + " has " +
+                            std::to_string(now.sizeBytes) + " bytes, saved with " + std::to_string(f.sizeBytes);
+                return c;
+            }
+            if (rehash || now.mtimeNs != f.mtimeNs) {
+                const std::string digest = sha256(path, progress);
+                if (digest != f.sha256) {
+                    c.status = Status::ContentChanged;
+                    c.message = "model folder " + model.path + " changed: " + f.name + " SHA-256 " +
+                                digest.substr(0, 12) + "..., saved with " + f.sha256.substr(0, 12) + "...";
+                    return c;
+                }
+            }
+        }
         return c;
     }
     const Stat now = stat(model.path);

@@ -1,6 +1,8 @@
 // Recording a run: the file model described once, then one write transaction.
 #include "sessions/RunRecorder.h"
 
+#include <algorithm>
+
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
 
@@ -9,6 +11,35 @@ namespace kvlens::sessions {
 ModelRecord RunRecorder::describeFile(ModelRecord m, const std::function<void(double)>& progress) {
     if (!m.isFile) return m;
     m.path = ModelFile::absolutePath(m.path);
+    if (ModelFile::isFolder(m.path)) {
+        // A Hugging Face folder: each weight file hashed (or its known hash), then the folder's digest.
+        const std::vector<std::string> names = ModelFile::folderWeightFiles(m.path);
+        int64_t total = 0, done = 0;
+        std::vector<ModelFile::Stat> stats;
+        for (const std::string& n : names) {
+            stats.push_back(ModelFile::stat(m.path + "/" + n));
+            total += stats.back().sizeBytes;
+        }
+        m.files.clear();
+        m.sizeBytes = 0;
+        m.mtimeNs = 0;
+        for (size_t i = 0; i < names.size(); ++i) {
+            WeightFileRecord f{names[i], stats[i].sizeBytes, stats[i].mtimeNs, ""};
+            if (auto known = store_.knownFileSha256(m.path, f.name, f.sizeBytes, f.mtimeNs)) {
+                f.sha256 = *known;
+            } else {
+                f.sha256 = ModelFile::sha256(m.path + "/" + f.name, [&](double x) {
+                    if (progress && total > 0) progress((double(done) + x * double(f.sizeBytes)) / double(total));
+                });
+            }
+            done += f.sizeBytes;
+            m.sizeBytes += f.sizeBytes;
+            m.mtimeNs = std::max(m.mtimeNs, f.mtimeNs);
+            m.files.push_back(f);
+        }
+        m.sha256 = ModelFile::folderSha256(m.files);
+        return m;
+    }
     const ModelFile::Stat st = ModelFile::stat(m.path);
     m.sizeBytes = st.sizeBytes;
     m.mtimeNs = st.mtimeNs;

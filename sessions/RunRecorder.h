@@ -21,7 +21,9 @@ public:
 
     // A file model's absolute path, size, mtime and SHA-256: the store's hash
     // when it knows this path, size and mtime, else the file hashed, with
-    // `progress` (which may throw to cancel). A random model is returned as it is.
+    // `progress` (which may throw to cancel). A Hugging Face folder: each weight
+    // file so (ModelRecord::files) and the folder's digest of them. A random model
+    // is returned as it is.
     ModelRecord describeFile(ModelRecord model, const std::function<void(double)>& progress = {});
 
     // Saves `run` of `prompt` on `model` to session `session`; their ids are

@@ -276,9 +276,11 @@ void SessionStore::open(Access access) {
                             "); left unchanged: update kvlens to open it");
             }
             // Schema 3 only added columns to runs, which a read of a schema 2 store fills
-            // with their defaults: such a store lists, reports and exports as it is.
-            runsBeforeSchema3_ = readOnly && stored == 2 && version == 3;
-            if (readOnly && stored < int64_t(version) && !runsBeforeSchema3_) {
+            // with their defaults, and schema 4 the table of folder models' weight files,
+            // which such a store has none of: it lists, reports and exports as it is.
+            runsBeforeSchema3_ = readOnly && stored == 2;
+            noModelFiles_ = readOnly && stored < 4;
+            if (readOnly && stored < int64_t(version) && stored < 2) {
                 throw Error(path_ + ": store schema " + std::to_string(stored) +
                             " needs an upgrade to " + std::to_string(version) +
                             ", which read-only access cannot do");
@@ -472,8 +474,25 @@ int64_t SessionStore::saveModel(const ModelRecord& model) {
     bindModel(insert, model);
     insert.run();
     const int64_t id = db_->lastInsertId();
+    for (size_t i = 0; i < model.files.size(); ++i) {
+        const WeightFileRecord& f = model.files[i];
+        Statement file(*db_,
+                       "INSERT INTO model_files (model_id, position, name, size_bytes, mtime_ns, sha256) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       "save a weight file of the model");
+        file.bind(1, id).bind(2, int64_t(i)).bind(3, f.name).bind(4, f.sizeBytes).bind(5, f.mtimeNs).bind(6, f.sha256).run();
+    }
     tx.commit();
     return id;
+}
+
+void SessionStore::readModelFiles(ModelRecord& m) {
+    if (noModelFiles_) return;
+    Statement s(*db_,
+                "SELECT name, size_bytes, mtime_ns, sha256 FROM model_files WHERE model_id = ? ORDER BY position",
+                "read the weight files of a model");
+    s.bind(1, m.id);
+    while (s.step()) m.files.push_back({s.getText(0), s.getInt(1), s.getInt(2), s.getText(3)});
 }
 
 ModelRecord SessionStore::model(int64_t id) {
@@ -481,7 +500,9 @@ ModelRecord SessionStore::model(int64_t id) {
                 "read a model");
     s.bind(1, id);
     if (!s.step()) throw Error(path_ + ": no model with id " + std::to_string(id));
-    return readModel(s);
+    ModelRecord m = readModel(s);
+    readModelFiles(m);
+    return m;
 }
 
 std::vector<ModelRecord> SessionStore::models(int64_t sessionId) {
@@ -493,7 +514,20 @@ std::vector<ModelRecord> SessionStore::models(int64_t sessionId) {
     s.bind(1, sessionId);
     std::vector<ModelRecord> out;
     while (s.step()) out.push_back(readModel(s));
+    for (ModelRecord& m : out) readModelFiles(m);
     return out;
+}
+
+std::optional<std::string> SessionStore::knownFileSha256(const std::string& folder, const std::string& name,
+                                                         int64_t sizeBytes, int64_t mtimeNs) {
+    if (noModelFiles_) return std::nullopt;
+    Statement s(*db_,
+                "SELECT f.sha256 FROM model_files f JOIN models m ON m.id = f.model_id WHERE m.path = ? AND "
+                "f.name = ? AND f.size_bytes = ? AND f.mtime_ns = ? LIMIT 1",
+                "look up a weight file hash");
+    s.bind(1, folder).bind(2, name).bind(3, sizeBytes).bind(4, mtimeNs);
+    if (!s.step()) return std::nullopt;
+    return s.getText(0);
 }
 
 std::optional<std::string> SessionStore::knownSha256(const std::string& path, int64_t sizeBytes,

@@ -67,6 +67,9 @@ public:
     // saves a re-hash of a multi-GB model that did not change.
     std::optional<std::string> knownSha256(const std::string& path, int64_t sizeBytes,
                                            int64_t mtimeNs);
+    // The same for weight file `name` of the folder model at `folder` (absolute).
+    std::optional<std::string> knownFileSha256(const std::string& folder, const std::string& name, int64_t sizeBytes,
+                                               int64_t mtimeNs);
 
     // Prompts belong to a session; saving an equal one returns its id.
     int64_t savePrompt(const PromptRecord& prompt);
@@ -104,6 +107,8 @@ private:
     // A schema 2 store opened read-only: its runs lack the LagKV, ChunkKV and Expected
     // Attention settings (schema 3), which read as their defaults.
     bool runsBeforeSchema3_ = false;
+    bool noModelFiles_ = false;  // a read-only store of schema 2 or 3
+    void readModelFiles(ModelRecord& m);
 };
 
 }  // namespace kvlens::sessions

@@ -1,4 +1,4 @@
-// Schema versions 1 to 3. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// Schema versions 1 to 4. Times are Unix milliseconds (UTC). REAL columns hold NULL
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 
@@ -172,6 +172,20 @@ ALTER TABLE runs ADD COLUMN chunk_size INTEGER NOT NULL DEFAULT 10;
 ALTER TABLE runs ADD COLUMN future INTEGER NOT NULL DEFAULT 512;
 )SQL";
 
+// Version 4: the weight files of a Hugging Face folder model (models.path is the
+// folder; its sha256 covers these files' hashes).
+const char* kVersion4 = R"SQL(
+CREATE TABLE model_files (
+  model_id    INTEGER NOT NULL REFERENCES models (id) ON DELETE CASCADE,
+  position    INTEGER NOT NULL,
+  name        TEXT NOT NULL CHECK (length(name) > 0),
+  size_bytes  INTEGER NOT NULL,
+  mtime_ns    INTEGER NOT NULL,
+  sha256      TEXT NOT NULL,
+  PRIMARY KEY (model_id, position)
+);
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -186,6 +200,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         },
         [](Database& db) { db.exec(kVersion2, "add the needle-in-a-haystack runs"); },
         [](Database& db) { db.exec(kVersion3, "add the LagKV, ChunkKV and Expected Attention settings"); },
+        [](Database& db) { db.exec(kVersion4, "add the weight files of Hugging Face folders"); },
     };
     return all;
 }

@@ -212,10 +212,18 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
         if (model_) worker_->countTokens(modelPanel_->prompt());
     });
     connect(modelPanel_, &ModelPromptPanel::browseModelRequested, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model", QString(),
-                                                          "GGUF models (*.gguf);;All files (*)");
+        const QString path = QFileDialog::getOpenFileName(
+            this, "Open a GGUF model, or a Hugging Face folder's config.json", QString(),
+            "Models (*.gguf config.json);;GGUF models (*.gguf);;Hugging Face folders (config.json);;All files (*)");
         if (!path.isEmpty()) {
-            modelPanel_->setModelText(path);
+            modelPanel_->setModelText(ModelPromptPanel::modelFromChoice(path));
+            loadModel();
+        }
+    });
+    connect(modelPanel_, &ModelPromptPanel::browseModelFolderRequested, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, "Open a Hugging Face model folder");
+        if (!dir.isEmpty()) {
+            modelPanel_->setModelText(dir);
             loadModel();
         }
     });
@@ -359,6 +367,9 @@ void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu("&File");
     QAction* open = file->addAction("&Open model...", this, [this] { emit modelPanel_->browseModelRequested(); });
     open->setShortcut(QKeySequence::Open);
+    QAction* openFolder =
+        file->addAction("Open model &folder...", this, [this] { emit modelPanel_->browseModelFolderRequested(); });
+    openFolder->setShortcut(QKeySequence("Ctrl+Shift+F"));
     QAction* openPrompt =
         file->addAction("Open &prompt...", this, [this] { emit modelPanel_->browsePromptRequested(); });
     openPrompt->setShortcut(QKeySequence("Ctrl+Shift+O"));

@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QFileInfo>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QThread>
@@ -27,13 +28,17 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     auto* modelRow = new QHBoxLayout;
     model_ = new QLineEdit;
     model_->setObjectName("modelPath");
-    model_->setPlaceholderText("GGUF file or random:<preset>");
-    model_->setToolTip("A GGUF file (llama, mistral, qwen2), or random:<preset>[:layers=N][:ctx=N]\n"
+    model_->setPlaceholderText("GGUF file, Hugging Face folder or random:<preset>");
+    model_->setToolTip("A GGUF file (llama, mistral, qwen2, qwen3), a Hugging Face folder (config.json,\n"
+                       "safetensors, tokenizer.json or tokenizer.model), or random:<preset>[:layers=N][:ctx=N]\n"
                        "with presets tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b");
     auto* browse = new QPushButton("Open...");
-    browse->setToolTip("Choose a GGUF file (Ctrl+O)");
+    browse->setToolTip("Choose a GGUF file, or a Hugging Face folder's config.json (Ctrl+O)");
+    auto* browseFolder = new QPushButton("Folder...");
+    browseFolder->setToolTip("Choose a Hugging Face model folder (Ctrl+Shift+F)");
     modelRow->addWidget(model_, 1);
     modelRow->addWidget(browse);
+    modelRow->addWidget(browseFolder);
     layout->addLayout(modelRow);
 
     recent_ = new QComboBox;
@@ -136,6 +141,7 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     connect(model_, &QLineEdit::returnPressed, this, &ModelPromptPanel::loadRequested);
     connect(run_, &QPushButton::clicked, this, &ModelPromptPanel::runRequested);
     connect(browse, &QPushButton::clicked, this, &ModelPromptPanel::browseModelRequested);
+    connect(browseFolder, &QPushButton::clicked, this, &ModelPromptPanel::browseModelFolderRequested);
     connect(openPrompt, &QPushButton::clicked, this, &ModelPromptPanel::browsePromptRequested);
     connect(recent_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
         if (index >= 0) model_->setText(recent_->itemText(index));
@@ -237,6 +243,12 @@ void ModelPromptPanel::openPromptFile(const QString& path) {
     const QByteArray bytes = file.readAll();
     if (bytes.isEmpty()) throw Error("prompt file " + path.toStdString() + ": the file is empty");
     prompt_->setPlainText(QString::fromUtf8(bytes));
+}
+
+QString ModelPromptPanel::modelFromChoice(const QString& path) {
+    const QFileInfo info(path);
+    if (info.fileName() == "config.json") return info.absolutePath();
+    return path;
 }
 
 }  // namespace kvlens::ui

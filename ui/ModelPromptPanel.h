@@ -47,6 +47,10 @@ public:
     // Enables Load and Run (false while the engine is busy with long work).
     void setIdle(bool idle);
 
+    // What the Open dialog's choice names as a model: a Hugging Face folder when the
+    // file chosen is its config.json, else the file itself.
+    static QString modelFromChoice(const QString& path);
+
     // Reads a prompt text file into the editor; throws kvlens::Error naming the file.
     void openPromptFile(const QString& path);
 
@@ -56,6 +60,7 @@ signals:
     // The prompt or BOS choice changed (debounced): the window asks for a count.
     void promptEdited();
     void browseModelRequested();
+    void browseModelFolderRequested();
     void browsePromptRequested();
 
 private:

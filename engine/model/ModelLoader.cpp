@@ -7,6 +7,8 @@
 #include "engine/tokenizer/ByteTokenizer.h"
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
+#include "engine/hf/HfFolder.h"
+#include "engine/hf/HfWeightLoader.h"
 #include "engine/tokenizer/GgufTokenizer.h"
 
 namespace kvlens {
@@ -49,8 +51,18 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& specText) {
     if (spec.kind == ModelSpec::Kind::Random) {
         return std::make_unique<ByteTokenizer>(static_cast<int32_t>(spec.randomConfig().vocabSize));
     }
+    if (HfFolder::isFolder(spec.path)) return HfFolder(spec.path).tokenizer();
     GgufFile file(spec.path);
     return GgufTokenizer::fromGguf(file);
+}
+
+std::optional<std::string> loadChatTemplate(const std::string& specText) {
+    const ModelSpec spec = ModelSpec::parse(specText);
+    if (spec.kind == ModelSpec::Kind::Random) return std::nullopt;
+    if (HfFolder::isFolder(spec.path)) return HfFolder(spec.path).chatTemplate();
+    GgufFile file(spec.path);
+    if (!file.has("tokenizer.chat_template")) return std::nullopt;
+    return file.getString("tokenizer.chat_template");
 }
 
 LoadedModel loadModel(const std::string& specText, c10::Device device, c10::ScalarType dtype,
@@ -62,6 +74,16 @@ LoadedModel loadModel(const std::string& specText, c10::Device device, c10::Scal
         checkFits(specText, ModelWeights::estimateBytes(config, dtype), device);
         loaded.tokenizer = std::make_unique<ByteTokenizer>(static_cast<int32_t>(config.vocabSize));
         ModelWeights weights = ModelWeights::random(config, loaded.spec.seed, device, dtype, progress);
+        loaded.model = std::make_unique<LlamaModel>(config, std::move(weights), device, dtype);
+        return loaded;
+    }
+    if (HfFolder::isFolder(loaded.spec.path)) {
+        const HfFolder folder(loaded.spec.path);
+        const ModelConfig& config = folder.config().model;
+        loaded.tokenizer = folder.tokenizer();
+        loaded.chatTemplate = folder.chatTemplate();
+        checkFits(folder.dir(), HfWeightLoader::denseBytes(folder, device, dtype), device);
+        ModelWeights weights = HfWeightLoader::load(folder, device, dtype, progress);
         loaded.model = std::make_unique<LlamaModel>(config, std::move(weights), device, dtype);
         return loaded;
     }

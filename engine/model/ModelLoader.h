@@ -1,4 +1,4 @@
-// Turns a model spec (GGUF path or random preset) into a ready model and its
+// Turns a model spec (GGUF path, Hugging Face folder or random preset) into a ready model and its
 // tokenizer on the chosen device and dtype.
 #pragma once
 
@@ -27,6 +27,10 @@ LoadedModel loadModel(const std::string& specText, c10::Device device, c10::Scal
 
 // The tokenizer alone, without reading any weights.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& specText);
+
+// The chat template a model file or folder carries (GGUF's tokenizer.chat_template,
+// a folder's tokenizer_config.json chat_template), without reading any weights.
+std::optional<std::string> loadChatTemplate(const std::string& specText);
 
 // Bytes of memory currently available to this process (MemAvailable), or -1.
 int64_t availableMemoryBytes();

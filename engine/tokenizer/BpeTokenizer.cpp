@@ -56,7 +56,7 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab, const std::string& name)
         }
     }
     try {
-        pre_ = PreTokenizer::forName(vocab_.pre);
+        pre_ = vocab_.preTokenizer ? vocab_.preTokenizer : PreTokenizer::forName(vocab_.pre);
     } catch (const Error& e) {
         throw Error(name_ + ": " + e.what());
     }
@@ -225,9 +225,13 @@ std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool addBos, 
             out.push_back(f.token);
             continue;
         }
-        for (std::string_view piece :
-             pre_->split(std::string_view(text).substr(f.offset, f.length)))
-            encodePiece(piece, out);
+        const std::string_view fragment = std::string_view(text).substr(f.offset, f.length);
+        if (vocab_.nfc) {
+            const std::string composed = Utf8::nfc(fragment);
+            for (std::string_view piece : pre_->split(composed)) encodePiece(piece, out);
+        } else {
+            for (std::string_view piece : pre_->split(fragment)) encodePiece(piece, out);
+        }
     }
     return out;
 }

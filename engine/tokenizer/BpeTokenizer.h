@@ -32,6 +32,9 @@ struct BpeVocab {
     std::vector<LlamaTokenType> types;
     std::vector<std::string> merges;  // "left right", by rank
     std::string pre = "default";      // tokenizer.ggml.pre
+    // A tokenizer.json's own pre-tokenizer, used instead of `pre` when set.
+    std::shared_ptr<const PreTokenizer> preTokenizer;
+    bool nfc = false;  // tokenizer.json's NFC normalizer (Qwen2): each fragment composed first
     int32_t bosId = -1, eosId = -1;
     std::vector<int32_t> endIds;      // end of turn / message (tokenizer.ggml.eot/eom_token_id)
     int addBos = -1;  // -1: as the pre-tokenizer says (Llama 3: yes)

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "core/Error.h"
+#include "engine/tokenizer/ByteLevel.h"
 
 namespace kvlens {
 
@@ -105,8 +106,9 @@ struct PreTokenizer::Regex {
 };
 
 PreTokenizer::PreTokenizer(std::string name, const std::vector<const char*>& patterns,
-                           bool ignoreMerges, bool addsBos)
-    : name_(std::move(name)), ignoreMerges_(ignoreMerges), addsBos_(addsBos) {
+                           bool ignoreMerges, bool addsBos, std::vector<bool> onByteLevel)
+    : name_(std::move(name)), onByteLevel_(std::move(onByteLevel)), ignoreMerges_(ignoreMerges), addsBos_(addsBos) {
+    onByteLevel_.resize(patterns.size(), false);
     for (const char* p : patterns) {
         auto r = std::make_unique<Regex>();
         int code = 0;
@@ -154,37 +156,66 @@ std::shared_ptr<const PreTokenizer> PreTokenizer::forName(const std::string& nam
                 ")");
 }
 
+std::shared_ptr<const PreTokenizer> PreTokenizer::fromSteps(const std::string& name, const std::vector<Step>& steps,
+                                                            bool ignoreMerges, bool addsBos) {
+    std::vector<const char*> raw;
+    std::vector<bool> onByteLevel;
+    for (const Step& s : steps) {
+        raw.push_back(s.regex.c_str());
+        onByteLevel.push_back(s.onByteLevel);
+    }
+    return std::shared_ptr<const PreTokenizer>(new PreTokenizer(name, raw, ignoreMerges, addsBos, onByteLevel));
+}
+
 std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
     std::vector<std::string_view> pieces{text};
     if (text.empty()) return {};
     std::vector<std::string_view> next;
-    for (const auto& r : regexes_) {
+    std::string spelled;        // a piece's byte-level spelling, for regexes on it
+    std::vector<size_t> rawAt;  // spelled byte -> the piece's byte it spells
+    for (size_t ri = 0; ri < regexes_.size(); ++ri) {
+        const auto& r = regexes_[ri];
         pcre2_match_data* match = pcre2_match_data_create_from_pattern(r->code, nullptr);
         next.clear();
         next.reserve(pieces.size() * 2);
         for (std::string_view piece : pieces) {
-            const auto* subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
+            // The subject: the piece itself, or its byte-level spelling (whose
+            // character boundaries map back to the piece's bytes one to one).
+            std::string_view subjectText = piece;
+            if (onByteLevel_[ri]) {
+                spelled.clear();
+                rawAt.clear();
+                for (size_t i = 0; i < piece.size(); ++i) {
+                    const std::string ch = ByteLevel::encode(piece.substr(i, 1));
+                    spelled += ch;
+                    rawAt.insert(rawAt.end(), ch.size(), i);
+                }
+                rawAt.push_back(piece.size());
+                subjectText = spelled;
+            }
+            auto raw = [&](size_t at) { return onByteLevel_[ri] ? rawAt[at] : at; };
+            const auto* subject = reinterpret_cast<PCRE2_SPTR>(subjectText.data());
             size_t start = 0, from = 0;
-            while (from < piece.size()) {
+            while (from < subjectText.size()) {
                 const int rc =
                     r->jit
-                        ? pcre2_jit_match(r->code, subject, piece.size(), from, 0, match, nullptr)
-                        : pcre2_match(r->code, subject, piece.size(), from, 0, match, nullptr);
+                        ? pcre2_jit_match(r->code, subject, subjectText.size(), from, 0, match, nullptr)
+                        : pcre2_match(r->code, subject, subjectText.size(), from, 0, match, nullptr);
                 if (rc < 0) break;  // PCRE2_ERROR_NOMATCH; the text was checked to be UTF-8
                 const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match);
                 const size_t begin = ov[0], end = ov[1];
                 if (end == begin) {  // an empty match: step one character on
                     from = begin + 1;
-                    while (from < piece.size() &&
-                           (static_cast<unsigned char>(piece[from]) & 0xC0) == 0x80)
+                    while (from < subjectText.size() &&
+                           (static_cast<unsigned char>(subjectText[from]) & 0xC0) == 0x80)
                         ++from;
                     continue;
                 }
-                if (begin > start) next.push_back(piece.substr(start, begin - start));
-                next.push_back(piece.substr(begin, end - begin));
+                if (begin > start) next.push_back(piece.substr(raw(start), raw(begin) - raw(start)));
+                next.push_back(piece.substr(raw(begin), raw(end) - raw(begin)));
                 start = from = end;
             }
-            if (start < piece.size()) next.push_back(piece.substr(start));
+            if (start < subjectText.size()) next.push_back(piece.substr(raw(start)));
         }
         pcre2_match_data_free(match);
         pieces.swap(next);

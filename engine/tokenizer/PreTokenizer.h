@@ -20,6 +20,18 @@ public:
     // such pre-tokenizer: never a silent fallback to another regex.
     static std::shared_ptr<const PreTokenizer> forName(const std::string& name);
     static std::vector<std::string> names();
+    // One regex of a tokenizer.json's pre_tokenizer; `onByteLevel` when it comes after
+    // a ByteLevel step and so matches the piece's byte-level spelling (GPT-2's
+    // alphabet, one character per byte), not its text.
+    struct Step {
+        std::string regex;
+        bool onByteLevel = false;
+    };
+    // A pre-tokenizer from a tokenizer.json's own steps (HfTokenizerJson); `name`
+    // stands for it in messages. Throws kvlens::Error naming `name` when a regex
+    // does not compile.
+    static std::shared_ptr<const PreTokenizer> fromSteps(const std::string& name, const std::vector<Step>& steps,
+                                                         bool ignoreMerges, bool addsBos);
 
     ~PreTokenizer();
     PreTokenizer(const PreTokenizer&) = delete;
@@ -37,10 +49,11 @@ public:
 private:
     struct Regex;
     PreTokenizer(std::string name, const std::vector<const char*>& patterns, bool ignoreMerges,
-                 bool addsBos);
+                 bool addsBos, std::vector<bool> onByteLevel = {});
 
     std::string name_;
     std::vector<std::unique_ptr<Regex>> regexes_;
+    std::vector<bool> onByteLevel_;  // per regex
     bool ignoreMerges_ = false, addsBos_ = false;
 };
 

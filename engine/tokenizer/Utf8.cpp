@@ -1,6 +1,10 @@
 // UTF-8 decoding and encoding by RFC 3629.
 #include "engine/tokenizer/Utf8.h"
 
+#include <utf8proc.h>
+
+#include <cstdlib>
+
 namespace kvlens {
 
 size_t Utf8::decode(std::string_view s, size_t at, uint32_t& cp) {
@@ -60,6 +64,18 @@ std::string Utf8::encode(uint32_t cp) {
         out += char(0x80 | (cp & 0x3F));
     }
     return out;
+}
+
+std::string Utf8::nfc(std::string_view text) {
+    if (text.empty()) return {};
+    utf8proc_uint8_t* out = nullptr;
+    const utf8proc_ssize_t n =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                     &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (n < 0) return std::string(text);  // not well-formed: the caller has checked it is
+    std::string composed(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+    std::free(out);
+    return composed;
 }
 
 }  // namespace kvlens

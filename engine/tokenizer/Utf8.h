@@ -1,6 +1,6 @@
 // UTF-8 helpers the tokenizers share: well-formedness (RFC 3629: no overlong
 // forms, no surrogates, nothing above U+10FFFF), one code point's length and
-// value, and encoding a code point.
+// value, encoding a code point, and NFC.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,9 @@ public:
     // Offset of the first byte that does not start a well-formed character, or npos.
     static size_t firstInvalid(std::string_view text);
     static std::string encode(uint32_t cp);
+    // Unicode normalization form C of well-formed `text` (utf8proc), as Hugging
+    // Face's NFC normalizer applies it.
+    static std::string nfc(std::string_view text);
 };
 
 }  // namespace kvlens

@@ -1,7 +1,10 @@
 // The seven vocabularies of ../shared/testdata/vocab (llama.cpp's tokenizer
 // test files: SentencePiece and byte-level BPE with the GPT-2, Llama 3/DBRX,
 // DeepSeek LLM, Falcon and StarCoder pre-tokenizers) reproduce every one of
-// Hugging Face's token ids for their 43-46 texts, exactly.
+// Hugging Face's token ids for their 43-46 texts, exactly: read from the GGUF
+// file, and written out as a Hugging Face folder would hold the vocabulary
+// (HfFolderWriter: tokenizer.json with the family's own pre_tokenizer, or a
+// SentencePiece tokenizer.model run by libsentencepiece).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,7 +13,10 @@
 #include <vector>
 
 #include "engine/gguf/GgufFile.h"
+#include "engine/hf/HfTokenizerJson.h"
 #include "engine/tokenizer/GgufTokenizer.h"
+#include "engine/tokenizer/SentencePieceTokenizer.h"
+#include "support/HfFolderWriter.h"
 
 namespace kvlens {
 namespace {
@@ -54,25 +60,45 @@ std::vector<Case> cases(const std::string& name) {
 
 class VocabParity : public ::testing::TestWithParam<const char*> {};
 
+void expectEveryCase(const std::string& name, const Tokenizer& tokenizer, const std::string& how) {
+    const std::vector<Case> all = cases(name);
+    ASSERT_GE(all.size(), 43u) << name;
+    int matched = 0;
+    for (const Case& c : all) {
+        const std::vector<int32_t> got = tokenizer.encode(c.text, false);
+        if (got == c.ids) {
+            ++matched;
+        } else {
+            ADD_FAILURE() << name << " (" << how << "): text '" << c.text << "'";
+            EXPECT_EQ(got, c.ids);
+        }
+    }
+    EXPECT_EQ(matched, int(all.size())) << name << " (" << how << ")";
+}
+
 TEST_P(VocabParity, EveryCaseEqualsHuggingFacesIds) {
     const std::string name = std::string("ggml-vocab-") + GetParam() + ".gguf";
     if (!std::ifstream(vocabDir() + name).good())
         GTEST_SKIP() << "needs ../shared/testdata/vocab/" << name;
     GgufFile file(vocabDir() + name);
-    const auto tokenizer = GgufTokenizer::fromGguf(file);
-    const std::vector<Case> all = cases(name);
-    ASSERT_GE(all.size(), 43u) << name;
-    int matched = 0;
-    for (const Case& c : all) {
-        const std::vector<int32_t> got = tokenizer->encode(c.text, false);
-        if (got == c.ids) {
-            ++matched;
-        } else {
-            ADD_FAILURE() << name << ": text '" << c.text << "'";
-            EXPECT_EQ(got, c.ids);
-        }
+    expectEveryCase(name, *GgufTokenizer::fromGguf(file), "GGUF");
+}
+
+TEST_P(VocabParity, TheSameVocabularyAsAHuggingFaceFolderGivesTheSameIds) {
+    const std::string name = std::string("ggml-vocab-") + GetParam() + ".gguf";
+    if (!std::ifstream(vocabDir() + name).good())
+        GTEST_SKIP() << "needs ../shared/testdata/vocab/" << name;
+    GgufFile file(vocabDir() + name);
+    if (file.getString("tokenizer.ggml.model") == "gpt2") {
+        HfTokenizerJson::Extras extras;
+        extras.addBos = 0;
+        const auto t = HfTokenizerJson::parse(test::tokenizerJsonFromGguf(file), name + " as tokenizer.json", extras);
+        expectEveryCase(name, *t, "tokenizer.json");
+    } else {
+        const auto t = std::make_unique<SentencePieceTokenizer>(test::sentencePieceModelFromGguf(file),
+                                                                name + " as tokenizer.model", SentencePieceTokenizer::Options{});
+        expectEveryCase(name, *t, "tokenizer.model");
     }
-    EXPECT_EQ(matched, int(all.size())) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, VocabParity,

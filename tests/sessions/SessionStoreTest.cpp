@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 
 #include "RecordEquality.h"
@@ -12,6 +13,9 @@
 #include "core/Error.h"
 #include "sessions/Database.h"
 #include "sessions/Migrations.h"
+#include "sessions/ModelFile.h"
+#include "sessions/RunRecorder.h"
+#include "sessions/Sha256.h"
 #include "sessions/SessionStore.h"
 #include "sessions/Statement.h"
 #include "sessions/StoreSchema.h"
@@ -212,7 +216,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
         // What a version 2 store's runs table was: without the three settings.
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN lag; ALTER TABLE runs DROP COLUMN chunk_size; "
-                "ALTER TABLE runs DROP COLUMN future; PRAGMA user_version = 2;",
+                "ALTER TABLE runs DROP COLUMN future; DROP TABLE model_files; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
     const PressParams defaults;
@@ -238,7 +242,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
     SessionStore store(path);  // read-write: migrated
     expectDefaults(store.run(id).params);
     Database db(path, path, SQLITE_OPEN_READONLY);
-    EXPECT_EQ(db.pragmaInt("user_version"), 3);
+    EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
 }
 
 TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
@@ -248,7 +252,82 @@ TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
         Migrations::apply(db, {StoreSchema::steps()[0]});
     }
     EXPECT_EQ(errorOf([&] { SessionStore store(path, SessionStore::Access::ReadOnly); }),
-              path + ": store schema 1 needs an upgrade to 3, which read-only access cannot do");
+              path + ": store schema 1 needs an upgrade to 4, which read-only access cannot do");
+}
+
+// A Hugging Face folder: each weight file's size, mtime and SHA-256 kept in order,
+// the folder's digest over them, a known file not hashed again, and a reopened
+// session told which file changed or went missing.
+TEST(SessionStore, AFolderModelKeepsEachWeightFilesHash) {
+    const std::string dir = test::storePath("folder");
+    ::mkdir(dir.c_str(), 0755);
+    auto write = [&](const std::string& name, const std::string& bytes) { std::ofstream(dir + "/" + name) << bytes; };
+    write("config.json", "{}");
+    write("model-00001-of-00002.safetensors", std::string(3000, 'a'));
+    write("model-00002-of-00002.safetensors", std::string(5000, 'b'));
+    write("model.safetensors.index.json",
+          R"({"metadata": {}, "weight_map": {"x": "model-00002-of-00002.safetensors", "a": "model-00001-of-00002.safetensors",
+              "y": "model-00002-of-00002.safetensors"}})");
+    SessionStore store(test::storePath("folder.db"));
+    ModelRecord m = test::sampleModel();
+    m.isFile = true;
+    m.path = dir;
+    RunRecorder recorder(store);
+    const ModelRecord d = recorder.describeFile(m);
+    ASSERT_EQ(d.files.size(), 2u);
+    EXPECT_EQ(d.files[0].name, "model-00001-of-00002.safetensors");  // by name
+    EXPECT_EQ(d.files[1].name, "model-00002-of-00002.safetensors");
+    EXPECT_EQ(d.files[0].sha256, ModelFile::sha256(dir + "/model-00001-of-00002.safetensors"));
+    EXPECT_EQ(d.files[1].sha256, ModelFile::sha256(dir + "/model-00002-of-00002.safetensors"));
+    EXPECT_EQ(d.sizeBytes, 8000);
+    EXPECT_EQ(d.sha256, Sha256::hex(d.files[0].sha256 + "  " + d.files[0].name + "\n" + d.files[1].sha256 + "  " +
+                                    d.files[1].name + "\n"));
+    const int64_t id = store.saveModel(d);
+    const ModelRecord back = store.model(id);
+    ASSERT_EQ(back.files.size(), 2u);
+    EXPECT_EQ(back.files[1].name, d.files[1].name);
+    EXPECT_EQ(back.files[1].sha256, d.files[1].sha256);
+    EXPECT_EQ(back.files[1].mtimeNs, d.files[1].mtimeNs);
+    EXPECT_EQ(store.models(0).size(), 0u);
+    EXPECT_EQ(store.knownFileSha256(dir, d.files[0].name, d.files[0].sizeBytes, d.files[0].mtimeNs), d.files[0].sha256);
+    EXPECT_EQ(store.saveModel(recorder.describeFile(m)), id);  // the same folder: the same model
+    EXPECT_EQ(ModelFile::check(back, true).status, ModelFile::Status::Unchanged);
+
+    write("model-00001-of-00002.safetensors", std::string(2999, 'a') + "c");  // same size, new content
+    const ModelFile::Check changed = ModelFile::check(back, true);
+    EXPECT_EQ(changed.status, ModelFile::Status::ContentChanged);
+    EXPECT_EQ(changed.message.rfind("model folder " + dir + " changed: model-00001-of-00002.safetensors SHA-256 ", 0), 0u)
+        << changed.message;
+    ::unlink((dir + "/model-00001-of-00002.safetensors").c_str());
+    const ModelFile::Check missing = ModelFile::check(back, false);
+    EXPECT_EQ(missing.status, ModelFile::Status::Missing);
+    EXPECT_EQ(missing.message, "model folder " + dir + ": weight file model-00001-of-00002.safetensors is missing");
+    ::unlink((dir + "/model.safetensors.index.json").c_str());
+    ::unlink((dir + "/model-00002-of-00002.safetensors").c_str());
+    EXPECT_EQ(errorOf([&] { recorder.describeFile(m); }),
+              dir + ": no weights (model.safetensors or model.safetensors.index.json) to hash");
+}
+
+TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
+    const std::string path = test::storePath("v3.db");
+    int64_t model = 0;
+    {
+        SessionStore store(path);
+        const int64_t session = store.createSession("s").id;
+        model = store.saveModel(test::sampleModel());
+        store.savePrompt(test::samplePrompt(session, model));
+    }
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        db.exec("DROP TABLE model_files; PRAGMA user_version = 3;", "make a version 3 store");
+    }
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        EXPECT_TRUE(store.model(model).files.empty());
+        EXPECT_EQ(store.models(store.session("s").id).size(), 1u);
+    }
+    SessionStore store(path);  // read-write: migrated to 4
+    EXPECT_TRUE(store.model(model).files.empty());
 }
 
 TEST(SessionStore, RunOfAnotherSessionsPromptIsRefused) {

@@ -20,6 +20,8 @@
 
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
+#include "engine/gguf/GgufFile.h"
+#include "support/HfFolderWriter.h"
 #include "support/TinyModelFile.h"
 #include "ui/AttentionView.h"
 #include "ui/EngineWorker.h"
@@ -111,6 +113,23 @@ TEST(MainWindowTest, EndToEndOnStories260K) {
 }
 
 TEST(MainWindowTest, EndToEndOnRandomTiny) { endToEnd("random:tiny", 40); }
+
+// A Hugging Face folder loads, runs, saves (each weight file hashed) and reopens as a GGUF does.
+TEST(MainWindowTest, EndToEndOnAHuggingFaceFolder) {
+    const GgufFile src(std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-llama3-Q4_K_M.gguf");
+    const std::string dir = test::testOutputPath("gui_hf_llama3");
+    std::filesystem::remove_all(dir);
+    test::HfWriteOptions o;
+    o.shards = 2;
+    test::writeHfFolder(src, dir, o);
+    endToEnd(QString::fromStdString(dir), 40);
+}
+
+TEST(MainWindowTest, ChoosingAFoldersConfigJsonOpensTheFolder) {
+    EXPECT_EQ(ModelPromptPanel::modelFromChoice("/models/Qwen2.5-7B-Instruct/config.json"),
+              QString("/models/Qwen2.5-7B-Instruct"));
+    EXPECT_EQ(ModelPromptPanel::modelFromChoice("/models/llama.gguf"), QString("/models/llama.gguf"));
+}
 
 TEST(MainWindowTest, ANewPromptClearsTheOldAttentionMapAndOutputs) {
     Fixture f;

@@ -1,0 +1,272 @@
+// config.json -> ModelConfig, field by field, each failure naming its field.
+#include "engine/hf/HfConfig.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/Error.h"
+
+namespace kvlens {
+namespace {
+
+using json = nlohmann::json;
+
+struct Arch {
+    const char* hf;
+    const char* engine;  // ArchitectureTraits' name
+};
+
+const Arch kArchs[] = {{"LlamaForCausalLM", "llama"},
+                       {"MistralForCausalLM", "mistral"},
+                       {"Qwen2ForCausalLM", "qwen2"},
+                       {"Qwen3ForCausalLM", "qwen3"}};
+
+bool mixtureOfExperts(const std::string& a) {
+    for (const char* m : {"MixtralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM",
+                          "DeepseekV3ForCausalLM", "OlmoeForCausalLM", "GraniteMoeForCausalLM", "DbrxForCausalLM"})
+        if (a == m) return true;
+    return false;
+}
+
+class Fields {
+public:
+    Fields(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+        throw Error(source_ + ": field '" + field + "' " + what);
+    }
+    const json* find(const std::string& field) const {
+        const auto it = j_.find(field);
+        return it == j_.end() || it->is_null() ? nullptr : &*it;
+    }
+    int64_t count(const std::string& field) const {
+        const json* v = find(field);
+        if (!v) fail(field, "is missing");
+        return countOf(field, *v);
+    }
+    int64_t countOr(const std::string& field, int64_t fallback) const {
+        const json* v = find(field);
+        return v ? countOf(field, *v) : fallback;
+    }
+    double numberOr(const std::string& field, double fallback) const {
+        const json* v = find(field);
+        if (!v) return fallback;
+        if (!v->is_number()) fail(field, "is not a number");
+        return v->get<double>();
+    }
+    bool flagOr(const std::string& field, bool fallback) const {
+        const json* v = find(field);
+        if (!v) return fallback;
+        if (!v->is_boolean()) fail(field, "is not true or false");
+        return v->get<bool>();
+    }
+    std::string textOr(const std::string& field, const std::string& fallback) const {
+        const json* v = find(field);
+        if (!v) return fallback;
+        if (!v->is_string()) fail(field, "is not a string");
+        return v->get<std::string>();
+    }
+    const std::string& source() const { return source_; }
+
+private:
+    int64_t countOf(const std::string& field, const json& v) const {
+        if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > (int64_t(1) << 31)) {
+            fail(field, "must be a positive integer, is " + v.dump());
+        }
+        return v.get<int64_t>();
+    }
+    const json& j_;
+    std::string source_;
+};
+
+// transformers' _compute_llama3_parameters, as the factor each rotated pair's
+// frequency is divided by (llama.cpp's rope_freqs.weight).
+std::vector<float> llama3Factors(const Fields& f, const std::string& p, int64_t ropeDim, double theta) {
+    const double factor = f.numberOr(p + "factor", 0.0);
+    const double low = f.numberOr(p + "low_freq_factor", 0.0);
+    const double high = f.numberOr(p + "high_freq_factor", 0.0);
+    const double original = f.numberOr(p + "original_max_position_embeddings", 0.0);
+    if (!(factor >= 1.0)) f.fail(p + "factor", "must be at least 1 for llama3 scaling");
+    if (!(low > 0.0)) f.fail(p + "low_freq_factor", "must be positive for llama3 scaling");
+    if (!(high > low)) f.fail(p + "high_freq_factor", "must be above low_freq_factor for llama3 scaling");
+    if (!(original > 0.0)) f.fail(p + "original_max_position_embeddings", "must be positive for llama3 scaling");
+    const double lowWavelen = original / low, highWavelen = original / high;
+    std::vector<float> out(static_cast<size_t>(ropeDim / 2));
+    for (size_t i = 0; i < out.size(); ++i) {
+        const double inv = std::pow(theta, -2.0 * double(i) / double(ropeDim));
+        const double wavelen = 2.0 * M_PI / inv;
+        double scaled = inv;
+        if (wavelen > lowWavelen) {
+            scaled = inv / factor;
+        } else if (wavelen >= highWavelen) {
+            const double smooth = (original / wavelen - low) / (high - low);
+            scaled = (1.0 - smooth) * inv / factor + smooth * inv;
+        }
+        out[i] = static_cast<float>(inv / scaled);
+    }
+    return out;
+}
+
+std::vector<int32_t> tokenIds(const Fields& f, const std::string& field) {
+    std::vector<int32_t> ids;
+    const json* v = f.find(field);
+    if (!v) return ids;
+    auto one = [&](const json& x) {
+        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX) {
+            f.fail(field, "must be a token id or a list of them, holds " + x.dump());
+        }
+        ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    };
+    if (v->is_array()) {
+        for (const json& x : *v) one(x);
+    } else {
+        one(*v);
+    }
+    return ids;
+}
+
+}  // namespace
+
+std::vector<std::string> HfConfig::architectures() {
+    std::vector<std::string> out;
+    for (const Arch& a : kArchs) out.emplace_back(a.hf);
+    return out;
+}
+
+HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::exception& e) {
+        std::string what = e.what();
+        if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+        throw Error(source + ": not valid JSON: " + what);
+    }
+    if (!j.is_object()) throw Error(source + ": not a JSON object");
+    const Fields f(j, source);
+
+    HfConfig h;
+    const json* archs = f.find("architectures");
+    if (!archs) f.fail("architectures", "is missing (which model class the checkpoint is)");
+    if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
+        f.fail("architectures", "is not a list of class names");
+    }
+    h.hfArchitecture = (*archs)[0].get<std::string>();
+    ModelConfig& c = h.model;
+    for (const Arch& a : kArchs)
+        if (h.hfArchitecture == a.hf) c.architecture = a.engine;
+    bool known = false;
+    for (const Arch& a : kArchs) known = known || h.hfArchitecture == a.hf;
+    if (!known) {
+        std::string list;
+        for (const Arch& a : kArchs) list += (list.empty() ? "" : ", ") + std::string(a.hf);
+        throw Error(source + ": architecture '" + h.hfArchitecture + "' in field 'architectures' is not supported" +
+                    (mixtureOfExperts(h.hfArchitecture) ? " (a mixture-of-experts model; KV Lens runs dense models)"
+                                                        : "") +
+                    " (supported: " + list + ")");
+    }
+    c.name = f.textOr("_name_or_path", "");
+    c.nLayers = f.count("num_hidden_layers");
+    c.embedDim = f.count("hidden_size");
+    c.ffnDim = f.count("intermediate_size");
+    c.nHeads = f.count("num_attention_heads");
+    c.nKvHeads = f.countOr("num_key_value_heads", c.nHeads);
+    c.vocabSize = f.count("vocab_size");
+    c.headDim = f.countOr("head_dim", c.embedDim / c.nHeads);
+    if (!f.find("head_dim") && c.embedDim % c.nHeads != 0) {
+        f.fail("hidden_size", "(" + std::to_string(c.embedDim) + ") is not a multiple of num_attention_heads (" +
+                                  std::to_string(c.nHeads) + ") and head_dim is not given");
+    }
+    c.contextLength = f.countOr("max_position_embeddings", 2048);
+    c.rmsEps = f.numberOr("rms_norm_eps", 1e-6);
+    if (!(c.rmsEps > 0.0)) f.fail("rms_norm_eps", "must be positive");
+    const double partial = f.numberOr("partial_rotary_factor", 1.0);
+    if (!(partial > 0.0 && partial <= 1.0)) f.fail("partial_rotary_factor", "must be in (0, 1]");
+    c.ropeDim = static_cast<int64_t>(std::llround(double(c.headDim) * partial));
+    c.ropeStyle = RopeStyle::Halves;  // Hugging Face's rotate_half layout
+    c.qkvBias = c.architecture == "qwen2";
+    c.qkNorm = c.architecture == "qwen3";
+    if (f.flagOr("attention_bias", false)) {
+        f.fail("attention_bias", "is true: q/k/v/o projection biases of " + h.hfArchitecture +
+                                     " are not supported (only Qwen2's q/k/v biases are)");
+    }
+    if (f.flagOr("mlp_bias", false)) f.fail("mlp_bias", "is true: MLP biases are not supported");
+    const std::string act = f.textOr("hidden_act", "silu");
+    if (act != "silu") f.fail("hidden_act", "is '" + act + "'; the engine's MLP is SwiGLU (silu)");
+    h.tiedEmbeddings = f.flagOr("tie_word_embeddings", false);
+    h.torchDtype = f.textOr("torch_dtype", f.textOr("dtype", ""));
+
+    // RoPE: rope_theta and rope_scaling, or transformers 5's rope_parameters.
+    std::string rp;  // prefix of the object that holds the scaling fields
+    json scaling;
+    if (const json* params = f.find("rope_parameters")) {
+        if (!params->is_object()) f.fail("rope_parameters", "is not an object");
+        scaling = *params;
+        rp = "rope_parameters.";
+    } else if (const json* s = f.find("rope_scaling")) {
+        if (!s->is_object()) f.fail("rope_scaling", "is not an object");
+        scaling = *s;
+        rp = "rope_scaling.";
+    }
+    c.ropeTheta = f.numberOr("rope_theta", 10000.0);
+    if (scaling.is_object()) {
+        // Field lookups inside the nested object, named "rope_scaling.<field>" in messages.
+        json flat = json::object();
+        for (auto it = scaling.begin(); it != scaling.end(); ++it) flat[rp + it.key()] = it.value();
+        const Fields s(flat, source);
+        if (rp == "rope_parameters.") c.ropeTheta = s.numberOr(rp + "rope_theta", c.ropeTheta);
+        std::string type = s.textOr(rp + "rope_type", s.textOr(rp + "type", "default"));
+        if (type == "default") type.clear();
+        h.ropeScalingType = type;
+        if (type == "llama3") {
+            h.ropeFreqFactors = llama3Factors(s, rp, c.ropeDim, c.ropeTheta);
+        } else if (type == "linear" || type == "yarn") {
+            c.ropeScaling = type == "linear" ? RopeScaling::Linear : RopeScaling::Yarn;
+            c.ropeScaleFactor = s.numberOr(rp + "factor", 0.0);
+            if (!(c.ropeScaleFactor >= 1.0)) s.fail(rp + "factor", "must be at least 1 for " + type + " scaling");
+            if (type == "yarn") {
+                c.ropeOriginalContext = s.countOr(rp + "original_max_position_embeddings", c.contextLength);
+                // transformers' attention_factor is the whole magnitude; the engine's
+                // is a multiplier of YaRN's own 0.1 ln(factor) + 1.
+                const double mscale = 0.1 * std::log(c.ropeScaleFactor) + 1.0;
+                const double attention = s.numberOr(rp + "attention_factor", mscale);
+                if (!(attention > 0.0)) s.fail(rp + "attention_factor", "must be positive");
+                c.ropeAttnFactor = attention / mscale;
+                if (s.numberOr(rp + "beta_fast", 32.0) != 32.0 || s.numberOr(rp + "beta_slow", 1.0) != 1.0) {
+                    s.fail(rp + "beta_fast", "and beta_slow other than 32 and 1 are not supported");
+                }
+                if (s.find(rp + "mscale") || s.find(rp + "mscale_all_dim")) {
+                    s.fail(rp + "mscale", "(DeepSeek's YaRN variant) is not supported");
+                }
+            }
+        } else if (!type.empty()) {
+            s.fail(rp + "rope_type", "'" + type + "' is not supported (llama3, linear, yarn and none are)");
+        }
+    }
+
+    // Sliding-window attention: recorded, not applied (as llama.cpp runs these models).
+    const bool windowUsed = c.architecture == "mistral" ? true : f.flagOr("use_sliding_window", false);
+    if (windowUsed) {
+        const int64_t w = f.countOr("sliding_window", 0);
+        if (w > 0 && w < c.contextLength) h.slidingWindow = w;
+    }
+    const std::vector<int32_t> bos = tokenIds(f, "bos_token_id");
+    h.bosId = bos.empty() ? -1 : bos[0];
+    h.eosIds = tokenIds(f, "eos_token_id");
+    try {
+        c.validate(source);
+    } catch (const Error&) {
+        // validate() names GGUF keys; repeat its checks with config.json's names.
+        if (c.nHeads % c.nKvHeads != 0) {
+            f.fail("num_attention_heads", "(" + std::to_string(c.nHeads) +
+                                              ") is not a multiple of num_key_value_heads (" +
+                                              std::to_string(c.nKvHeads) + ")");
+        }
+        if (c.ropeDim <= 0 || c.ropeDim % 2 != 0) f.fail("partial_rotary_factor", "leaves an odd RoPE dimension");
+        if (!(c.ropeTheta > 0.0)) f.fail("rope_theta", "must be positive");
+        throw;
+    }
+    return h;
+}
+
+}  // namespace kvlens

@@ -1,0 +1,305 @@
+// tokenizer.json (byte-level BPE) -> BpeVocab, each refusal naming its field.
+#include "engine/hf/HfTokenizerJson.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/Error.h"
+#include "engine/tokenizer/PreTokenizer.h"
+
+namespace kvlens {
+namespace {
+
+using json = nlohmann::json;
+
+// Largest vocabulary accepted (the biggest real ones are ~260k): a hostile id
+// must not make us allocate gigabytes.
+constexpr int64_t kMaxVocab = int64_t(1) << 22;
+
+const char* kGpt2Regex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+// Hugging Face's punctuation: ASCII punctuation or a Unicode P* character.
+const char* kPunctuation = "[\\p{P}!-/:-@\\[-`{-~]";
+
+json parseJson(const std::string& text, const std::string& source) {
+    try {
+        json j = json::parse(text);
+        if (!j.is_object()) throw Error(source + ": not a JSON object");
+        return j;
+    } catch (const json::exception& e) {
+        std::string what = e.what();
+        if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+        throw Error(source + ": not valid JSON: " + what);
+    }
+}
+
+// A literal string as a PCRE2 pattern.
+std::string escapeRegex(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (std::string("\\^$.|?*+()[]{}-/").find(c) != std::string::npos) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+class PreTokenizerJson {
+public:
+    explicit PreTokenizerJson(std::string source) : source_(std::move(source)) {}
+
+    void add(const json& p, const std::string& field) {
+        if (p.is_null()) return;
+        if (!p.is_object() || !p.contains("type") || !p["type"].is_string()) {
+            fail(field, "is not a pre-tokenizer object with a type");
+        }
+        const std::string type = p["type"].get<std::string>();
+        parts_.push_back(type);
+        if (type == "Sequence") {
+            const auto list = p.find("pretokenizers");
+            if (list == p.end() || !list->is_array()) fail(field + ".pretokenizers", "is not a list");
+            for (size_t i = 0; i < list->size(); ++i) {
+                add((*list)[i], field + ".pretokenizers[" + std::to_string(i) + "]");
+            }
+            parts_.erase(std::find(parts_.begin(), parts_.end(), "Sequence"));
+        } else if (type == "Split") {
+            const std::string behavior = p.value("behavior", std::string("Isolated"));
+            if (behavior != "Isolated") {
+                fail(field + ".behavior", "is '" + behavior + "'; KV Lens splits with Isolated only");
+            }
+            if (p.value("invert", false)) fail(field + ".invert", "is true; inverted splits are not supported");
+            const auto pattern = p.find("pattern");
+            if (pattern == p.end() || !pattern->is_object()) fail(field + ".pattern", "is missing");
+            if (pattern->contains("Regex") && (*pattern)["Regex"].is_string()) {
+                steps_.push_back({(*pattern)["Regex"].get<std::string>(), afterByteLevel_});
+            } else if (pattern->contains("String") && (*pattern)["String"].is_string()) {
+                steps_.push_back({escapeRegex((*pattern)["String"].get<std::string>()), afterByteLevel_});
+            } else {
+                fail(field + ".pattern", "has neither a Regex nor a String");
+            }
+        } else if (type == "ByteLevel") {
+            if (p.value("add_prefix_space", false)) {
+                fail(field + ".add_prefix_space", "is true; KV Lens does not prepend a space");
+            }
+            if (p.value("use_regex", true)) steps_.push_back({kGpt2Regex, afterByteLevel_});
+            afterByteLevel_ = true;
+        } else if (type == "Digits") {
+            // Rust's char::is_numeric: every Unicode number (StarCoder's ids split "½" off so).
+            steps_.push_back({p.value("individual_digits", false) ? "\\p{N}" : "\\p{N}+", afterByteLevel_});
+        } else if (type == "Punctuation") {
+            const std::string behavior = p.value("behavior", std::string("Isolated"));
+            if (behavior == "Isolated") {
+                steps_.push_back({kPunctuation, afterByteLevel_});
+            } else if (behavior == "Contiguous") {
+                steps_.push_back({std::string(kPunctuation) + "+", afterByteLevel_});
+            } else {
+                fail(field + ".behavior", "is '" + behavior + "'; Isolated and Contiguous are supported");
+            }
+        } else if (type == "Metaspace") {
+            fail(field, "is Metaspace: a SentencePiece-style tokenizer; put its tokenizer.model in the folder");
+        } else {
+            fail(field, "has type '" + type +
+                            "', which KV Lens does not run (Split, ByteLevel, Digits, Punctuation, Sequence)");
+        }
+    }
+
+    const std::vector<PreTokenizer::Step>& steps() const { return steps_; }
+    std::string describe() const {
+        std::string s;
+        for (const std::string& p : parts_) s += (s.empty() ? "" : ", ") + p;
+        return s.empty() ? "none" : s;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+        throw Error(source_ + ": " + field + " " + what);
+    }
+    std::string source_;
+    std::vector<PreTokenizer::Step> steps_;
+    bool afterByteLevel_ = false;  // a ByteLevel step came before
+    std::vector<std::string> parts_;
+};
+
+// Whether normalizer `n` is NFC (or nothing); throws naming other normalizers.
+bool nfcNormalizer(const json& n, const std::string& field, const std::string& source) {
+    if (n.is_null()) return false;
+    if (!n.is_object() || !n.contains("type") || !n["type"].is_string()) {
+        throw Error(source + ": " + field + " is not a normalizer object with a type");
+    }
+    const std::string type = n["type"].get<std::string>();
+    if (type == "NFC") return true;
+    if (type == "Sequence") {
+        bool nfc = false;
+        const auto list = n.find("normalizers");
+        if (list == n.end() || !list->is_array()) throw Error(source + ": " + field + ".normalizers is not a list");
+        for (size_t i = 0; i < list->size(); ++i) {
+            nfc = nfcNormalizer((*list)[i], field + ".normalizers[" + std::to_string(i) + "]", source) || nfc;
+        }
+        return nfc;
+    }
+    throw Error(source + ": " + field + " has type '" + type + "', which KV Lens does not apply (NFC is supported)" +
+                (type == "Prepend" || type == "Replace" ? "; a SentencePiece-style tokenizer: put its tokenizer.model in the folder" : ""));
+}
+
+// The first special token a TemplateProcessing's single template starts with, or "".
+std::string leadingSpecial(const json& post) {
+    if (!post.is_object()) return "";
+    const std::string type = post.value("type", std::string());
+    if (type == "Sequence" && post.contains("processors") && post["processors"].is_array()) {
+        for (const json& p : post["processors"]) {
+            const std::string s = leadingSpecial(p);
+            if (!s.empty()) return s;
+        }
+        return "";
+    }
+    if (type != "TemplateProcessing" || !post.contains("single") || !post["single"].is_array() ||
+        post["single"].empty()) {
+        return "";
+    }
+    const json& first = post["single"][0];
+    if (first.is_object() && first.contains("SpecialToken") && first["SpecialToken"].is_object() &&
+        first["SpecialToken"].contains("id") && first["SpecialToken"]["id"].is_string()) {
+        return first["SpecialToken"]["id"].get<std::string>();
+    }
+    return "";
+}
+
+}  // namespace
+
+bool HfTokenizerJson::sentencePieceStyle(const std::string& text) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::exception&) {
+        return false;
+    }
+    if (!j.is_object()) return false;
+    const auto model = j.find("model");
+    if (model != j.end() && model->is_object() && model->value("byte_fallback", false)) return true;
+    const std::string dumped = j.value("pre_tokenizer", json()).dump() + j.value("normalizer", json()).dump();
+    return dumped.find("\"Metaspace\"") != std::string::npos || dumped.find("\"Prepend\"") != std::string::npos;
+}
+
+std::string HfTokenizerJson::describe(const std::string& text) {
+    const json j = parseJson(text, "tokenizer.json");
+    PreTokenizerJson pre("tokenizer.json");
+    pre.add(j.value("pre_tokenizer", json()), "pre_tokenizer");
+    return "byte-level BPE, pre-tokenizer " + pre.describe() +
+           (nfcNormalizer(j.value("normalizer", json()), "normalizer", "tokenizer.json") ? ", NFC" : "");
+}
+
+std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, const std::string& source,
+                                                     const Extras& extras) {
+    const json j = parseJson(text, source);
+    auto fail = [&](const std::string& field, const std::string& what) -> void {
+        throw Error(source + ": " + field + " " + what);
+    };
+    const auto modelIt = j.find("model");
+    if (modelIt == j.end() || !modelIt->is_object()) fail("model", "is missing");
+    const json& model = *modelIt;
+    const std::string type = model.value("type", std::string("BPE"));
+    if (type != "BPE") {
+        fail("model.type", "is '" + type + "'; KV Lens reads byte-level BPE tokenizer.json files" +
+                               (type == "Unigram" ? " (and SentencePiece ones through tokenizer.model)" : ""));
+    }
+    if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean() && model["byte_fallback"].get<bool>()) {
+        fail("model.byte_fallback", "is true: a SentencePiece-style BPE; KV Lens reads its tokenizer.model");
+    }
+    if (model.contains("dropout") && !model["dropout"].is_null()) fail("model.dropout", "is set; BPE dropout is not supported");
+    for (const char* f : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+        if (model.contains(f) && model[f].is_string() && !model[f].get<std::string>().empty()) {
+            fail(std::string("model.") + f, "is set; KV Lens reads byte-level BPE without affixes");
+        }
+    }
+    const auto vocabIt = model.find("vocab");
+    if (vocabIt == model.end() || !vocabIt->is_object()) fail("model.vocab", "is missing or not an object");
+
+    // Ids of the vocabulary and of the added tokens.
+    std::map<int64_t, std::pair<std::string, LlamaTokenType>> byId;
+    auto checkId = [&](const json& id, const std::string& field) -> int64_t {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxVocab) {
+            fail(field, "is not a token id below " + std::to_string(kMaxVocab) + ": " + id.dump());
+        }
+        return id.get<int64_t>();
+    };
+    for (auto it = vocabIt->begin(); it != vocabIt->end(); ++it) {
+        const int64_t id = checkId(it.value(), "model.vocab entry '" + it.key() + "'");
+        if (!byId.emplace(id, std::make_pair(it.key(), LlamaTokenType::Normal)).second) {
+            fail("model.vocab", "gives id " + std::to_string(id) + " to both '" + byId[id].first + "' and '" + it.key() + "'");
+        }
+    }
+    if (const auto added = j.find("added_tokens"); added != j.end() && !added->is_null()) {
+        if (!added->is_array()) fail("added_tokens", "is not a list");
+        for (size_t i = 0; i < added->size(); ++i) {
+            const json& a = (*added)[i];
+            const std::string field = "added_tokens[" + std::to_string(i) + "]";
+            if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["content"].is_string()) {
+                fail(field, "has no id and content");
+            }
+            const int64_t id = checkId(a["id"], field + ".id");
+            const bool special = a.value("special", false);
+            byId[id] = {a["content"].get<std::string>(), special ? LlamaTokenType::Control : LlamaTokenType::UserDefined};
+        }
+    }
+    if (byId.empty()) fail("model.vocab", "is empty");
+
+    BpeVocab v;
+    const int64_t n = std::max<int64_t>(byId.rbegin()->first + 1, extras.vocabSize);
+    v.tokens.resize(static_cast<size_t>(n));
+    v.types.assign(static_cast<size_t>(n), LlamaTokenType::Unused);
+    for (int64_t i = 0; i < n; ++i) v.tokens[size_t(i)] = "[PAD" + std::to_string(i) + "]";
+    for (auto& [id, entry] : byId) {
+        v.tokens[size_t(id)] = entry.first;
+        v.types[size_t(id)] = entry.second;
+    }
+
+    const auto mergesIt = model.find("merges");
+    if (mergesIt == model.end() || !mergesIt->is_array()) fail("model.merges", "is missing or not a list");
+    v.merges.reserve(mergesIt->size());
+    for (size_t i = 0; i < mergesIt->size(); ++i) {
+        const json& m = (*mergesIt)[i];
+        if (m.is_string()) {
+            v.merges.push_back(m.get<std::string>());
+        } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+            v.merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+        } else {
+            fail("model.merges[" + std::to_string(i) + "]", "is neither \"a b\" nor [\"a\", \"b\"]");
+        }
+    }
+
+    v.nfc = nfcNormalizer(j.value("normalizer", json()), "normalizer", source);
+    PreTokenizerJson pre(source);
+    pre.add(j.value("pre_tokenizer", json()), "pre_tokenizer");
+    const bool ignoreMerges = model.value("ignore_merges", false);
+
+    auto idOf = [&](const std::string& token, const std::string& field) -> int32_t {
+        if (token.empty()) return -1;
+        for (auto& [id, entry] : byId)
+            if (entry.first == token) return static_cast<int32_t>(id);
+        throw Error(source + ": " + field + " '" + token + "' is not in the vocabulary");
+    };
+    v.bosId = idOf(extras.bosToken, "tokenizer_config.json's bos_token");
+    v.eosId = idOf(extras.eosToken, "tokenizer_config.json's eos_token");
+    for (int32_t id : extras.endIds) {
+        if (id >= n) {
+            throw Error(source + ": EOS id " + std::to_string(id) + " (generation_config.json / config.json) is outside the vocabulary of " +
+                        std::to_string(n));
+        }
+        v.endIds.push_back(id);
+    }
+    if (v.eosId < 0 && !extras.endIds.empty()) v.eosId = extras.endIds[0];
+    const std::string lead = leadingSpecial(j.value("post_processor", json()));
+    if (extras.addBos >= 0) {
+        v.addBos = extras.addBos;
+    } else {
+        v.addBos = !lead.empty() ? 1 : 0;
+        if (!lead.empty() && v.bosId < 0) v.bosId = idOf(lead, "post_processor's special token");
+    }
+    try {
+        v.preTokenizer = PreTokenizer::fromSteps(source + " pre_tokenizer", pre.steps(), ignoreMerges, v.addBos == 1);
+    } catch (const Error& e) {
+        throw Error(source + ": " + e.what());
+    }
+    return std::make_unique<BpeTokenizer>(std::move(v), source);
+}
+
+}  // namespace kvlens

@@ -1,0 +1,221 @@
+// config.json as the published checkpoints write it (Llama 3.1, Qwen2.5, Qwen3,
+// Mistral), mapped onto the engine's shape; and every field a user can get
+// wrong refused in one line naming it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/Error.h"
+#include "engine/hf/HfConfig.h"
+
+namespace kvlens {
+namespace {
+
+using json = nlohmann::json;
+
+std::string errorOf(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+        return m;
+    }
+    ADD_FAILURE() << "no error";
+    return "";
+}
+
+json llama31() {
+    return json::parse(R"({
+      "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+      "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu",
+      "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+      "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+      "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "pretraining_tp": 1,
+      "rms_norm_eps": 1e-05,
+      "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+      "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+      "transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 128256})");
+}
+
+json qwen25() {
+    return json::parse(R"({
+      "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+      "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+      "intermediate_size": 18944, "max_position_embeddings": 32768, "max_window_layers": 28,
+      "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+      "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": false,
+      "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": true,
+      "use_sliding_window": false, "vocab_size": 152064})");
+}
+
+json qwen3() {
+    return json::parse(R"({
+      "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "bos_token_id": 151643,
+      "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2560,
+      "intermediate_size": 9728, "max_position_embeddings": 40960, "model_type": "qwen3",
+      "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+      "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+      "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 151936})");
+}
+
+json mistral() {
+    return json::parse(R"({
+      "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+      "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
+      "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+      "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
+      "torch_dtype": "bfloat16", "vocab_size": 32000})");
+}
+
+HfConfig parse(const json& j) { return HfConfig::parse(j.dump(), "m/config.json"); }
+std::string errorFor(const json& j) { return errorOf([&] { parse(j); }); }
+
+TEST(HfConfig, Llama31MapsOntoTheEngineShape) {
+    const HfConfig h = parse(llama31());
+    const ModelConfig& c = h.model;
+    EXPECT_EQ(h.hfArchitecture, "LlamaForCausalLM");
+    EXPECT_EQ(c.architecture, "llama");
+    EXPECT_EQ(c.nLayers, 32);
+    EXPECT_EQ(c.embedDim, 4096);
+    EXPECT_EQ(c.ffnDim, 14336);
+    EXPECT_EQ(c.nHeads, 32);
+    EXPECT_EQ(c.nKvHeads, 8);
+    EXPECT_EQ(c.headDim, 128);
+    EXPECT_EQ(c.ropeDim, 128);
+    EXPECT_EQ(c.vocabSize, 128256);
+    EXPECT_EQ(c.contextLength, 131072);
+    EXPECT_DOUBLE_EQ(c.ropeTheta, 500000.0);
+    EXPECT_DOUBLE_EQ(c.rmsEps, 1e-5);
+    EXPECT_EQ(c.ropeStyle, RopeStyle::Halves);
+    EXPECT_FALSE(c.qkvBias);
+    EXPECT_FALSE(h.tiedEmbeddings);
+    EXPECT_EQ(h.torchDtype, "bfloat16");
+    EXPECT_EQ(h.bosId, 128000);
+    EXPECT_EQ(h.eosIds, (std::vector<int32_t>{128001, 128008, 128009}));
+    EXPECT_EQ(h.ropeScalingType, "llama3");
+    EXPECT_EQ(h.slidingWindow, 0);
+    // Llama 3's factors from the published rule (transformers' _compute_llama3_parameters),
+    // in double: wavelengths under 8192/4 keep their frequency, over 8192/1 are slowed 8x,
+    // and between them the frequency is blended.
+    ASSERT_EQ(h.ropeFreqFactors.size(), 64u);
+    for (size_t i = 0; i < 64; ++i) {
+        const double inv = std::pow(500000.0, -2.0 * double(i) / 128.0), wavelen = 2 * M_PI / inv;
+        double expected = 1.0;
+        if (wavelen > 8192.0) {
+            expected = 8.0;
+        } else if (wavelen >= 2048.0) {
+            const double s = (8192.0 / wavelen - 1.0) / 3.0;
+            expected = 1.0 / ((1.0 - s) / 8.0 + s);
+        }
+        EXPECT_NEAR(h.ropeFreqFactors[i], expected, 1e-5 * expected) << i;
+    }
+    EXPECT_FLOAT_EQ(h.ropeFreqFactors[0], 1.0f);
+    EXPECT_FLOAT_EQ(h.ropeFreqFactors[63], 8.0f);
+}
+
+TEST(HfConfig, QwenAndMistralShapes) {
+    const HfConfig q = parse(qwen25());
+    EXPECT_EQ(q.model.architecture, "qwen2");
+    EXPECT_TRUE(q.model.qkvBias);
+    EXPECT_EQ(q.model.headDim, 128);
+    EXPECT_EQ(q.model.vocabSize, 152064);
+    EXPECT_EQ(q.slidingWindow, 0);  // use_sliding_window false
+    EXPECT_EQ(q.eosIds, (std::vector<int32_t>{151645}));
+    EXPECT_TRUE(q.ropeFreqFactors.empty());
+
+    const HfConfig q3 = parse(qwen3());
+    EXPECT_EQ(q3.model.architecture, "qwen3");
+    EXPECT_TRUE(q3.model.qkNorm);
+    EXPECT_FALSE(q3.model.qkvBias);
+    EXPECT_EQ(q3.model.headDim, 128);  // head_dim given, not hidden_size / heads (80)
+    EXPECT_EQ(q3.model.embedDim, 2560);
+    EXPECT_TRUE(q3.tiedEmbeddings);
+
+    const HfConfig m = parse(mistral());
+    EXPECT_EQ(m.model.architecture, "mistral");
+    EXPECT_EQ(m.slidingWindow, 4096);
+    json noWindow = mistral();
+    noWindow["sliding_window"] = nullptr;
+    EXPECT_EQ(parse(noWindow).slidingWindow, 0);
+}
+
+TEST(HfConfig, LinearAndYarnScaling) {
+    json j = qwen25();
+    j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+    HfConfig h = parse(j);
+    EXPECT_EQ(h.model.ropeScaling, RopeScaling::Yarn);
+    EXPECT_DOUBLE_EQ(h.model.ropeScaleFactor, 4.0);
+    EXPECT_EQ(h.model.ropeOriginalContext, 32768);
+    EXPECT_DOUBLE_EQ(h.model.ropeAttnFactor, 1.0);  // transformers' default: YaRN's own magnitude
+    j["rope_scaling"]["attention_factor"] = 0.5;
+    EXPECT_NEAR(parse(j).model.ropeAttnFactor, 0.5 / (0.1 * std::log(4.0) + 1.0), 1e-12);
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+    h = parse(j);
+    EXPECT_EQ(h.model.ropeScaling, RopeScaling::Linear);
+    EXPECT_DOUBLE_EQ(h.model.ropeScaleFactor, 2.0);
+    // transformers 5 writes rope_parameters with the theta inside.
+    json v5 = llama31();
+    v5.erase("rope_scaling");
+    v5.erase("rope_theta");
+    v5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
+    EXPECT_DOUBLE_EQ(parse(v5).model.ropeTheta, 250000.0);
+    EXPECT_TRUE(parse(v5).ropeFreqFactors.empty());
+}
+
+TEST(HfConfig, EveryBadFieldIsOneLineNamingIt) {
+    EXPECT_EQ(errorOf([] { HfConfig::parse("{\"a\": ", "m/config.json"); }).rfind("m/config.json: not valid JSON: ", 0), 0u);
+    json j = llama31();
+    j["architectures"] = {"GemmaForCausalLM"};
+    EXPECT_EQ(errorFor(j),
+              "m/config.json: architecture 'GemmaForCausalLM' in field 'architectures' is not supported (supported: "
+              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+    j["architectures"] = {"MixtralForCausalLM"};
+    EXPECT_NE(errorFor(j).find("(a mixture-of-experts model; KV Lens runs dense models)"), std::string::npos);
+    j = llama31();
+    j.erase("architectures");
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'architectures' is missing (which model class the checkpoint is)");
+    j = llama31();
+    j.erase("hidden_size");
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'hidden_size' is missing");
+    j = llama31();
+    j["num_hidden_layers"] = "32";
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'num_hidden_layers' must be a positive integer, is \"32\"");
+    j = llama31();
+    j["num_key_value_heads"] = 5;
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'num_attention_heads' (32) is not a multiple of num_key_value_heads (5)");
+    j = llama31();
+    j["rope_scaling"]["rope_type"] = "dynamic";
+    EXPECT_EQ(errorFor(j),
+              "m/config.json: field 'rope_scaling.rope_type' 'dynamic' is not supported (llama3, linear, yarn and none are)");
+    j = llama31();
+    j["rope_scaling"]["high_freq_factor"] = 0.5;
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'rope_scaling.high_freq_factor' must be above low_freq_factor for llama3 scaling");
+    j = llama31();
+    j["attention_bias"] = true;
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'attention_bias' is true: q/k/v/o projection biases of LlamaForCausalLM "
+                           "are not supported (only Qwen2's q/k/v biases are)");
+    j = llama31();
+    j["hidden_act"] = "gelu";
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'hidden_act' is 'gelu'; the engine's MLP is SwiGLU (silu)");
+    j = llama31();
+    j["rms_norm_eps"] = "small";
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'rms_norm_eps' is not a number");
+    j = llama31();
+    j["eos_token_id"] = {128001, -1};
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'eos_token_id' must be a token id or a list of them, holds -1");
+    j = qwen25();
+    j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"beta_fast", 16}};
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'rope_scaling.beta_fast' and beta_slow other than 32 and 1 are not supported");
+    j = qwen25();
+    j["hidden_size"] = 3585;
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'hidden_size' (3585) is not a multiple of num_attention_heads (28) and head_dim is not given");
+    EXPECT_EQ(errorOf([] { HfConfig::parse("[1]", "m/config.json"); }), "m/config.json: not a JSON object");
+}
+
+}  // namespace
+}  // namespace kvlens

@@ -36,7 +36,7 @@ bool ModelFile::isFolder(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::vector<std::string> ModelFile::folderWeightFiles(const std::string& dir) {
+std::vector<std::string> ModelFile::folderFiles(const std::string& dir) {
     const std::string index = dir + "/model.safetensors.index.json";
     std::vector<std::string> names;
     if (stat(index).exists) {
@@ -53,6 +53,9 @@ std::vector<std::string> ModelFile::folderWeightFiles(const std::string& dir) {
         for (const auto& [tensor, file] : j["weight_map"].items()) {
             if (!file.is_string()) throw Error(index + ": weight_map entry '" + tensor + "' is not a file name");
             const std::string name = file.get<std::string>();
+            if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+                throw Error(index + ": weight_map names a file outside the folder");
+            }
             if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
         }
         std::sort(names.begin(), names.end());
@@ -60,12 +63,17 @@ std::vector<std::string> ModelFile::folderWeightFiles(const std::string& dir) {
         names.push_back("model.safetensors");
     }
     if (names.empty()) throw Error(dir + ": no weights (model.safetensors or model.safetensors.index.json) to hash");
+    // What else decides the model's numbers: its shape, RoPE, EOS ids and tokenizer.
+    for (const char* extra : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer.model",
+                              "tokenizer_config.json", "chat_template.jinja"}) {
+        if (stat(dir + "/" + extra).exists) names.push_back(extra);
+    }
     return names;
 }
 
-std::string ModelFile::folderSha256(const std::vector<WeightFileRecord>& files) {
+std::string ModelFile::folderSha256(const std::vector<FolderFileRecord>& files) {
     std::string lines;
-    for (const WeightFileRecord& f : files) lines += f.sha256 + "  " + f.name + "\n";
+    for (const FolderFileRecord& f : files) lines += f.sha256 + "  " + f.name + "\n";
     return Sha256::hex(lines);
 }
 
@@ -112,13 +120,13 @@ ModelFile::Check ModelFile::check(const ModelRecord& model, bool rehash,
         return c;
     }
     if (!model.files.empty()) {
-        // A folder: each weight file against its record.
-        for (const WeightFileRecord& f : model.files) {
+        // A folder: each of its files against its record.
+        for (const FolderFileRecord& f : model.files) {
             const std::string path = model.path + "/" + f.name;
             const Stat now = stat(path);
             if (!now.exists) {
                 c.status = Status::Missing;
-                c.message = "model folder " + model.path + ": weight file " + f.name + " is missing";
+                c.message = "model folder " + model.path + ": file " + f.name + " is missing";
                 return c;
             }
             if (now.sizeBytes != f.sizeBytes) {

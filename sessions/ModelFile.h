@@ -22,14 +22,15 @@ public:
     static std::string absolutePath(const std::string& path);
     static bool isFolder(const std::string& path);
 
-    // The weight files of a Hugging Face folder, by name, as its loader reads them:
-    // the shards model.safetensors.index.json lists (sorted by name), else
-    // model.safetensors. (The engine's HfFolder opens them; the store, beside the
+    // The files of a Hugging Face folder that make its model, by name: the weights as
+    // its loader reads them (the shards model.safetensors.index.json lists, sorted by
+    // name, else model.safetensors), then config.json, generation_config.json and the
+    // tokenizer files that are there. (The engine's HfFolder opens them; the store, beside the
     // engine rather than above it, only needs their names to hash them.) Throws
     // kvlens::Error naming the folder when there are none or the index is unreadable.
-    static std::vector<std::string> folderWeightFiles(const std::string& dir);
+    static std::vector<std::string> folderFiles(const std::string& dir);
     // The folder digest: SHA-256 of "<sha256>  <name>\n" for each file in order.
-    static std::string folderSha256(const std::vector<WeightFileRecord>& files);
+    static std::string folderSha256(const std::vector<FolderFileRecord>& files);
 
     // Hashes the file in 4 MB chunks; `progress` gets the fraction done.
     // Throws kvlens::Error naming the file when it cannot be read.
@@ -41,7 +42,7 @@ public:
         Status status = Status::Unchanged;
         std::string message;  // one line for the user, empty when unchanged
     };
-    // Compares the file at model.path (each of a folder's weight files) with the record. The hash is recomputed
+    // Compares the file at model.path (each of a folder's files) with the record. The hash is recomputed
     // when the size matches but the mtime moved, or always with `rehash`.
     static Check check(const ModelRecord& model, bool rehash,
                        const std::function<void(double)>& progress = {});

@@ -12,8 +12,8 @@ ModelRecord RunRecorder::describeFile(ModelRecord m, const std::function<void(do
     if (!m.isFile) return m;
     m.path = ModelFile::absolutePath(m.path);
     if (ModelFile::isFolder(m.path)) {
-        // A Hugging Face folder: each weight file hashed (or its known hash), then the folder's digest.
-        const std::vector<std::string> names = ModelFile::folderWeightFiles(m.path);
+        // A Hugging Face folder: each of its files hashed (or its known hash), then the folder's digest.
+        const std::vector<std::string> names = ModelFile::folderFiles(m.path);
         int64_t total = 0, done = 0;
         std::vector<ModelFile::Stat> stats;
         for (const std::string& n : names) {
@@ -24,7 +24,7 @@ ModelRecord RunRecorder::describeFile(ModelRecord m, const std::function<void(do
         m.sizeBytes = 0;
         m.mtimeNs = 0;
         for (size_t i = 0; i < names.size(); ++i) {
-            WeightFileRecord f{names[i], stats[i].sizeBytes, stats[i].mtimeNs, ""};
+            FolderFileRecord f{names[i], stats[i].sizeBytes, stats[i].mtimeNs, ""};
             if (auto known = store_.knownFileSha256(m.path, f.name, f.sizeBytes, f.mtimeNs)) {
                 f.sha256 = *known;
             } else {

@@ -276,7 +276,7 @@ void SessionStore::open(Access access) {
                             "); left unchanged: update kvlens to open it");
             }
             // Schema 3 only added columns to runs, which a read of a schema 2 store fills
-            // with their defaults, and schema 4 the table of folder models' weight files,
+            // with their defaults, and schema 4 the table of folder models' files,
             // which such a store has none of: it lists, reports and exports as it is.
             runsBeforeSchema3_ = readOnly && stored == 2;
             noModelFiles_ = readOnly && stored < 4;
@@ -300,6 +300,10 @@ void SessionStore::open(Access access) {
             db_->exec("PRAGMA synchronous = FULL", "set synchronous writes");
         }
         StoreSchema::checkTables(*db_);
+        if (!noModelFiles_ && !db_->hasTable("model_files")) {
+            db_->leaveFileAsIs();
+            throw Error(path_ + ": the store is damaged (table 'model_files' is missing)");
+        }
         db_->exec("PRAGMA foreign_keys = ON", "enable foreign keys");
     } catch (...) {
         db_->leaveFileAsIs();
@@ -475,11 +479,11 @@ int64_t SessionStore::saveModel(const ModelRecord& model) {
     insert.run();
     const int64_t id = db_->lastInsertId();
     for (size_t i = 0; i < model.files.size(); ++i) {
-        const WeightFileRecord& f = model.files[i];
+        const FolderFileRecord& f = model.files[i];
         Statement file(*db_,
                        "INSERT INTO model_files (model_id, position, name, size_bytes, mtime_ns, sha256) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
-                       "save a weight file of the model");
+                       "save a file of the model");
         file.bind(1, id).bind(2, int64_t(i)).bind(3, f.name).bind(4, f.sizeBytes).bind(5, f.mtimeNs).bind(6, f.sha256).run();
     }
     tx.commit();
@@ -490,7 +494,7 @@ void SessionStore::readModelFiles(ModelRecord& m) {
     if (noModelFiles_) return;
     Statement s(*db_,
                 "SELECT name, size_bytes, mtime_ns, sha256 FROM model_files WHERE model_id = ? ORDER BY position",
-                "read the weight files of a model");
+                "read the files of a model");
     s.bind(1, m.id);
     while (s.step()) m.files.push_back({s.getText(0), s.getInt(1), s.getInt(2), s.getText(3)});
 }
@@ -524,7 +528,7 @@ std::optional<std::string> SessionStore::knownFileSha256(const std::string& fold
     Statement s(*db_,
                 "SELECT f.sha256 FROM model_files f JOIN models m ON m.id = f.model_id WHERE m.path = ? AND "
                 "f.name = ? AND f.size_bytes = ? AND f.mtime_ns = ? LIMIT 1",
-                "look up a weight file hash");
+                "look up a folder file hash");
     s.bind(1, folder).bind(2, name).bind(3, sizeBytes).bind(4, mtimeNs);
     if (!s.step()) return std::nullopt;
     return s.getText(0);

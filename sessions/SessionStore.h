@@ -67,7 +67,7 @@ public:
     // saves a re-hash of a multi-GB model that did not change.
     std::optional<std::string> knownSha256(const std::string& path, int64_t sizeBytes,
                                            int64_t mtimeNs);
-    // The same for weight file `name` of the folder model at `folder` (absolute).
+    // The same for file `name` of the folder model at `folder` (absolute).
     std::optional<std::string> knownFileSha256(const std::string& folder, const std::string& name, int64_t sizeBytes,
                                                int64_t mtimeNs);
 

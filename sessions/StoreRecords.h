@@ -26,8 +26,9 @@ struct SessionInfo {
     int64_t niahRunCount = 0;  // needle-in-a-haystack runs (kvlens niah --save)
 };
 
-// One weight file of a Hugging Face folder, by its name in the folder.
-struct WeightFileRecord {
+// One file of a Hugging Face folder model (a weight shard, config.json, a tokenizer
+// file), by its name in the folder.
+struct FolderFileRecord {
     std::string name;
     int64_t sizeBytes = 0;
     int64_t mtimeNs = 0;
@@ -39,12 +40,12 @@ struct ModelRecord : ModelShape {
     std::string spec;    // as given to --model
     bool isFile = true;  // false: a random:<preset> spec, no file to hash
     std::string path;    // absolute: a GGUF file, or a Hugging Face folder
-    // For a folder: the sum of its weight files' sizes, their latest mtime, and the
+    // For a folder: the sum of its files' sizes, their latest mtime, and the
     // SHA-256 of the lines "<sha256>  <name>\n" of `files` in order.
     int64_t sizeBytes = 0;
     int64_t mtimeNs = 0;
     std::string sha256;  // lower-case hex
-    std::vector<WeightFileRecord> files;  // a folder's weight files; empty for a file
+    std::vector<FolderFileRecord> files;  // a folder's files (ModelFile::folderFiles); empty for a file
 };
 
 struct PromptRecord {

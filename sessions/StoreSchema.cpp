@@ -172,7 +172,7 @@ ALTER TABLE runs ADD COLUMN chunk_size INTEGER NOT NULL DEFAULT 10;
 ALTER TABLE runs ADD COLUMN future INTEGER NOT NULL DEFAULT 512;
 )SQL";
 
-// Version 4: the weight files of a Hugging Face folder model (models.path is the
+// Version 4: the files of a Hugging Face folder model (models.path is the
 // folder; its sha256 covers these files' hashes).
 const char* kVersion4 = R"SQL(
 CREATE TABLE model_files (
@@ -200,7 +200,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         },
         [](Database& db) { db.exec(kVersion2, "add the needle-in-a-haystack runs"); },
         [](Database& db) { db.exec(kVersion3, "add the LagKV, ChunkKV and Expected Attention settings"); },
-        [](Database& db) { db.exec(kVersion4, "add the weight files of Hugging Face folders"); },
+        [](Database& db) { db.exec(kVersion4, "add the files of Hugging Face folder models"); },
     };
     return all;
 }

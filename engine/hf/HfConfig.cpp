@@ -2,24 +2,36 @@
 #include "engine/hf/HfConfig.h"
 
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
+#include "engine/hf/Quoted.h"
 
 namespace kvlens {
 namespace {
 
 using json = nlohmann::json;
 
+// Each class and the defaults its transformers config class gives a field the file
+// leaves out (0: none, the field is required or derived).
 struct Arch {
     const char* hf;
     const char* engine;  // ArchitectureTraits' name
+    int64_t kvHeads;     // num_key_value_heads (0: num_attention_heads)
+    int64_t headDim;     // head_dim (0: hidden_size / num_attention_heads)
+    int64_t context;     // max_position_embeddings
+    int64_t window;      // sliding_window when absent (an explicit null is none)
 };
 
-const Arch kArchs[] = {{"LlamaForCausalLM", "llama"},
-                       {"MistralForCausalLM", "mistral"},
-                       {"Qwen2ForCausalLM", "qwen2"},
-                       {"Qwen3ForCausalLM", "qwen3"}};
+const Arch kArchs[] = {{"LlamaForCausalLM", "llama", 0, 0, 2048, 0},
+                       {"MistralForCausalLM", "mistral", 8, 0, 131072, 4096},
+                       {"Qwen2ForCausalLM", "qwen2", 32, 0, 32768, 4096},
+                       {"Qwen3ForCausalLM", "qwen3", 32, 128, 32768, 4096}};
+
+// Beyond these a file is hostile or broken: a vocabulary of 4M entries, heads of 4096 dims.
+constexpr int64_t kMaxVocab = int64_t(1) << 22;
+constexpr int64_t kMaxHeadDim = 4096;
 
 bool mixtureOfExperts(const std::string& a) {
     for (const char* m : {"MixtralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM",
@@ -153,31 +165,33 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     }
     h.hfArchitecture = (*archs)[0].get<std::string>();
     ModelConfig& c = h.model;
+    const Arch* arch = nullptr;
     for (const Arch& a : kArchs)
-        if (h.hfArchitecture == a.hf) c.architecture = a.engine;
-    bool known = false;
-    for (const Arch& a : kArchs) known = known || h.hfArchitecture == a.hf;
-    if (!known) {
+        if (h.hfArchitecture == a.hf) arch = &a;
+    if (!arch) {
         std::string list;
         for (const Arch& a : kArchs) list += (list.empty() ? "" : ", ") + std::string(a.hf);
-        throw Error(source + ": architecture '" + h.hfArchitecture + "' in field 'architectures' is not supported" +
+        throw Error(source + ": architecture " + quotedText(h.hfArchitecture) + " in field 'architectures' is not supported" +
                     (mixtureOfExperts(h.hfArchitecture) ? " (a mixture-of-experts model; KV Lens runs dense models)"
                                                         : "") +
                     " (supported: " + list + ")");
     }
+    c.architecture = arch->engine;
     c.name = f.textOr("_name_or_path", "");
     c.nLayers = f.count("num_hidden_layers");
     c.embedDim = f.count("hidden_size");
     c.ffnDim = f.count("intermediate_size");
     c.nHeads = f.count("num_attention_heads");
-    c.nKvHeads = f.countOr("num_key_value_heads", c.nHeads);
+    c.nKvHeads = f.countOr("num_key_value_heads", arch->kvHeads > 0 ? arch->kvHeads : c.nHeads);
     c.vocabSize = f.count("vocab_size");
-    c.headDim = f.countOr("head_dim", c.embedDim / c.nHeads);
-    if (!f.find("head_dim") && c.embedDim % c.nHeads != 0) {
+    if (c.vocabSize > kMaxVocab) f.fail("vocab_size", "(" + std::to_string(c.vocabSize) + ") is over " + std::to_string(kMaxVocab));
+    c.headDim = f.countOr("head_dim", arch->headDim > 0 ? arch->headDim : c.embedDim / c.nHeads);
+    if (c.headDim > kMaxHeadDim) f.fail("head_dim", "(" + std::to_string(c.headDim) + ") is over " + std::to_string(kMaxHeadDim));
+    if (!f.find("head_dim") && arch->headDim == 0 && c.embedDim % c.nHeads != 0) {
         f.fail("hidden_size", "(" + std::to_string(c.embedDim) + ") is not a multiple of num_attention_heads (" +
                                   std::to_string(c.nHeads) + ") and head_dim is not given");
     }
-    c.contextLength = f.countOr("max_position_embeddings", 2048);
+    c.contextLength = f.countOr("max_position_embeddings", arch->context);
     c.rmsEps = f.numberOr("rms_norm_eps", 1e-6);
     if (!(c.rmsEps > 0.0)) f.fail("rms_norm_eps", "must be positive");
     const double partial = f.numberOr("partial_rotary_factor", 1.0);
@@ -199,6 +213,8 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     // RoPE: rope_theta and rope_scaling, or transformers 5's rope_parameters.
     std::string rp;  // prefix of the object that holds the scaling fields
     json scaling;
+    json flat = json::object();  // the scaling fields, named "rope_scaling.<field>" in messages
+    std::function<std::vector<float>(const ModelConfig&)> llama3;  // computed once the shape is checked
     if (const json* params = f.find("rope_parameters")) {
         if (!params->is_object()) f.fail("rope_parameters", "is not an object");
         scaling = *params;
@@ -210,8 +226,6 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     }
     c.ropeTheta = f.numberOr("rope_theta", 10000.0);
     if (scaling.is_object()) {
-        // Field lookups inside the nested object, named "rope_scaling.<field>" in messages.
-        json flat = json::object();
         for (auto it = scaling.begin(); it != scaling.end(); ++it) flat[rp + it.key()] = it.value();
         const Fields s(flat, source);
         if (rp == "rope_parameters.") c.ropeTheta = s.numberOr(rp + "rope_theta", c.ropeTheta);
@@ -219,12 +233,14 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         if (type == "default") type.clear();
         h.ropeScalingType = type;
         if (type == "llama3") {
-            h.ropeFreqFactors = llama3Factors(s, rp, c.ropeDim, c.ropeTheta);
+            llama3 = [s, rp](const ModelConfig& m) { return llama3Factors(s, rp, m.ropeDim, m.ropeTheta); };
         } else if (type == "linear" || type == "yarn") {
             c.ropeScaling = type == "linear" ? RopeScaling::Linear : RopeScaling::Yarn;
             c.ropeScaleFactor = s.numberOr(rp + "factor", 0.0);
             if (!(c.ropeScaleFactor >= 1.0)) s.fail(rp + "factor", "must be at least 1 for " + type + " scaling");
             if (type == "yarn") {
+                // transformers 5's reading: `factor` as given (some 4.5x versions replaced it
+                // with max_position_embeddings / original_max_position_embeddings).
                 c.ropeOriginalContext = s.countOr(rp + "original_max_position_embeddings", c.contextLength);
                 // transformers' attention_factor is the whole magnitude; the engine's
                 // is a multiplier of YaRN's own 0.1 ln(factor) + 1.
@@ -247,7 +263,8 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     // Sliding-window attention: recorded, not applied (as llama.cpp runs these models).
     const bool windowUsed = c.architecture == "mistral" ? true : f.flagOr("use_sliding_window", false);
     if (windowUsed) {
-        const int64_t w = f.countOr("sliding_window", 0);
+        const bool explicitNull = j.contains("sliding_window") && j["sliding_window"].is_null();
+        const int64_t w = explicitNull ? 0 : f.countOr("sliding_window", arch->window);
         if (w > 0 && w < c.contextLength) h.slidingWindow = w;
     }
     const std::vector<int32_t> bos = tokenIds(f, "bos_token_id");
@@ -266,6 +283,7 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         if (!(c.ropeTheta > 0.0)) f.fail("rope_theta", "must be positive");
         throw;
     }
+    if (llama3) h.ropeFreqFactors = llama3(c);
     return h;
 }
 

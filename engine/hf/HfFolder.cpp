@@ -11,6 +11,7 @@
 
 #include "core/Error.h"
 #include "engine/hf/HfTokenizerJson.h"
+#include "engine/hf/Quoted.h"
 #include "engine/tokenizer/SentencePieceTokenizer.h"
 
 namespace kvlens {
@@ -106,11 +107,11 @@ HfFolder::HfFolder(const std::string& dirIn) : dir_(dirIn) {
             throw Error(file(index) + ": field 'weight_map' is missing or not an object");
         }
         for (auto it = map->begin(); it != map->end(); ++it) {
-            if (!it.value().is_string()) throw Error(file(index) + ": weight_map entry '" + it.key() + "' is not a file name");
+            if (!it.value().is_string()) throw Error(file(index) + ": weight_map entry " + quotedText(it.key()) + " is not a file name");
             const std::string shard = it.value().get<std::string>();
             if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
-                throw Error(file(index) + ": weight_map entry '" + it.key() + "' names '" + shard +
-                            "', not a file in the folder");
+                throw Error(file(index) + ": weight_map entry " + quotedText(it.key()) + " names " + quotedText(shard) +
+                            ", not a file in the folder");
             }
             if (std::find(names.begin(), names.end(), shard) == names.end()) names.push_back(shard);
             listed[it.key()] = shard;
@@ -122,7 +123,7 @@ HfFolder::HfFolder(const std::string& dirIn) : dir_(dirIn) {
                 std::string example;
                 for (const auto& [tensor, shard] : listed)
                     if (shard == n) { example = tensor; break; }
-                throw Error(file(n) + ": missing shard (" + index + " puts '" + example + "' in it)");
+                throw Error(file(n) + ": missing shard (" + index + " puts " + quotedText(example) + " in it)");
             }
         }
     } else if (exists(file("model.safetensors"))) {
@@ -138,14 +139,14 @@ HfFolder::HfFolder(const std::string& dirIn) : dir_(dirIn) {
         for (const SafetensorsTensor& t : shards_.back()->tensors()) {
             const auto [it, added] = where_.emplace(t.name, i);
             if (!added) {
-                throw Error(file(names[i]) + ": tensor '" + t.name + "' is also in " + file(names[it->second]));
+                throw Error(file(names[i]) + ": tensor " + quotedText(t.name) + " is also in " + file(names[it->second]));
             }
         }
     }
     for (const auto& [tensor, shard] : listed) {
         const auto it = where_.find(tensor);
         if (it == where_.end() || names[it->second] != shard) {
-            throw Error(file(shard) + ": tensor '" + tensor + "' is not in it, though " + index + " says so");
+            throw Error(file(shard) + ": tensor " + quotedText(tensor) + " is not in it, though " + index + " says so");
         }
     }
 }
@@ -230,17 +231,16 @@ std::string HfFolder::tokenizerDescription() const {
 }
 
 std::optional<std::string> HfFolder::chatTemplate() const {
+    // transformers gives chat_template.jinja precedence over tokenizer_config.json's.
+    if (exists(file("chat_template.jinja"))) return readText(file("chat_template.jinja"));
     if (!exists(file("tokenizer_config.json"))) return std::nullopt;
     const json j = readJson(file("tokenizer_config.json"));
     const auto it = j.find("chat_template");
-    if (it == j.end() || it->is_null()) {
-        if (exists(file("chat_template.jinja"))) return readText(file("chat_template.jinja"));
-        return std::nullopt;
-    }
+    if (it == j.end() || it->is_null()) return std::nullopt;
     if (it->is_string()) return it->get<std::string>();
     if (it->is_array()) {  // [{"name": "default", "template": ...}, ...]
         for (const json& t : *it) {
-            if (t.is_object() && t.value("name", std::string()) == "default" && t.contains("template") &&
+            if (t.is_object() && t.contains("name") && t["name"] == "default" && t.contains("template") &&
                 t["template"].is_string()) {
                 return t["template"].get<std::string>();
             }

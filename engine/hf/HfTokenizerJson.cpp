@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
+#include "engine/hf/Quoted.h"
 #include "engine/tokenizer/PreTokenizer.h"
 
 namespace kvlens {
@@ -31,6 +32,21 @@ json parseJson(const std::string& text, const std::string& source) {
         if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
         throw Error(source + ": not valid JSON: " + what);
     }
+}
+
+// Typed fields of an object; a wrong type is one line naming `field`.key.
+std::string textField(const json& o, const char* key, const std::string& fallback, const std::string& field,
+                      const std::string& source) {
+    const auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return fallback;
+    if (!it->is_string()) throw Error(source + ": " + field + "." + key + " is not a string");
+    return it->get<std::string>();
+}
+bool flagField(const json& o, const char* key, bool fallback, const std::string& field, const std::string& source) {
+    const auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) throw Error(source + ": " + field + "." + key + " is not true or false");
+    return it->get<bool>();
 }
 
 // A literal string as a PCRE2 pattern.
@@ -62,35 +78,36 @@ public:
             }
             parts_.erase(std::find(parts_.begin(), parts_.end(), "Sequence"));
         } else if (type == "Split") {
-            const std::string behavior = p.value("behavior", std::string("Isolated"));
+            const std::string behavior = textField(p, "behavior", "Isolated", field, source_);
             if (behavior != "Isolated") {
                 fail(field + ".behavior", "is '" + behavior + "'; KV Lens splits with Isolated only");
             }
-            if (p.value("invert", false)) fail(field + ".invert", "is true; inverted splits are not supported");
+            if (flagField(p, "invert", false, field, source_)) fail(field + ".invert", "is true; inverted splits are not supported");
             const auto pattern = p.find("pattern");
             if (pattern == p.end() || !pattern->is_object()) fail(field + ".pattern", "is missing");
             if (pattern->contains("Regex") && (*pattern)["Regex"].is_string()) {
-                steps_.push_back({(*pattern)["Regex"].get<std::string>(), afterByteLevel_});
+                steps_.push_back({(*pattern)["Regex"].get<std::string>(), afterByteLevel_, field + ".pattern.Regex"});
             } else if (pattern->contains("String") && (*pattern)["String"].is_string()) {
-                steps_.push_back({escapeRegex((*pattern)["String"].get<std::string>()), afterByteLevel_});
+                steps_.push_back({escapeRegex((*pattern)["String"].get<std::string>()), afterByteLevel_, field + ".pattern.String"});
             } else {
                 fail(field + ".pattern", "has neither a Regex nor a String");
             }
         } else if (type == "ByteLevel") {
-            if (p.value("add_prefix_space", false)) {
+            if (flagField(p, "add_prefix_space", false, field, source_)) {
                 fail(field + ".add_prefix_space", "is true; KV Lens does not prepend a space");
             }
-            if (p.value("use_regex", true)) steps_.push_back({kGpt2Regex, afterByteLevel_});
+            if (flagField(p, "use_regex", true, field, source_)) steps_.push_back({kGpt2Regex, afterByteLevel_, field});
             afterByteLevel_ = true;
         } else if (type == "Digits") {
             // Rust's char::is_numeric: every Unicode number (StarCoder's ids split "½" off so).
-            steps_.push_back({p.value("individual_digits", false) ? "\\p{N}" : "\\p{N}+", afterByteLevel_});
+            steps_.push_back({flagField(p, "individual_digits", false, field, source_) ? "\\p{N}" : "\\p{N}+",
+                              afterByteLevel_, field});
         } else if (type == "Punctuation") {
-            const std::string behavior = p.value("behavior", std::string("Isolated"));
+            const std::string behavior = textField(p, "behavior", "Isolated", field, source_);
             if (behavior == "Isolated") {
-                steps_.push_back({kPunctuation, afterByteLevel_});
+                steps_.push_back({kPunctuation, afterByteLevel_, field});
             } else if (behavior == "Contiguous") {
-                steps_.push_back({std::string(kPunctuation) + "+", afterByteLevel_});
+                steps_.push_back({std::string(kPunctuation) + "+", afterByteLevel_, field});
             } else {
                 fail(field + ".behavior", "is '" + behavior + "'; Isolated and Contiguous are supported");
             }
@@ -143,7 +160,7 @@ bool nfcNormalizer(const json& n, const std::string& field, const std::string& s
 // The first special token a TemplateProcessing's single template starts with, or "".
 std::string leadingSpecial(const json& post) {
     if (!post.is_object()) return "";
-    const std::string type = post.value("type", std::string());
+    const std::string type = post.contains("type") && post["type"].is_string() ? post["type"].get<std::string>() : "";
     if (type == "Sequence" && post.contains("processors") && post["processors"].is_array()) {
         for (const json& p : post["processors"]) {
             const std::string s = leadingSpecial(p);
@@ -174,7 +191,10 @@ bool HfTokenizerJson::sentencePieceStyle(const std::string& text) {
     }
     if (!j.is_object()) return false;
     const auto model = j.find("model");
-    if (model != j.end() && model->is_object() && model->value("byte_fallback", false)) return true;
+    if (model != j.end() && model->is_object() && model->contains("byte_fallback") &&
+        (*model)["byte_fallback"].is_boolean() && (*model)["byte_fallback"].get<bool>()) {
+        return true;
+    }
     const std::string dumped = j.value("pre_tokenizer", json()).dump() + j.value("normalizer", json()).dump();
     return dumped.find("\"Metaspace\"") != std::string::npos || dumped.find("\"Prepend\"") != std::string::npos;
 }
@@ -196,7 +216,7 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
     const auto modelIt = j.find("model");
     if (modelIt == j.end() || !modelIt->is_object()) fail("model", "is missing");
     const json& model = *modelIt;
-    const std::string type = model.value("type", std::string("BPE"));
+    const std::string type = textField(model, "type", "BPE", "model", source);
     if (type != "BPE") {
         fail("model.type", "is '" + type + "'; KV Lens reads byte-level BPE tokenizer.json files" +
                                (type == "Unigram" ? " (and SentencePiece ones through tokenizer.model)" : ""));
@@ -222,9 +242,9 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
         return id.get<int64_t>();
     };
     for (auto it = vocabIt->begin(); it != vocabIt->end(); ++it) {
-        const int64_t id = checkId(it.value(), "model.vocab entry '" + it.key() + "'");
+        const int64_t id = checkId(it.value(), "model.vocab entry " + quotedText(it.key()));
         if (!byId.emplace(id, std::make_pair(it.key(), LlamaTokenType::Normal)).second) {
-            fail("model.vocab", "gives id " + std::to_string(id) + " to both '" + byId[id].first + "' and '" + it.key() + "'");
+            fail("model.vocab", "gives id " + std::to_string(id) + " to both " + quotedText(byId[id].first) + " and " + quotedText(it.key()));
         }
     }
     if (const auto added = j.find("added_tokens"); added != j.end() && !added->is_null()) {
@@ -236,7 +256,7 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
                 fail(field, "has no id and content");
             }
             const int64_t id = checkId(a["id"], field + ".id");
-            const bool special = a.value("special", false);
+            const bool special = flagField(a, "special", false, field, source);
             byId[id] = {a["content"].get<std::string>(), special ? LlamaTokenType::Control : LlamaTokenType::UserDefined};
         }
     }
@@ -269,13 +289,13 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
     v.nfc = nfcNormalizer(j.value("normalizer", json()), "normalizer", source);
     PreTokenizerJson pre(source);
     pre.add(j.value("pre_tokenizer", json()), "pre_tokenizer");
-    const bool ignoreMerges = model.value("ignore_merges", false);
+    const bool ignoreMerges = flagField(model, "ignore_merges", false, "model", source);
 
     auto idOf = [&](const std::string& token, const std::string& field) -> int32_t {
         if (token.empty()) return -1;
         for (auto& [id, entry] : byId)
             if (entry.first == token) return static_cast<int32_t>(id);
-        throw Error(source + ": " + field + " '" + token + "' is not in the vocabulary");
+        throw Error(source + ": " + field + " " + quotedText(token) + " is not in the vocabulary");
     };
     v.bosId = idOf(extras.bosToken, "tokenizer_config.json's bos_token");
     v.eosId = idOf(extras.eosToken, "tokenizer_config.json's eos_token");
@@ -288,17 +308,9 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
     }
     if (v.eosId < 0 && !extras.endIds.empty()) v.eosId = extras.endIds[0];
     const std::string lead = leadingSpecial(j.value("post_processor", json()));
-    if (extras.addBos >= 0) {
-        v.addBos = extras.addBos;
-    } else {
-        v.addBos = !lead.empty() ? 1 : 0;
-        if (!lead.empty() && v.bosId < 0) v.bosId = idOf(lead, "post_processor's special token");
-    }
-    try {
-        v.preTokenizer = PreTokenizer::fromSteps(source + " pre_tokenizer", pre.steps(), ignoreMerges, v.addBos == 1);
-    } catch (const Error& e) {
-        throw Error(source + ": " + e.what());
-    }
+    if (!lead.empty() && v.bosId < 0) v.bosId = idOf(lead, "post_processor's special token");
+    v.addBos = extras.addBos >= 0 ? extras.addBos : !lead.empty() ? 1 : 0;
+    v.preTokenizer = PreTokenizer::fromSteps(source, pre.steps(), ignoreMerges, v.addBos == 1);
     return std::make_unique<BpeTokenizer>(std::move(v), source);
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
+#include "engine/hf/Quoted.h"
 
 namespace kvlens {
 namespace {
@@ -20,20 +21,6 @@ namespace {
 // The format's own limit on the header (safetensors' MAX_HEADER_SIZE).
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr size_t kMaxDims = 8;
-
-// A name from the header, quoted for a one-line message.
-std::string quote(const std::string& s) {
-    std::string out = "'";
-    for (size_t i = 0; i < s.size() && i < 120; ++i) {
-        const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c < 0x20 || c == 0x7F) {
-            out += "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + (s.size() > 120 ? "...'" : "'");
-}
 
 }  // namespace
 
@@ -135,12 +122,12 @@ void SafetensorsFile::parse() {
         if (name == "__metadata__") {
             if (!entry.is_object()) fail("__metadata__ is not an object of strings");
             for (auto m = entry.begin(); m != entry.end(); ++m) {
-                if (!m.value().is_string()) fail("__metadata__ " + quote(m.key()) + " is not a string");
+                if (!m.value().is_string()) fail("__metadata__ " + quotedText(m.key()) + " is not a string");
                 metadata_[m.key()] = m.value().get<std::string>();
             }
             continue;
         }
-        const std::string what = "tensor " + quote(name);
+        const std::string what = "tensor " + quotedText(name);
         if (!entry.is_object()) fail(what + " is not an object with dtype, shape and data_offsets");
         const auto dtype = entry.find("dtype");
         const auto shape = entry.find("shape");
@@ -154,7 +141,7 @@ void SafetensorsFile::parse() {
         t.name = name;
         t.dtype = dtype->get<std::string>();
         const int64_t elementBytes = elementSize(t.dtype);
-        if (elementBytes == 0) fail(what + " has unknown dtype " + quote(t.dtype));
+        if (elementBytes == 0) fail(what + " has unknown dtype " + quotedText(t.dtype));
         if (shape->size() > kMaxDims) fail(what + " has " + std::to_string(shape->size()) + " dimensions");
         uint64_t numel = 1;
         for (const nlohmann::json& d : *shape) {
@@ -173,9 +160,11 @@ void SafetensorsFile::parse() {
             fail(what + " has data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
                  "] outside the data section of " + std::to_string(dataBytes) + " bytes");
         }
-        if (t.end - t.begin != numel * static_cast<uint64_t>(elementBytes)) {
-            fail(what + " holds " + std::to_string(t.end - t.begin) + " bytes but its shape and dtype " + t.dtype +
-                 " need " + std::to_string(numel * static_cast<uint64_t>(elementBytes)));
+        const uint64_t bytes = t.end - t.begin, unit = static_cast<uint64_t>(elementBytes);
+        if (bytes % unit != 0 || bytes / unit != numel) {
+            // Compared by division: numel x element size may not fit in 64 bits.
+            fail(what + " holds " + std::to_string(bytes) + " bytes but its shape and dtype " + t.dtype + " need " +
+                 (numel <= UINT64_MAX / unit ? std::to_string(numel * unit) : std::string("more than 2^64")));
         }
         index_[name] = tensors_.size();
         tensors_.push_back(std::move(t));
@@ -188,7 +177,7 @@ void SafetensorsFile::parse() {
     });
     for (size_t i = 1; i < byStart.size(); ++i) {
         if (byStart[i]->begin < byStart[i - 1]->end) {
-            fail("tensors " + quote(byStart[i - 1]->name) + " and " + quote(byStart[i]->name) + " overlap in the data section");
+            fail("tensors " + quotedText(byStart[i - 1]->name) + " and " + quotedText(byStart[i]->name) + " overlap in the data section");
         }
     }
 }

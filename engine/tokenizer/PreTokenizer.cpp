@@ -106,10 +106,12 @@ struct PreTokenizer::Regex {
 };
 
 PreTokenizer::PreTokenizer(std::string name, const std::vector<const char*>& patterns,
-                           bool ignoreMerges, bool addsBos, std::vector<bool> onByteLevel)
+                           bool ignoreMerges, bool addsBos, std::vector<bool> onByteLevel,
+                           const std::vector<std::string>& fields)
     : name_(std::move(name)), onByteLevel_(std::move(onByteLevel)), ignoreMerges_(ignoreMerges), addsBos_(addsBos) {
     onByteLevel_.resize(patterns.size(), false);
-    for (const char* p : patterns) {
+    for (size_t pi = 0; pi < patterns.size(); ++pi) {
+        const char* p = patterns[pi];
         auto r = std::make_unique<Regex>();
         int code = 0;
         PCRE2_SIZE offset = 0;
@@ -118,6 +120,10 @@ PreTokenizer::PreTokenizer(std::string name, const std::vector<const char*>& pat
         if (r->code == nullptr) {
             PCRE2_UCHAR message[256];
             pcre2_get_error_message(code, message, sizeof message);
+            if (pi < fields.size() && !fields[pi].empty()) {
+                throw Error(name_ + ": " + fields[pi] + ": cannot compile the regex at offset " + std::to_string(offset) +
+                            ": " + reinterpret_cast<const char*>(message));
+            }
             throw Error("pre-tokenizer '" + name_ + "': cannot compile its regex at offset " +
                         std::to_string(offset) + ": " + reinterpret_cast<const char*>(message));
         }
@@ -160,11 +166,13 @@ std::shared_ptr<const PreTokenizer> PreTokenizer::fromSteps(const std::string& n
                                                             bool ignoreMerges, bool addsBos) {
     std::vector<const char*> raw;
     std::vector<bool> onByteLevel;
+    std::vector<std::string> fields;
     for (const Step& s : steps) {
         raw.push_back(s.regex.c_str());
         onByteLevel.push_back(s.onByteLevel);
+        fields.push_back(s.field);
     }
-    return std::shared_ptr<const PreTokenizer>(new PreTokenizer(name, raw, ignoreMerges, addsBos, onByteLevel));
+    return std::shared_ptr<const PreTokenizer>(new PreTokenizer(name, raw, ignoreMerges, addsBos, onByteLevel, fields));
 }
 
 std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
@@ -201,7 +209,14 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
                     r->jit
                         ? pcre2_jit_match(r->code, subject, subjectText.size(), from, 0, match, nullptr)
                         : pcre2_match(r->code, subject, subjectText.size(), from, 0, match, nullptr);
-                if (rc < 0) break;  // PCRE2_ERROR_NOMATCH; the text was checked to be UTF-8
+                if (rc == PCRE2_ERROR_NOMATCH) break;
+                if (rc < 0) {  // a file's own regex may hit PCRE2's match or JIT stack limits
+                    PCRE2_UCHAR message[256];
+                    pcre2_get_error_message(rc, message, sizeof message);
+                    pcre2_match_data_free(match);
+                    throw Error(name_ + ": the pre-tokenizer's regex cannot match this text (" +
+                                reinterpret_cast<const char*>(message) + ")");
+                }
                 const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match);
                 const size_t begin = ov[0], end = ov[1];
                 if (end == begin) {  // an empty match: step one character on

@@ -26,6 +26,7 @@ public:
     struct Step {
         std::string regex;
         bool onByteLevel = false;
+        std::string field;  // where the file has it ("pre_tokenizer.pretokenizers[0].pattern.Regex"), for messages
     };
     // A pre-tokenizer from a tokenizer.json's own steps (HfTokenizerJson); `name`
     // stands for it in messages. Throws kvlens::Error naming `name` when a regex
@@ -49,7 +50,7 @@ public:
 private:
     struct Regex;
     PreTokenizer(std::string name, const std::vector<const char*>& patterns, bool ignoreMerges,
-                 bool addsBos, std::vector<bool> onByteLevel = {});
+                 bool addsBos, std::vector<bool> onByteLevel = {}, const std::vector<std::string>& fields = {});
 
     std::string name_;
     std::vector<std::unique_ptr<Regex>> regexes_;

@@ -144,6 +144,28 @@ TEST(HfConfig, QwenAndMistralShapes) {
     EXPECT_EQ(parse(noWindow).slidingWindow, 0);
 }
 
+TEST(HfConfig, FieldsLeftOutTakeTheirClassesDefaults) {
+    json q3 = qwen3();
+    q3.erase("head_dim");
+    q3.erase("num_key_value_heads");
+    q3.erase("max_position_embeddings");
+    const HfConfig h = parse(q3);
+    EXPECT_EQ(h.model.headDim, 128);  // Qwen3Config's, not 2560 / 32
+    EXPECT_EQ(h.model.nKvHeads, 32);
+    EXPECT_EQ(h.model.contextLength, 32768);
+    json m = mistral();
+    m.erase("sliding_window");
+    EXPECT_EQ(parse(m).slidingWindow, 4096);
+    json l = llama31();
+    l.erase("num_key_value_heads");
+    l.erase("rms_norm_eps");
+    l.erase("max_position_embeddings");
+    const HfConfig hl = parse(l);
+    EXPECT_EQ(hl.model.nKvHeads, 32);
+    EXPECT_DOUBLE_EQ(hl.model.rmsEps, 1e-6);
+    EXPECT_EQ(hl.model.contextLength, 2048);
+}
+
 TEST(HfConfig, LinearAndYarnScaling) {
     json j = qwen25();
     j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
@@ -215,6 +237,15 @@ TEST(HfConfig, EveryBadFieldIsOneLineNamingIt) {
     j["hidden_size"] = 3585;
     EXPECT_EQ(errorFor(j), "m/config.json: field 'hidden_size' (3585) is not a multiple of num_attention_heads (28) and head_dim is not given");
     EXPECT_EQ(errorOf([] { HfConfig::parse("[1]", "m/config.json"); }), "m/config.json: not a JSON object");
+    j = llama31();
+    j["vocab_size"] = 1 << 30;
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'vocab_size' (1073741824) is over 4194304");
+    j = llama31();
+    j["head_dim"] = 1 << 20;
+    EXPECT_EQ(errorFor(j), "m/config.json: field 'head_dim' (1048576) is over 4096");
+    j = llama31();
+    j["architectures"] = {"Evil\nClass"};
+    EXPECT_NE(errorFor(j).find("architecture 'Evil\\x0aClass'"), std::string::npos);
 }
 
 }  // namespace

@@ -173,8 +173,14 @@ TEST(HfTokenizerJson, WhatKvLensDoesNotRunIsOneLineNamingTheField) {
     const std::string bad = err([](json& j) {
         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "[z-a]"}}}, {"behavior", "Isolated"}};
     });
-    EXPECT_EQ(bad.rfind("t/tokenizer.json: pre-tokenizer 't/tokenizer.json pre_tokenizer': cannot compile its regex at offset 3", 0), 0u)
+    EXPECT_EQ(bad, "t/tokenizer.json: pre_tokenizer.pattern.Regex: cannot compile the regex at offset 3: range out of order in "
+                   "character class")
         << bad;
+    EXPECT_EQ(err([](json& j) { j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "a"}}}, {"behavior", 1}}; }),
+              "t/tokenizer.json: pre_tokenizer.behavior is not a string");
+    EXPECT_EQ(err([](json& j) { j["model"]["ignore_merges"] = "yes"; }), "t/tokenizer.json: model.ignore_merges is not true or false");
+    EXPECT_EQ(err([](json& j) { j["added_tokens"][1]["content"] = "<|end|>\nx"; j["added_tokens"][1]["special"] = 2; }),
+              "t/tokenizer.json: added_tokens[1].special is not true or false");
 }
 
 TEST(SentencePieceTokenizer, ABrokenModelIsOneLine) {

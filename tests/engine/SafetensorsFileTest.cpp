@@ -107,6 +107,9 @@ TEST(SafetensorsFile, BrokenHeadersAreOneLineEach) {
               "w.safetensors: tensor 't' holds 8 bytes but its shape and dtype F32 need 12");
     EXPECT_EQ(parseError(withHeader(R"({"t": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", 8)),
               "w.safetensors: tensor 't' has a shape whose size overflows");
+    // 2^62 elements pass the shape check, but 4 bytes each is 2^64: compared by division.
+    EXPECT_EQ(parseError(withHeader(R"({"t": {"dtype": "F32", "shape": [2147483648, 2147483648], "data_offsets": [0, 0]}})", 0)),
+              "w.safetensors: tensor 't' holds 0 bytes but its shape and dtype F32 need more than 2^64");
     EXPECT_EQ(parseError(withHeader(
                   R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
                   12)),

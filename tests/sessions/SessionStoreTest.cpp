@@ -255,10 +255,10 @@ TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
               path + ": store schema 1 needs an upgrade to 4, which read-only access cannot do");
 }
 
-// A Hugging Face folder: each weight file's size, mtime and SHA-256 kept in order,
+// A Hugging Face folder: each file's (weights, config, tokenizer) size, mtime and SHA-256 kept in order,
 // the folder's digest over them, a known file not hashed again, and a reopened
 // session told which file changed or went missing.
-TEST(SessionStore, AFolderModelKeepsEachWeightFilesHash) {
+TEST(SessionStore, AFolderModelKeepsEachFilesHash) {
     const std::string dir = test::storePath("folder");
     ::mkdir(dir.c_str(), 0755);
     auto write = [&](const std::string& name, const std::string& bytes) { std::ofstream(dir + "/" + name) << bytes; };
@@ -274,17 +274,18 @@ TEST(SessionStore, AFolderModelKeepsEachWeightFilesHash) {
     m.path = dir;
     RunRecorder recorder(store);
     const ModelRecord d = recorder.describeFile(m);
-    ASSERT_EQ(d.files.size(), 2u);
+    ASSERT_EQ(d.files.size(), 3u);  // the shards by name, then config.json
+    EXPECT_EQ(d.files[2].name, "config.json");
     EXPECT_EQ(d.files[0].name, "model-00001-of-00002.safetensors");  // by name
     EXPECT_EQ(d.files[1].name, "model-00002-of-00002.safetensors");
     EXPECT_EQ(d.files[0].sha256, ModelFile::sha256(dir + "/model-00001-of-00002.safetensors"));
     EXPECT_EQ(d.files[1].sha256, ModelFile::sha256(dir + "/model-00002-of-00002.safetensors"));
-    EXPECT_EQ(d.sizeBytes, 8000);
+    EXPECT_EQ(d.sizeBytes, 8002);
     EXPECT_EQ(d.sha256, Sha256::hex(d.files[0].sha256 + "  " + d.files[0].name + "\n" + d.files[1].sha256 + "  " +
-                                    d.files[1].name + "\n"));
+                                    d.files[1].name + "\n" + d.files[2].sha256 + "  config.json\n"));
     const int64_t id = store.saveModel(d);
     const ModelRecord back = store.model(id);
-    ASSERT_EQ(back.files.size(), 2u);
+    ASSERT_EQ(back.files.size(), 3u);
     EXPECT_EQ(back.files[1].name, d.files[1].name);
     EXPECT_EQ(back.files[1].sha256, d.files[1].sha256);
     EXPECT_EQ(back.files[1].mtimeNs, d.files[1].mtimeNs);
@@ -301,7 +302,7 @@ TEST(SessionStore, AFolderModelKeepsEachWeightFilesHash) {
     ::unlink((dir + "/model-00001-of-00002.safetensors").c_str());
     const ModelFile::Check missing = ModelFile::check(back, false);
     EXPECT_EQ(missing.status, ModelFile::Status::Missing);
-    EXPECT_EQ(missing.message, "model folder " + dir + ": weight file model-00001-of-00002.safetensors is missing");
+    EXPECT_EQ(missing.message, "model folder " + dir + ": file model-00001-of-00002.safetensors is missing");
     ::unlink((dir + "/model.safetensors.index.json").c_str());
     ::unlink((dir + "/model-00002-of-00002.safetensors").c_str());
     EXPECT_EQ(errorOf([&] { recorder.describeFile(m); }),

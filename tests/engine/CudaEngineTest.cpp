@@ -1,7 +1,8 @@
 // The engine on a GPU against the same engine on the CPU: every method's kept
 // sets on one capture (equal, by rule where scores tie at the cut to within
 // rounding), the prefill, the capture and a compressed decode of a model on
-// CUDA, and a whole method evaluation. Skipped, with the reason, without a GPU.
+// CUDA, a whole method evaluation, and a Hugging Face folder loaded on the GPU.
+// Skipped, with the reason, without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +16,13 @@
 #include "engine/model/ModelLoader.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/compress/presses/PressScores.h"
+#include "engine/gguf/GgufFile.h"
+#include "engine/model/KvCache.h"
 #include "kernels/LayerSelection.h"
+#include "support/HfFolderWriter.h"
+#include "support/TinyModelFile.h"
+
+#include <filesystem>
 
 namespace kvlens {
 namespace {
@@ -220,6 +227,30 @@ TEST(CudaEngine, MethodEvaluationRunsOnTheGpuInBf16) {
     EXPECT_TRUE(std::isfinite(m.meanKl));
     EXPECT_GT(m.hitRate, 0.0);
     EXPECT_LE(m.hitRate, 1.0);
+}
+
+// A folder's weights go to the GPU as dense tensors (no in-place reads there): its
+// logits equal the same folder's on the CPU, from F32 and from BF16 safetensors.
+TEST(CudaEngine, AHuggingFaceFolderOnTheGpuEqualsItOnTheCpu) {
+    REQUIRE_CUDA();
+    const GgufFile src(std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-llama3-Q4_K_M.gguf");
+    for (const std::string dtype : {"F32", "BF16"}) {
+        const std::string dir = test::testOutputPath("cuda_hf_llama3_" + dtype);
+        std::filesystem::remove_all(dir);
+        test::HfWriteOptions o;
+        o.dtype = dtype;
+        test::writeHfFolder(src, dir, o);
+        LoadedModel cpu = loadModel(dir, c10::Device(c10::kCPU), c10::kFloat);
+        LoadedModel gpu = loadModel(dir, kGpu, c10::kFloat);
+        const std::vector<int32_t> ids = cpu.tokenizer->encode("Once upon a time, there was a little girl", true);
+        const ModelConfig& c = cpu.model->config();
+        KvCache cpuCache(c.nLayers, c.nKvHeads, c.headDim, int64_t(ids.size()), at::kFloat, c10::Device(c10::kCPU));
+        KvCache gpuCache(c.nLayers, c.nKvHeads, c.headDim, int64_t(ids.size()), at::kFloat, kGpu);
+        const at::Tensor a = cpu.model->forward(ids, cpuCache, true).to(at::kCPU, at::kFloat);
+        const at::Tensor b = gpu.model->forward(ids, gpuCache, true).to(at::kCPU, at::kFloat);
+        const double scale = a.abs().max().item<double>();
+        EXPECT_LT((a - b).abs().max().item<double>(), 1e-4 * scale + 1e-5) << dtype;
+    }
 }
 
 }  // namespace

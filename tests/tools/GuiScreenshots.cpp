@@ -8,6 +8,7 @@
 // with a cell's sample opened: its needle marked in the kept positions, its answer decoded.
 #include <QApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QDockWidget>
 #include <QPixmap>
@@ -32,12 +33,24 @@ using kvlens::ui::MainWindow;
 
 namespace {
 
+// The window's error messages: a wait ends at the first one (a prompt over the model's
+// context, a layer the model does not have) instead of running into its time-out.
+QSignalSpy* g_errors = nullptr;
+
 bool waitFor(QSignalSpy& spy, int count, int ms, const char* what) {
+    QElapsedTimer clock;
+    clock.start();
     while (spy.size() < count) {
-        if (!spy.wait(ms)) {
+        if (g_errors && !g_errors->isEmpty()) {
+            std::fprintf(stderr, "kvlens_gui_screenshots: while waiting for %s the window said: %s\n", what,
+                         qPrintable(g_errors->last().at(0).toString()));
+            return false;
+        }
+        if (clock.elapsed() > ms) {
             std::fprintf(stderr, "kvlens_gui_screenshots: timed out waiting for %s\n", what);
             return false;
         }
+        spy.wait(200);
     }
     return true;
 }
@@ -112,16 +125,19 @@ int main(int argc, char** argv) {
 
     QSignalSpy ready(&w, &MainWindow::modelReady);
     QSignalSpy error(&w, &MainWindow::errorShown);
+    g_errors = &error;
     w.modelPanel()->setModelText(model);
     w.loadModel();
     if (!waitFor(ready, 1, 600000, "the model")) return 1;
     QSignalSpy shown(&w, &MainWindow::selectionShown);
     w.runPrompt();
-    if (!waitFor(shown, 1, 3600000, "the prompt")) {
-        if (!error.isEmpty()) std::fprintf(stderr, "%s\n", qPrintable(error.last().at(0).toString()));
+    if (!waitFor(shown, 1, 3600000, "the prompt")) return 1;
+    if (!budget(w, 128)) return 1;
+    if (w.shownSelection()->layers() < 3) {
+        std::fprintf(stderr, "kvlens_gui_screenshots: the model has %lld layers; the screenshots focus layer 2\n",
+                     (long long)w.shownSelection()->layers());
         return 1;
     }
-    if (!budget(w, 128)) return 1;
     w.focusLayer(2);
     if (!budget(w, 96)) return 1;
     QSignalSpy mapped(&w, &MainWindow::attentionShown);

@@ -179,7 +179,7 @@ const char* kHelp =
     "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
     "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n"
     "  --method   full, snapkv, pyramidkv, streamingllm, adakv, random, tova, knorm, keydiff,\n"
-    "             lagkv, chunkkv (h2o and expected need a prefill)\n"
+    "             lagkv, chunkkv, cur (h2o and expected need a prefill)\n"
     "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
     "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
     "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"

@@ -36,7 +36,7 @@ std::string budgetTooSmall(const PressParams& p, int64_t promptLength, int64_t r
 const std::vector<std::string>& PressParams::methodNames() {
     static const std::vector<std::string> names = {"full",   "snapkv", "pyramidkv", "streamingllm", "h2o",
                                                    "adakv",  "random", "tova",      "knorm",        "keydiff",
-                                                   "lagkv",  "chunkkv", "expected"};
+                                                   "lagkv",  "chunkkv", "expected",     "cur"};
     return names;
 }
 
@@ -46,7 +46,7 @@ bool PressParams::usesWindow() const {
 }
 
 bool PressParams::usesSinks() const {
-    return method == "streamingllm" || method == "lagkv" || method == "expected";
+    return method == "streamingllm" || method == "lagkv" || method == "expected" || method == "cur";
 }
 
 int64_t PressParams::lagTailStart(int64_t T) const {

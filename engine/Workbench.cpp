@@ -277,6 +277,7 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
         return presses::expectedAttentionScores(c, layer, params);
     }
     if (m == "lagkv") return presses::lagKvScores(c, layer, params);
+    if (m == "cur") return presses::curScores(c, layer, params);
     // A budget that holds the whole prompt keeps everything, whatever the window:
     // a window the capture cannot vote with then has no scores to show.
     if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};

@@ -146,7 +146,8 @@ public:
     // positions only (the window has none: NaN); minus the key norm (knorm), minus the
     // key's cosine with the anchor (keydiff), the last query's mean attention (tova)
     // over every position; the chunk's summed votes (chunkkv, prefix only); the
-    // expected attention times ||v|| (expected) and the lag-relative score (lagkv), NaN
+    // expected attention times ||v|| (expected), the lag-relative score (lagkv) and the
+    // windowed key x value norm shares (cur), NaN
     // where they always keep (sinks, LagKV's tail); empty for methods without scores.
     std::vector<std::vector<float>> scores(const PressParams& params, int64_t layer) const;
     // K and V bytes of the entries `selection` keeps, per layer, in the cache's dtype.

@@ -67,6 +67,7 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.method == "lagkv") knobs = std::to_string(p.sinks) + " sinks, lag " + std::to_string(p.lag);
         if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);
         if (p.method == "expected") knobs = std::to_string(p.sinks) + " sinks, " + std::to_string(p.future) + " future";
+        if (p.method == "cur") knobs = std::to_string(p.sinks) + " sinks";
         const bool pooled = p.method == "snapkv" || p.method == "pyramidkv" || p.method == "adakv";
         ReportCell budget = p.method == "full" ? text(ReportText::dash())
                             : p.budget > 0     ? integer(p.budget)

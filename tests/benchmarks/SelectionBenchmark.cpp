@@ -80,6 +80,7 @@ void BM_AdaKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state,
 void BM_TovaSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "tova", tinyllama8k()); }
 void BM_KnormSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "knorm", tinyllama8k()); }
 void BM_KeyDiffSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "keydiff", tinyllama8k()); }
+void BM_CurSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "cur", tinyllama8k()); }
 void BM_LagKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "lagkv", tinyllama8k()); }
 void BM_ChunkKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "chunkkv", tinyllama8k()); }
 void BM_ExpectedSelectAndGather8k(benchmark::State& state) {
@@ -148,6 +149,7 @@ BENCHMARK(BM_AdaKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0
 BENCHMARK(BM_TovaSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_KnormSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_KeyDiffSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_CurSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_LagKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ChunkKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);

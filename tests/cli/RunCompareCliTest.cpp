@@ -69,12 +69,12 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 12u * 3u);  // full once, twelve methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 13u * 3u);  // full once, thirteen methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
-                                              "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected"}));
+                                              "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -199,6 +199,8 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method expected --budget 64 --future 0"), {"--future '0' is not an integer in [1,"});
     expectOneLineError(runCli(base + "--method expected --budget 3"),
                        {"--budget 3 must exceed --sinks 4 (the budget includes the sinks)"});
+    expectOneLineError(runCli(base + "--method cur --budget 4"),
+                       {"--budget 4 must exceed --sinks 4 (the budget includes the sinks)"});
     // Named explicitly, a method whose settings do not fit the prompt fails the comparison.
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,lagkv --budgets 64"),
@@ -215,7 +217,7 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     std::set<std::string> methods;
     for (const auto& row : csvRows(r.out)) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
-                                              "tova", "knorm", "keydiff", "chunkkv", "expected"}));
+                                              "tova", "knorm", "keydiff", "chunkkv", "expected", "cur"}));
 }
 
 }  // namespace

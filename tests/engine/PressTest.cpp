@@ -782,6 +782,11 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     expected.sinks = 2;
     expected.future = 2048;
     all.push_back(expected);
+    PressParams cur;
+    cur.method = "cur";
+    cur.budget = 90;
+    cur.sinks = 6;
+    all.push_back(cur);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

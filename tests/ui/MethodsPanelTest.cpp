@@ -66,12 +66,12 @@ TEST(MethodsPanelTest, AShorterPromptDoesNotChangeTheBudget) {
 TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     MethodsPanel panel;
     const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova",
-                             "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected"};
+                             "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur"};
     EXPECT_EQ(panel.comparedMethods(), all);  // every method but FullKV and H2O
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "11 of 12 methods");
+    EXPECT_EQ(button->text(), "12 of 13 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -83,7 +83,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 12 methods");
+    EXPECT_EQ(button->text(), "1 of 13 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -104,7 +104,8 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                           {"streamingllm", false, false, false, false, false, true},
                           {"lagkv", false, false, false, false, false, true, true},
                           {"chunkkv", true, true, false, false, false, false, false, true},
-                          {"expected", false, false, false, false, false, true, false, false, true}};
+                          {"expected", false, false, false, false, false, true, false, false, true},
+                          {"cur", false, false, false, false, false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;

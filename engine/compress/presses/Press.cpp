@@ -5,6 +5,7 @@
 #include "core/Error.h"
 #include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/ChunkKvPress.h"
+#include "engine/compress/presses/CurPress.h"
 #include "engine/compress/presses/ExpectedAttentionPress.h"
 #include "engine/compress/presses/FullKvPress.h"
 #include "engine/compress/presses/H2oPress.h"
@@ -33,6 +34,7 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "lagkv") return std::make_unique<LagKvPress>();
     if (method == "chunkkv") return std::make_unique<ChunkKvPress>();
     if (method == "expected") return std::make_unique<ExpectedAttentionPress>();
+    if (method == "cur") return std::make_unique<CurPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

@@ -68,6 +68,13 @@ HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const 
 // remainder (always kept).
 HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams& params);
 
+// CUR (CurDKV, as kvpress's CURPress scores by default): per KV head, each position's
+// squared key norm and squared value norm, each divided by its sum over the aligned
+// window of kCurWindow positions the position falls in (the last window as long as
+// the prompt leaves it), multiplied. NaN for the sinks (always kept).
+constexpr int64_t kCurWindow = 16;
+HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& params);
+
 // ChunkKV's chunk scores: `scores` summed over consecutive chunks of `chunk` positions
 // (the last one may be short), one sum per chunk.
 std::vector<float> chunkSums(const std::vector<float>& scores, int64_t chunk);

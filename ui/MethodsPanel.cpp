@@ -107,7 +107,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     };
     const PressParams defaults;
     sinks_ = spin("sinks", 0, 1 << 20, int(defaults.sinks),
-                  "StreamingLLM, LagKV, Expected Attention: the first positions, always kept");
+                  "StreamingLLM, LagKV, Expected Attention, CUR: the first positions, always kept");
     form->addRow("Sinks", sinks_);
     lag_ = spin("lag", 1, 1 << 20, int(defaults.lag),
                 "LagKV: positions per partition; each is scored against the next, the last full one\n"

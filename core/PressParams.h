@@ -35,7 +35,7 @@ struct PressParams {
     double alpha = 0.2;
     GqaMode gqa = GqaMode::KvHead;
     PyramidSchedule schedule = PyramidSchedule::Exact;
-    int64_t sinks = 4;              // StreamingLLM, LagKV, Expected Attention: first positions always kept
+    int64_t sinks = 4;              // StreamingLLM, LagKV, Expected Attention, CUR: first positions always kept
     uint64_t seed = 0;
     int64_t lag = 128;              // LagKV: partition size (each scored against the next)
     int64_t chunk = 10;             // ChunkKV: positions per chunk

@@ -186,23 +186,33 @@ std::unique_ptr<Tokenizer> HfFolder::tokenizer() const {
         if (!it->is_boolean()) throw Error(file("tokenizer_config.json") + ": field 'add_bos_token' is not true or false");
         addBos = it->get<bool>() ? 1 : 0;
     }
-    const bool haveJson = exists(file("tokenizer.json"));
+    const bool haveJson = exists(file("tokenizer.json")), haveModel = exists(file("tokenizer.model"));
     const std::string jsonText = haveJson ? readText(file("tokenizer.json")) : std::string();
-    if (haveJson && !HfTokenizerJson::sentencePieceStyle(jsonText)) {
-        HfTokenizerJson::Extras e;
-        e.bosToken = tokenText(tokConfig, "bos_token", file("tokenizer_config.json"));
-        e.eosToken = tokenText(tokConfig, "eos_token", file("tokenizer_config.json"));
-        e.addBos = addBos;
-        e.endIds = endIds;
-        e.vocabSize = config_.model.vocabSize;
-        auto t = HfTokenizerJson::parse(jsonText, file("tokenizer.json"), e);
-        if (t->vocabSize() != config_.model.vocabSize) {
-            throw Error(file("tokenizer.json") + ": " + std::to_string(t->vocabSize()) +
-                        " tokens, more than config.json's vocab_size " + std::to_string(config_.model.vocabSize));
+    // tokenizer.json is parsed once; only beside a tokenizer.model is it first asked
+    // whether it is SentencePiece-style (then the model file is read instead).
+    if (haveJson && !(haveModel && HfTokenizerJson::sentencePieceStyle(jsonText))) {
+        try {
+            HfTokenizerJson::Extras e;
+            e.bosToken = tokenText(tokConfig, "bos_token", file("tokenizer_config.json"));
+            e.eosToken = tokenText(tokConfig, "eos_token", file("tokenizer_config.json"));
+            e.addBos = addBos;
+            e.endIds = endIds;
+            e.vocabSize = config_.model.vocabSize;
+            auto t = HfTokenizerJson::parse(jsonText, file("tokenizer.json"), e);
+            if (t->vocabSize() != config_.model.vocabSize) {
+                throw Error(file("tokenizer.json") + ": " + std::to_string(t->vocabSize()) +
+                            " tokens, more than config.json's vocab_size " + std::to_string(config_.model.vocabSize));
+            }
+            return t;
+        } catch (const Error&) {
+            if (!haveModel && HfTokenizerJson::sentencePieceStyle(jsonText)) {
+                throw Error(file("tokenizer.json") + ": a SentencePiece-style tokenizer (byte_fallback or Metaspace) and the "
+                                                     "folder has no tokenizer.model, which KV Lens reads for it");
+            }
+            throw;
         }
-        return t;
     }
-    if (exists(file("tokenizer.model"))) {
+    if (haveModel) {
         SentencePieceTokenizer::Options o;
         o.addBos = addBos;
         o.endIds = endIds;
@@ -213,10 +223,6 @@ std::unique_ptr<Tokenizer> HfFolder::tokenizer() const {
                         " pieces, more than config.json's vocab_size " + std::to_string(config_.model.vocabSize));
         }
         return t;
-    }
-    if (haveJson) {
-        throw Error(file("tokenizer.json") + ": a SentencePiece-style tokenizer (byte_fallback or Metaspace) and the "
-                                             "folder has no tokenizer.model, which KV Lens reads for it");
     }
     throw Error(dir_ + ": no tokenizer (tokenizer.json or tokenizer.model)");
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/Error.h"
+#include "support/OneLineError.h"
 #include "engine/hf/HfConfig.h"
 
 namespace kvlens {
@@ -16,17 +17,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string errorOf(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
-        return m;
-    }
-    ADD_FAILURE() << "no error";
-    return "";
-}
+using test::errorOf;
 
 json llama31() {
     return json::parse(R"({

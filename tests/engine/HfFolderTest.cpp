@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
+#include "support/OneLineError.h"
 #include "engine/gguf/GgufFile.h"
 #include "engine/hf/HfFolder.h"
 #include "engine/hf/SafetensorsFile.h"
@@ -28,20 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string errorOf(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
-        return m;
-    } catch (const std::exception& e) {
-        ADD_FAILURE() << "not a kvlens::Error: " << e.what();
-        return "";
-    }
-    ADD_FAILURE() << "no error";
-    return "";
-}
+using test::errorOf;
 
 std::string dataFile(const std::string& name) { return std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/" + name; }
 

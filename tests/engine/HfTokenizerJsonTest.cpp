@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/Error.h"
+#include "support/OneLineError.h"
 #include "engine/hf/HfTokenizerJson.h"
 #include "engine/tokenizer/ByteLevel.h"
 #include "engine/tokenizer/PreTokenizer.h"
@@ -21,17 +22,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string errorOf(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
-        return m;
-    }
-    ADD_FAILURE() << "no error";
-    return "";
-}
+using test::errorOf;
 
 // The 256 byte-level characters (ids 0..255 by byte value), then merged tokens.
 json baseVocab(std::vector<std::string> extra) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/Error.h"
+#include "support/OneLineError.h"
 #include "engine/hf/SafetensorsFile.h"
 #include "support/HfFolderWriter.h"
 #include "support/TinyModelFile.h"
@@ -20,20 +21,7 @@ using test::buildSafetensors;
 using test::encodeValues;
 using test::SafetensorsEntry;
 
-std::string errorOf(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
-        return m;
-    } catch (const std::exception& e) {
-        ADD_FAILURE() << "not a kvlens::Error: " << e.what();
-        return "";
-    }
-    ADD_FAILURE() << "no error";
-    return "";
-}
+using test::errorOf;
 
 // An image whose header is `header` verbatim, followed by `data` bytes.
 std::vector<uint8_t> withHeader(const std::string& header, size_t data) {

@@ -221,6 +221,7 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
             m.method = method;
             PressParams p = press;
             p.method = method;
+            if (!p.takesScorer()) p.scorer.clear();
             const auto pressImpl = Press::create(method);
             // What one method alone needs (H2O's sums) is computed before its timing.
             t0 = now();
@@ -353,7 +354,8 @@ int runBench(const std::vector<std::string>& argv) {
     valueFlags.insert(
         {"--prompt-len", "-n", "--reps", "--warmup", "--seed", "--methods", "--bandwidth"});
     valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
-                       "--schedule", "--sinks", "--lag", "--chunk", "--future"});
+                       "--schedule", "--sinks", "--lag", "--chunk", "--future", "--scorer", "--tau1",
+                       "--tau2", "--gamma", "--lazy"});
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -386,7 +388,8 @@ int runBench(const std::vector<std::string>& argv) {
         return runCacheComparison(args, plan, options, loaded, decodeTokens, reps, warmup, seed);
     }
     for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
-                             "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future"}) {
+                             "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future",
+                             "--scorer", "--tau1", "--tau2", "--gamma", "--lazy"}) {
         if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
     }
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);

@@ -148,6 +148,7 @@ int runInspect(const std::vector<std::string>& argv) {
         if (method == params.method || method == "full") continue;
         PressParams p = params;
         p.method = method;
+        if (!p.takesScorer()) p.scorer.clear();
         try {
             p.validate(capture->promptLength(), capture->windowCapacity());
         } catch (const Error& e) {

@@ -13,7 +13,8 @@ const std::set<std::string>& PressOptions::flags() {
     static const std::set<std::string> f = {"--method", "--budget", "--window", "--kernel",
                                             "--pool",   "--beta",   "--alpha",  "--gqa",
                                             "--schedule", "--sinks", "--seed", "--lag",
-                                            "--chunk",  "--future"};
+                                            "--chunk",  "--future", "--scorer", "--tau1",
+                                            "--tau2",   "--gamma",  "--lazy"};
     return f;
 }
 
@@ -33,6 +34,11 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     p.lag = args.getInt("--lag", p.lag, 1, 1 << 20);
     p.chunk = args.getInt("--chunk", p.chunk, 1, 1 << 20);
     p.future = args.getInt("--future", p.future, 1, 1 << 24);
+    p.scorer = args.get("--scorer", p.scorer);
+    p.tau1 = args.getDouble("--tau1", p.tau1);
+    p.tau2 = args.getDouble("--tau2", p.tau2);
+    p.gamma = args.getDouble("--gamma", p.gamma);
+    p.lazy = args.getDouble("--lazy", p.lazy);
     return p;
 }
 
@@ -88,6 +94,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
         for (const std::string& budget : budgets) {
             PressParams p = base;
             p.method = method;
+            if (!p.takesScorer()) p.scorer.clear();  // --scorer is for the methods that take one
             parseBudget(budget, "--budgets", p);
             // A sweep may go below the default window: halve it for those budgets
             // (the W column shows it) unless --window was given.
@@ -98,6 +105,9 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
             if (method == "full") break;  // one budget says all there is
         }
     }
+    if (!base.scorer.empty() &&
+        std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
+        throw Error("--scorer is for adakv, chunkkv and cake, and --methods names none of them");
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     return runs;

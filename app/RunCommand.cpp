@@ -35,7 +35,12 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
             {"seed", p.seed},
             {"lag", p.lag},
             {"chunk", p.chunk},
-            {"future", p.future}};
+            {"future", p.future},
+            {"scorer", p.scorerInEffect()},
+            {"tau1", p.tau1},
+            {"tau2", p.tau2},
+            {"gamma", p.gamma},
+            {"lazy", p.lazy}};
 }
 
 static nlohmann::json runMetricsJson(const RunMetrics& m) {
@@ -69,12 +74,16 @@ int runRun(const std::vector<std::string>& argv) {
             "usage: kvlens run [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
             "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
-            "       [--lag L] [--chunk C] [--future F]\n"
+            "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
+            "       [--lazy X]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
-            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,\n"
-            "           lagkv (--sinks, --lag), chunkkv (--window, --chunk), expected (--sinks, --future),\n"
-            "           cur (--sinks)\n"
+            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv (--alpha, --scorer), random,\n"
+            "           tova, knorm, keydiff, lagkv (--sinks, --lag), chunkkv (--window, --chunk, --scorer),\n"
+            "           expected (--sinks, --future), cur (--sinks),\n"
+            "           cake (--window, --tau1 1, --tau2 1, --gamma 200, --scorer), simlayerkv (--sinks, --lazy 0.9)\n"
+            "  --scorer: what adakv, chunkkv and cake rank by: snapkv (adakv's and chunkkv's own), tova,\n"
+            "           knorm, keydiff, expected, cur, cake (cake's own eviction indicator)\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
             "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
             "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"

@@ -175,15 +175,17 @@ std::vector<LayerInputs> readInputs(const std::vector<std::string>& paths) {
 const char* kHelp =
     "usage: kvlens select --inputs FILE... --method M --budget B [--window W] [--kernel K]\n"
     "       [--pool max|avg] [--gqa kv-head|query-head] [--schedule exact|factory] [--beta X]\n"
-    "       [--alpha A] [--sinks S] [--seed S] [--lag L] [--chunk C] [--json]\n"
+    "       [--alpha A] [--sinks S] [--seed S] [--lag L] [--chunk C] [--scorer S] [--tau1 X]\n"
+    "       [--tau2 X] [--gamma G] [--lazy X] [--json]\n"
     "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
     "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n"
     "  --method   full, snapkv, pyramidkv, streamingllm, adakv, random, tova, knorm, keydiff,\n"
-    "             lagkv, chunkkv, cur (h2o and expected need a prefill)\n"
+    "             lagkv, chunkkv, cur, cake, simlayerkv (h2o and expected need a prefill)\n"
+    "  --scorer   what adakv, chunkkv and cake rank by: snapkv, tova, knorm, keydiff, cur, cake\n"
     "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
     "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
     "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"
-    "             --lag 128, --chunk 10\n"
+    "             --lag 128, --chunk 10, --tau1 1, --tau2 1, --gamma 200, --lazy 0.9\n"
     "  --json     {\"layers\": [{\"layer\", \"heads\": [[kept positions]]}], \"layer_budgets\",\n"
     "             \"params\"}; otherwise a summary per layer and head.\n";
 
@@ -258,6 +260,11 @@ int runSelect(const std::vector<std::string>& argv) {
             {"lag", p.lag},
             {"chunk", p.chunk},
             {"future", p.future},
+            {"scorer", p.scorerInEffect()},
+            {"tau1", p.tau1},
+            {"tau2", p.tau2},
+            {"gamma", p.gamma},
+            {"lazy", p.lazy},
             {"describe", p.describe()}};
         out["prompt_length"] = s.promptLength;
         out["query_heads"] = s.queryHeads;

@@ -36,17 +36,35 @@ std::string budgetTooSmall(const PressParams& p, int64_t promptLength, int64_t r
 const std::vector<std::string>& PressParams::methodNames() {
     static const std::vector<std::string> names = {"full",   "snapkv", "pyramidkv", "streamingllm", "h2o",
                                                    "adakv",  "random", "tova",      "knorm",        "keydiff",
-                                                   "lagkv",  "chunkkv", "expected",     "cur"};
+                                                   "lagkv",  "chunkkv", "expected",     "cur",
+                                                   "cake",   "simlayerkv"};
     return names;
+}
+
+const std::vector<std::string>& PressParams::scorerNames() {
+    static const std::vector<std::string> names = {"snapkv", "tova", "knorm", "keydiff", "expected", "cur", "cake"};
+    return names;
+}
+
+bool PressParams::takesScorer() const { return method == "adakv" || method == "chunkkv" || method == "cake"; }
+
+std::string PressParams::scorerInEffect() const {
+    if (!takesScorer()) return "";
+    if (!scorer.empty()) return scorer;
+    return method == "cake" ? "cake" : "snapkv";
 }
 
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
-           method == "random" || method == "chunkkv";
+           method == "random" || method == "chunkkv" || method == "cake";
 }
 
 bool PressParams::usesSinks() const {
-    return method == "streamingllm" || method == "lagkv" || method == "expected" || method == "cur";
+    if (method == "streamingllm" || method == "lagkv" || method == "expected" || method == "cur" ||
+        method == "simlayerkv")
+        return true;
+    const std::string s = scorerInEffect();
+    return s == "expected" || s == "cur";
 }
 
 int64_t PressParams::lagTailStart(int64_t T) const {
@@ -65,6 +83,16 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         std::string list;
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
         throw Error("--method '" + method + "' is not one of " + list);
+    }
+    if (!scorer.empty()) {
+        if (!takesScorer())
+            throw Error("--scorer is for adakv, chunkkv and cake, not --method " + method);
+        const auto& scorers = scorerNames();
+        if (std::find(scorers.begin(), scorers.end(), scorer) == scorers.end()) {
+            std::string list;
+            for (const auto& n : scorers) list += (list.empty() ? "" : ", ") + n;
+            throw Error("--scorer '" + scorer + "' is not one of " + list);
+        }
     }
     if (method == "full") return;  // keeps everything: no budget to check
     if (budget < 0) throw Error("--budget must be positive");
@@ -88,7 +116,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         }
         if (!keepsAll && B <= window) throw Error(budgetTooSmall(*this, promptLength, B, "--window", window, "the budget includes the window"));
     }
-    if (method == "snapkv" || method == "pyramidkv" || method == "adakv") {
+    if (method == "snapkv" || method == "pyramidkv" || (method != "chunkkv" && scorerInEffect() == "snapkv")) {
         if (kernel < 1 || kernel % 2 == 0) {
             throw Error("--kernel " + std::to_string(kernel) + " must be odd and positive");
         }
@@ -105,13 +133,44 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         s << "--alpha " << alpha << " must be in [0, 1]";
         throw Error(s.str());
     }
+    if (method == "cake") {
+        for (const auto& [flag, v] : {std::pair<const char*, double>{"--tau1", tau1}, {"--tau2", tau2}}) {
+            if (!(v > 0.0 && std::isfinite(v))) {
+                std::ostringstream s;
+                s << flag << " " << v << " must be positive (CAKE raises the dispersion to 1/tau)";
+                throw Error(s.str());
+            }
+        }
+        if (window < 2)
+            throw Error("--window " + std::to_string(window) +
+                        " is too short for CAKE, which measures the attention's variance over the window's rows: use 2 or more");
+    }
+    if (scorerInEffect() == "cake" && !(gamma >= 0.0 && std::isfinite(gamma))) {
+        std::ostringstream s;
+        s << "--gamma " << gamma << " must be >= 0";
+        throw Error(s.str());
+    }
+    if (method == "simlayerkv" && !(lazy >= 0.0 && lazy <= 1.0)) {
+        std::ostringstream s;
+        s << "--lazy " << lazy << " must be in [0, 1]";
+        throw Error(s.str());
+    }
     if (usesSinks()) {
         if (sinks < 0) throw Error("--sinks must be >= 0");
-        if (method == "expected" && !keepsAll && sinks > kMaxQuerySinks) {
+        if (scorerInEffect() == "expected" || method == "expected") {
+            if (!keepsAll && sinks > kMaxQuerySinks) {
             throw Error("--sinks " + std::to_string(sinks) + " is above the " + std::to_string(kMaxQuerySinks) +
                         " first queries the capture keeps (Expected Attention leaves the sinks' queries out of its statistics)");
+            }
         }
         if (!keepsAll && B <= sinks) throw Error(budgetTooSmall(*this, promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
+        // A wrapper keeps its window and its scorer's sinks beside what it ranks.
+        if (!keepsAll && usesWindow() && B <= window + sinks)
+            throw Error(budgetTooSmall(*this, promptLength, B, "--window + --sinks", window + sinks,
+                                       "the budget includes the window and the scorer's sinks"));
+        if (!keepsAll && usesWindow() && window + sinks >= promptLength)
+            throw Error("--window " + std::to_string(window) + " and --sinks " + std::to_string(sinks) +
+                        " leave nothing of the " + std::to_string(promptLength) + "-token prompt to rank");
     }
     if (method == "lagkv" && lag < 1) throw Error("--lag " + std::to_string(lag) + " must be at least 1");
     if (method == "lagkv" && !keepsAll && B < sinks + promptLength - lagTailStart(promptLength)) {
@@ -122,12 +181,13 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
                     "-token prompt): raise the budget or lower --lag");
     }
     if (method == "chunkkv" && chunk < 1) throw Error("--chunk " + std::to_string(chunk) + " must be at least 1");
-    if (method == "chunkkv" && !keepsAll && B - window < chunk) {
-        throw Error("--budget " + std::to_string(B) + " leaves " + std::to_string(B - window) +
-                    " entries beside --window " + std::to_string(window) + ", less than one --chunk of " +
-                    std::to_string(chunk));
+    if (method == "chunkkv" && !keepsAll && B - window - (usesSinks() ? sinks : 0) < chunk) {
+        const int64_t fixed = window + (usesSinks() ? sinks : 0);
+        throw Error("--budget " + std::to_string(B) + " leaves " + std::to_string(B - fixed) + " entries beside --window " +
+                    std::to_string(window) + (usesSinks() ? " and --sinks " + std::to_string(sinks) : std::string()) +
+                    ", less than one --chunk of " + std::to_string(chunk));
     }
-    if (method == "expected" && future < 1) throw Error("--future " + std::to_string(future) + " must be at least 1");
+    if ((method == "expected" || scorerInEffect() == "expected") && future < 1) throw Error("--future " + std::to_string(future) + " must be at least 1");
 }
 
 std::string PressParams::describe() const {
@@ -140,15 +200,19 @@ std::string PressParams::describe() const {
     }
     if (method == "full") return s.str();
     if (usesWindow()) s << " W=" << window;
-    if (method == "snapkv" || method == "pyramidkv" || method == "adakv") {
+    if (takesScorer() && !scorer.empty()) s << " scorer=" << scorer;
+    if (method == "snapkv" || method == "pyramidkv" || (method != "chunkkv" && scorerInEffect() == "snapkv")) {
         s << " k=" << kernel << " " << poolingName(pooling) << " " << gqaModeName(gqa);
     }
     if (method == "pyramidkv") s << " beta=" << beta << " " << scheduleName(schedule);
     if (method == "adakv") s << " alpha=" << alpha;
     if (usesSinks()) s << " sinks=" << sinks;
     if (method == "lagkv") s << " lag=" << lag;
-    if (method == "chunkkv") s << " chunk=" << chunk << " " << gqaModeName(gqa);
-    if (method == "expected") s << " future=" << future;
+    if (method == "chunkkv") s << " chunk=" << chunk << (scorerInEffect() == "snapkv" ? std::string(" ") + gqaModeName(gqa) : "");
+    if (method == "expected" || scorerInEffect() == "expected") s << " future=" << future;
+    if (method == "cake") s << " tau1=" << tau1 << " tau2=" << tau2;
+    if (scorerInEffect() == "cake") s << " gamma=" << gamma;
+    if (method == "simlayerkv") s << " lazy=" << lazy;
     if (method == "random") s << " seed=" << seed;
     return s.str();
 }
@@ -194,6 +258,19 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.lag = static_cast<int64_t>(std::llround(number(word, 4)));
         } else if (is("chunk=")) {
             p.chunk = static_cast<int64_t>(std::llround(number(word, 6)));
+        } else if (is("scorer=")) {
+            p.scorer = word.substr(7);
+            const auto& scorers = scorerNames();
+            if (std::find(scorers.begin(), scorers.end(), p.scorer) == scorers.end())
+                throw Error(what + ": '" + word + "' is not a scorer");
+        } else if (is("tau1=")) {
+            p.tau1 = number(word, 5);
+        } else if (is("tau2=")) {
+            p.tau2 = number(word, 5);
+        } else if (is("gamma=")) {
+            p.gamma = number(word, 6);
+        } else if (is("lazy=")) {
+            p.lazy = number(word, 5);
         } else if (is("future=")) {
             p.future = static_cast<int64_t>(std::llround(number(word, 7)));
         } else if (word == "max" || word == "avg") {

@@ -24,8 +24,11 @@ const char* scheduleName(PyramidSchedule schedule);
 
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
-    // lagkv, chunkkv, expected
+    // lagkv, chunkkv, expected, cur, cake, simlayerkv
     std::string method = "snapkv";
+    // AdaKV, ChunkKV, CAKE: the method whose scores they rank by ("" = their own:
+    // SnapKV's votes for AdaKV and ChunkKV, CAKE's eviction indicator for CAKE).
+    std::string scorer;
     int64_t budget = 0;             // KV entries per head, window included; 0: use budgetRatio
     double budgetRatio = 0.0;       // of the prompt length, when budget is 0
     int64_t window = 32;
@@ -40,6 +43,11 @@ struct PressParams {
     int64_t lag = 128;              // LagKV: partition size (each scored against the next)
     int64_t chunk = 10;             // ChunkKV: positions per chunk
     int64_t future = 512;           // Expected Attention: future query positions its RoPE averages over
+    double tau1 = 1.0;              // CAKE: layer preference = entropy^(1/tau1) x variance^(1/tau2)
+    double tau2 = 1.0;
+    double gamma = 200.0;           // CAKE: eviction indicator = mean + gamma x variance over the window
+    double lazy = 0.9;              // SimLayerKV: a layer is lazy when its last query gives the
+                                    // sinks and the recent positions more than this share
     static constexpr int64_t kMaxQuerySinks = 64;  // the capture keeps this many first queries
 
     // Entries per head for a prompt of `promptLength` tokens (ratio rounded, at least 1).
@@ -69,8 +77,16 @@ struct PressParams {
     static const std::vector<std::string>& methodNames();
     // Methods that keep the observation window (and so need budget > window).
     bool usesWindow() const;
-    // Methods that always keep the first `sinks` positions.
+    // Methods that always keep the first `sinks` positions (a wrapper too when its
+    // scorer keeps sinks).
     bool usesSinks() const;
+    // The scorers AdaKV, ChunkKV and CAKE rank by with --scorer.
+    static const std::vector<std::string>& scorerNames();
+    // Whether the method takes --scorer (adakv, chunkkv, cake).
+    bool takesScorer() const;
+    // The scorer in effect for a method that takes one: `scorer`, or the method's own
+    // ("snapkv" for AdaKV and ChunkKV, "cake" for CAKE); "" for the other methods.
+    std::string scorerInEffect() const;
     // LagKV on a prompt of `promptLength`: after the sinks, partitions of `lag` positions;
     // the last full one and the remainder form a tail that is always kept, from here on.
     // The partitions from `sinks` to it are scored, each against the next.

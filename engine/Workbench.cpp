@@ -278,11 +278,32 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     }
     if (m == "lagkv") return presses::lagKvScores(c, layer, params);
     if (m == "cur") return presses::curScores(c, layer, params);
+    // SimLayerKV judges each layer by the last query's attention.
+    if (m == "simlayerkv") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
     // A budget that holds the whole prompt keeps everything, whatever the window:
     // a window the capture cannot vote with then has no scores to show.
     if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};
+    if (params.takesScorer() && params.scorerInEffect() != "snapkv") {
+        // A budget that holds the prompt keeps it whatever the window: nothing ranked, no scores.
+        const int64_t fixed = params.window + (params.usesSinks() ? params.sinks : 0);
+        if ((params.scorerInEffect() == "expected" && !c.queryStatistics()) || fixed >= c.promptLength() ||
+            params.window > c.windowCapacity())
+            return {};
+        presses::HeadScores rows = presses::scorerScores(c, layer, params);
+        if (m == "chunkkv") {
+            // Each ranked position shows its chunk's summed scores, what the chunk is ranked by.
+            const int64_t sinks = params.usesSinks() ? params.sinks : 0;
+            const int64_t ranked = c.promptLength() - params.window - sinks, chunk = std::max<int64_t>(params.chunk, 1);
+            for (auto& head : rows) {
+                const std::vector<float> sums =
+                    presses::chunkSums(std::vector<float>(head.begin() + sinks, head.begin() + sinks + ranked), chunk);
+                for (int64_t i = 0; i < ranked; ++i) head[sinks + i] = sums[i / chunk];
+            }
+        }
+        return rows;
+    }
     presses::HeadScores prefix;
-    if (m == "snapkv" || m == "pyramidkv" || m == "adakv") {
+    if (m == "snapkv" || m == "pyramidkv" || m == "adakv" || m == "cake") {
         prefix = presses::windowVotes(c, layer, params.window, params.gqa);
         for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
     } else if (m == "chunkkv") {

@@ -68,7 +68,17 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);
         if (p.method == "expected") knobs = std::to_string(p.sinks) + " sinks, " + std::to_string(p.future) + " future";
         if (p.method == "cur") knobs = std::to_string(p.sinks) + " sinks";
-        const bool pooled = p.method == "snapkv" || p.method == "pyramidkv" || p.method == "adakv";
+        if (p.method == "cake")
+            knobs = "tau1 " + ReportText::number("%g", p.tau1) + ", tau2 " + ReportText::number("%g", p.tau2);
+        if (p.scorerInEffect() == "cake") knobs += ", gamma " + ReportText::number("%g", p.gamma);
+        if (p.method == "simlayerkv") knobs = std::to_string(p.sinks) + " sinks, lazy above " + ReportText::number("%g", p.lazy);
+        if (!p.scorer.empty()) {
+            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "scored by " + p.scorer;
+            if (p.scorer == "expected" || p.scorer == "cur") knobs += ", " + std::to_string(p.sinks) + " sinks";
+            if (p.scorer == "expected") knobs += ", " + std::to_string(p.future) + " future";
+        }
+        const bool pooled = p.method == "snapkv" || p.method == "pyramidkv" ||
+                            (p.method != "chunkkv" && p.scorerInEffect() == "snapkv");
         ReportCell budget = p.method == "full" ? text(ReportText::dash())
                             : p.budget > 0     ? integer(p.budget)
                                                : num(ReportData::budgetText(p), p.budgetRatio);

@@ -52,7 +52,12 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"seed", p.seed},
                               {"lag", p.lag},
                               {"chunk", p.chunk},
-                              {"future", p.future}};
+                              {"future", p.future},
+                              {"scorer", p.scorer},
+                              {"tau1", p.tau1},
+                              {"tau2", p.tau2},
+                              {"gamma", p.gamma},
+                              {"lazy", p.lazy}};
     return j.dump();
 }
 
@@ -76,6 +81,12 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.lag = j.value("lag", p.lag);
         p.chunk = j.value("chunk", p.chunk);
         p.future = j.value("future", p.future);
+        // Written since schema 5.
+        p.scorer = j.value("scorer", p.scorer);
+        p.tau1 = j.value("tau1", p.tau1);
+        p.tau2 = j.value("tau2", p.tau2);
+        p.gamma = j.value("gamma", p.gamma);
+        p.lazy = j.value("lazy", p.lazy);
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

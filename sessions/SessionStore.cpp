@@ -60,18 +60,23 @@ void checkSessionName(const std::string& name) {
 }
 
 // The press parameters in the runs table, in column order from `first`, each after
-// `prefix` ("r." in a join). A schema 2 store (read-only) has no lag, chunk_size or
-// future column: their defaults stand in.
-std::string paramColumns(bool beforeSchema3, const std::string& prefix = "") {
+// `prefix` ("r." in a join), as a store of schema `schema` holds them: a read-only
+// schema 2 store has no lag, chunk_size or future column, one before schema 5 no
+// scorer, tau1, tau2, gamma or lazy column: their defaults stand in.
+constexpr int kParamColumns = 20;
+std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     std::string out;
     for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
                           "schedule", "sinks", "seed"})
         out += (out.empty() ? "" : ", ") + prefix + c;
-    if (beforeSchema3) {
-        const PressParams d;
-        return out + ", " + std::to_string(d.lag) + ", " + std::to_string(d.chunk) + ", " + std::to_string(d.future);
+    const PressParams d;
+    if (schema < 3) {
+        out += ", " + std::to_string(d.lag) + ", " + std::to_string(d.chunk) + ", " + std::to_string(d.future);
+    } else {
+        out += ", " + prefix + "lag, " + prefix + "chunk_size, " + prefix + "future";
     }
-    return out + ", " + prefix + "lag, " + prefix + "chunk_size, " + prefix + "future";
+    if (schema < 5) return out + ", '', 1.0, 1.0, 200.0, 0.9";  // PressParams' defaults
+    return out + ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix + "lazy";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
@@ -89,7 +94,12 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 11, int64_t(p.seed))
         .bind(first + 12, p.lag)
         .bind(first + 13, p.chunk)
-        .bind(first + 14, p.future);
+        .bind(first + 14, p.future)
+        .bind(first + 15, p.scorer)
+        .bind(first + 16, p.tau1)
+        .bind(first + 17, p.tau2)
+        .bind(first + 18, p.gamma)
+        .bind(first + 19, p.lazy);
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -109,6 +119,11 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     p.lag = s.getInt(first + 12);
     p.chunk = s.getInt(first + 13);
     p.future = s.getInt(first + 14);
+    p.scorer = s.getText(first + 15);
+    p.tau1 = s.getDouble(first + 16);
+    p.tau2 = s.getDouble(first + 17);
+    p.gamma = s.getDouble(first + 18);
+    p.lazy = s.getDouble(first + 19);
     return p;
 }
 
@@ -214,6 +229,7 @@ void SessionStore::open(Access access) {
     const uint32_t version = StoreSchema::version();
     StoreFile::Header header = StoreFile::inspect(path_, StoreSchema::kApplicationId, version);
     const bool readOnly = access == Access::ReadOnly;
+    runsSchema_ = version;
     if (readOnly) {
         if (!header.exists) {
             throw Error(path_ + ": no session store here yet (runs saved with --save create it)");
@@ -275,10 +291,10 @@ void SessionStore::open(Access access) {
                             std::to_string(version) +
                             "); left unchanged: update kvlens to open it");
             }
-            // Schema 3 only added columns to runs, which a read of a schema 2 store fills
-            // with their defaults, and schema 4 the table of folder models' files,
+            // Schemas 3 and 5 only added columns to runs, which a read of an older store
+            // fills with their defaults, and schema 4 the table of folder models' files,
             // which such a store has none of: it lists, reports and exports as it is.
-            runsBeforeSchema3_ = readOnly && stored == 2;
+            runsSchema_ = readOnly ? stored : int64_t(version);
             noModelFiles_ = readOnly && stored < 4;
             if (readOnly && stored < int64_t(version) && stored < 2) {
                 throw Error(path_ + ": store schema " + std::to_string(stored) +
@@ -721,24 +737,25 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
     }
     Statement insert(
         *db_,
-        std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(false) +
+        std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)
         .bind(3, run.createdMs ? run.createdMs : now);
     bindParams(insert, 4, run.params);
-    insert.bind(19, run.newTokens)
-        .bind(20, run.engineVersion)
-        .bind(21, run.device)
-        .bind(22, run.dtype);
-    insert.bind(23, run.threads)
-        .bind(24, run.prefillSeconds)
-        .bind(25, run.status)
-        .bind(26, run.error);
-    insert.bind(27, run.fullText).bind(28, run.text);
+    const int next = 4 + kParamColumns;
+    insert.bind(next, run.newTokens)
+        .bind(next + 1, run.engineVersion)
+        .bind(next + 2, run.device)
+        .bind(next + 3, run.dtype);
+    insert.bind(next + 4, run.threads)
+        .bind(next + 5, run.prefillSeconds)
+        .bind(next + 6, run.status)
+        .bind(next + 7, run.error);
+    insert.bind(next + 8, run.fullText).bind(next + 9, run.text);
     insert.run();
     const int64_t id = db_->lastInsertId();
 
@@ -812,7 +829,7 @@ RunRecord SessionStore::run(int64_t id) {
     {
         Statement s(
             *db_,
-            std::string("SELECT id, session_id, prompt_id, created_ms, ") + paramColumns(runsBeforeSchema3_) +
+            std::string("SELECT id, session_id, prompt_id, created_ms, ") + paramColumns(runsSchema_) +
                 ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
                 "full_text, text FROM runs WHERE id = ?",
             "read run " + std::to_string(id));
@@ -823,16 +840,17 @@ RunRecord SessionStore::run(int64_t id) {
         r.promptId = s.getInt(2);
         r.createdMs = s.getInt(3);
         r.params = readParams(s, 4, what);
-        r.newTokens = s.getInt(19);
-        r.engineVersion = s.getText(20);
-        r.device = s.getText(21);
-        r.dtype = s.getText(22);
-        r.threads = s.getInt(23);
-        r.prefillSeconds = s.getDouble(24);
-        r.status = s.getText(25);
-        r.error = s.getText(26);
-        r.fullText = s.getText(27);
-        r.text = s.getText(28);
+        const int next = 4 + kParamColumns;
+        r.newTokens = s.getInt(next);
+        r.engineVersion = s.getText(next + 1);
+        r.device = s.getText(next + 2);
+        r.dtype = s.getText(next + 3);
+        r.threads = s.getInt(next + 4);
+        r.prefillSeconds = s.getDouble(next + 5);
+        r.status = s.getText(next + 6);
+        r.error = s.getText(next + 7);
+        r.fullText = s.getText(next + 8);
+        r.text = s.getText(next + 9);
     }
     {
         Statement s(
@@ -938,7 +956,7 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
             "SELECT r.id, r.prompt_id, r.created_ms, r.new_tokens, r.status, p.token_count, "
             "m.bytes, m.full_bytes, m.ratio, m.token_agreement, m.mean_kl, m.top1_agreement, "
             "m.agreed_prefix, m.hit_rate, ") +
-            paramColumns(runsBeforeSchema3_, "r.") +
+            paramColumns(runsSchema_, "r.") +
             " FROM runs r JOIN prompts p ON p.id = r.prompt_id "
             "LEFT JOIN metrics m ON m.run_id = r.id WHERE r.session_id = ? ORDER BY r.id",
         "list runs");

@@ -106,7 +106,7 @@ private:
     std::unique_ptr<Database> db_;
     // A schema 2 store opened read-only: its runs lack the LagKV, ChunkKV and Expected
     // Attention settings (schema 3), which read as their defaults.
-    bool runsBeforeSchema3_ = false;
+    int64_t runsSchema_ = 0;  // the schema the runs table is read as (older when read-only)
     bool noModelFiles_ = false;  // a read-only store of schema 2 or 3
     void readModelFiles(ModelRecord& m);
 };

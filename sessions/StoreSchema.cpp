@@ -1,4 +1,4 @@
-// Schema versions 1 to 4. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// Schema versions 1 to 5. Times are Unix milliseconds (UTC). REAL columns hold NULL
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 
@@ -186,6 +186,16 @@ CREATE TABLE model_files (
 );
 )SQL";
 
+// Version 5: the scorer of AdaKV, ChunkKV and CAKE, CAKE's tau1, tau2 and gamma and
+// SimLayerKV's lazy threshold; runs saved before hold their defaults.
+const char* kVersion5 = R"SQL(
+ALTER TABLE runs ADD COLUMN scorer TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN tau1 REAL NOT NULL DEFAULT 1.0;
+ALTER TABLE runs ADD COLUMN tau2 REAL NOT NULL DEFAULT 1.0;
+ALTER TABLE runs ADD COLUMN gamma REAL NOT NULL DEFAULT 200.0;
+ALTER TABLE runs ADD COLUMN lazy REAL NOT NULL DEFAULT 0.9;
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -201,6 +211,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion2, "add the needle-in-a-haystack runs"); },
         [](Database& db) { db.exec(kVersion3, "add the LagKV, ChunkKV and Expected Attention settings"); },
         [](Database& db) { db.exec(kVersion4, "add the files of Hugging Face folder models"); },
+        [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV and scorer settings"); },
     };
     return all;
 }

@@ -165,6 +165,7 @@ void EngineWorker::selectOthers(const PressParams& params, const std::vector<std
                           if (selectPending()) return;
                           PressParams p = params;
                           p.method = method;
+                          if (!p.takesScorer()) p.scorer.clear();
                           try {
                               bench_.prepareMethod(method, progressFor("compare methods"));
                               auto s = std::make_shared<const Selection>(bench_.select(p));

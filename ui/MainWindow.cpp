@@ -70,7 +70,8 @@ bool sameParams(const PressParams& a, const PressParams& b) {
     return a.method == b.method && a.budget == b.budget && a.budgetRatio == b.budgetRatio &&
            a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
            a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
-           a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future;
+           a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
+           a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy;
 }
 
 }  // namespace

@@ -107,7 +107,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     };
     const PressParams defaults;
     sinks_ = spin("sinks", 0, 1 << 20, int(defaults.sinks),
-                  "StreamingLLM, LagKV, Expected Attention, CUR: the first positions, always kept");
+                  "StreamingLLM, LagKV, Expected Attention, CUR, SimLayerKV (and a wrapper scored by\n"
+                  "Expected Attention or CUR): the first positions, always kept");
     form->addRow("Sinks", sinks_);
     lag_ = spin("lag", 1, 1 << 20, int(defaults.lag),
                 "LagKV: positions per partition; each is scored against the next, the last full one\n"
@@ -118,6 +119,37 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     future_ = spin("future", 1, 1 << 24, int(defaults.future),
                    "Expected Attention: the future query positions whose RoPE rotation is averaged");
     form->addRow("Future", future_);
+    scorer_ = new QComboBox;
+    scorer_->setObjectName("scorer");
+    scorer_->addItem("(own)");
+    for (const std::string& s : PressParams::scorerNames()) scorer_->addItem(QString::fromStdString(s));
+    scorer_->setToolTip("AdaKV, ChunkKV, CAKE: the scores they rank by; (own): SnapKV's votes for\n"
+                        "AdaKV and ChunkKV, CAKE's eviction indicator for CAKE");
+    form->addRow("Scorer", scorer_);
+    auto real = [&](const char* name, double lo, double hi, double step, int decimals, double value, const char* tip) {
+        auto* box = new QDoubleSpinBox;
+        box->setObjectName(name);
+        box->setRange(lo, hi);
+        box->setSingleStep(step);
+        box->setDecimals(decimals);
+        box->setValue(value);
+        box->setToolTip(tip);
+        return box;
+    };
+    tau1_ = real("tau1", 0.05, 100.0, 0.1, 2, defaults.tau1,
+                 "CAKE: a layer's preference is entropy^(1/tau1) x variance^(1/tau2) of its window's attention");
+    tau2_ = real("tau2", 0.05, 100.0, 0.1, 2, defaults.tau2, "CAKE: see tau1");
+    auto* tauRow = new QHBoxLayout;
+    tauRow->addWidget(tau1_);
+    tauRow->addWidget(tau2_);
+    form->addRow("Tau 1, 2", tauRow);
+    gamma_ = real("gamma", 0.0, 1e6, 10.0, 1, defaults.gamma,
+                  "CAKE's eviction indicator: the window attention's mean + gamma x its variance");
+    form->addRow("Gamma", gamma_);
+    lazy_ = real("lazy", 0.0, 1.0, 0.05, 2, defaults.lazy,
+                 "SimLayerKV: a layer whose last query gives the sinks and the recent positions more than\n"
+                 "this share of its attention keeps only them (Llama 3 0.9, Llama 2 0.65, Mistral 0.8, Qwen 0.85)");
+    form->addRow("Lazy above", lazy_);
     compared_ = new QToolButton;
     compared_->setObjectName("comparedMethods");
     compared_->setPopupMode(QToolButton::InstantPopup);
@@ -188,6 +220,12 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     connect(gqa_, &QComboBox::currentTextChanged, this, changed);
     for (QSpinBox* box : {sinks_, lag_, chunk_, future_})
         connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_})
+        connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
+    connect(scorer_, &QComboBox::currentTextChanged, this, [this, changed] {
+        updateEnabled();
+        changed();
+    });
     budgetModeChanged();
     updateEnabled();
 }
@@ -211,6 +249,11 @@ PressParams MethodsPanel::params() const {
     p.lag = lag_->value();
     p.chunk = chunk_->value();
     p.future = future_->value();
+    if (p.takesScorer() && scorer_->currentIndex() > 0) p.scorer = scorer_->currentText().toStdString();
+    p.tau1 = tau1_->value();
+    p.tau2 = tau2_->value();
+    p.gamma = gamma_->value();
+    p.lazy = lazy_->value();
     return p;
 }
 
@@ -234,6 +277,11 @@ void MethodsPanel::setParams(const PressParams& p) {
     lag_->setValue(int(p.lag));
     chunk_->setValue(int(p.chunk));
     future_->setValue(int(p.future));
+    scorer_->setCurrentIndex(p.scorer.empty() ? 0 : std::max(0, scorer_->findText(QString::fromStdString(p.scorer))));
+    tau1_->setValue(p.tau1);
+    tau2_->setValue(p.tau2);
+    gamma_->setValue(p.gamma);
+    lazy_->setValue(p.lazy);
     budgetModeChanged();
     updateEnabled();
     quiet_ = false;
@@ -309,21 +357,28 @@ void MethodsPanel::updateComparedText() {
 
 void MethodsPanel::updateEnabled() {
     const std::string m = method_->currentText().toStdString();
-    const bool scored = m == "snapkv" || m == "pyramidkv" || m == "adakv";
-    kernel_->setEnabled(scored);
-    pooling_->setEnabled(scored);
-    lag_->setEnabled(m == "lagkv");
-    chunk_->setEnabled(m == "chunkkv");
-    future_->setEnabled(m == "expected");
-    beta_->setEnabled(m == "pyramidkv");
-    alpha_->setEnabled(m == "adakv");
     PressParams probe;
     probe.method = m;
+    if (probe.takesScorer() && scorer_->currentIndex() > 0) probe.scorer = scorer_->currentText().toStdString();
+    const std::string scorer = probe.scorerInEffect();
+    const bool pooled = m == "snapkv" || m == "pyramidkv" || (m != "chunkkv" && scorer == "snapkv");
+    kernel_->setEnabled(pooled);
+    pooling_->setEnabled(pooled);
+    lag_->setEnabled(m == "lagkv");
+    chunk_->setEnabled(m == "chunkkv");
+    future_->setEnabled(m == "expected" || scorer == "expected");
+    beta_->setEnabled(m == "pyramidkv");
+    alpha_->setEnabled(m == "adakv");
+    scorer_->setEnabled(probe.takesScorer());
+    tau1_->setEnabled(m == "cake");
+    tau2_->setEnabled(m == "cake");
+    gamma_->setEnabled(scorer == "cake");
+    lazy_->setEnabled(m == "simlayerkv");
     window_->setEnabled(probe.usesWindow());
     sinks_->setEnabled(probe.usesSinks());
     // Only the voting methods select per query head; the others always keep one
     // selection per KV head (Press::select), so the control would do nothing.
-    gqa_->setEnabled(scored || m == "chunkkv");
+    gqa_->setEnabled(m == "snapkv" || m == "pyramidkv" || scorer == "snapkv");
 }
 
 }  // namespace kvlens::ui

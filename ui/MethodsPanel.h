@@ -69,6 +69,11 @@ private:
     QSpinBox* lag_;     // LagKV
     QSpinBox* chunk_;   // ChunkKV
     QSpinBox* future_;  // Expected Attention
+    QComboBox* scorer_;  // AdaKV, ChunkKV, CAKE: "(own)" or a scorer
+    QDoubleSpinBox* tau1_;  // CAKE
+    QDoubleSpinBox* tau2_;
+    QDoubleSpinBox* gamma_;
+    QDoubleSpinBox* lazy_;  // SimLayerKV
     QToolButton* compared_;
     QMenu* comparedMenu_;
     QLabel* status_;

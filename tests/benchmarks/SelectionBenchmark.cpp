@@ -50,10 +50,11 @@ const std::shared_ptr<Capture>& tinyllamaPrefill8k() {
 // One budget change: select with a budget not seen before (votes are cached per
 // window, as in the GUI), then gather the compressed cache.
 void selectAndGather(benchmark::State& state, const std::string& method, const std::shared_ptr<Capture>& capture,
-                     Pooling pooling = Pooling::Max) {
+                     Pooling pooling = Pooling::Max, const std::string& scorer = "") {
     at::set_num_threads(2);
     PressParams p;
     p.method = method;
+    p.scorer = scorer;
     p.window = 32;
     p.pooling = pooling;
     auto press = Press::create(method);
@@ -67,7 +68,7 @@ void selectAndGather(benchmark::State& state, const std::string& method, const s
         CompressedCache cache(*capture, s);
         benchmark::DoNotOptimize(cache.bytes());
     }
-    state.SetLabel(method + " T=" + std::to_string(capture->promptLength()));
+    state.SetLabel(method + (scorer.empty() ? "" : "(" + scorer + ")") + " T=" + std::to_string(capture->promptLength()));
 }
 
 void BM_SnapKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "snapkv", tinyllama8k()); }
@@ -81,6 +82,11 @@ void BM_TovaSelectAndGather8k(benchmark::State& state) { selectAndGather(state, 
 void BM_KnormSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "knorm", tinyllama8k()); }
 void BM_KeyDiffSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "keydiff", tinyllama8k()); }
 void BM_CurSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "cur", tinyllama8k()); }
+void BM_CakeSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "cake", tinyllama8k()); }
+void BM_SimLayerKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "simlayerkv", tinyllama8k()); }
+void BM_AdaKvKnormSelectAndGather8k(benchmark::State& state) {
+    selectAndGather(state, "adakv", tinyllama8k(), Pooling::Max, "knorm");
+}
 void BM_LagKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "lagkv", tinyllama8k()); }
 void BM_ChunkKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "chunkkv", tinyllama8k()); }
 void BM_ExpectedSelectAndGather8k(benchmark::State& state) {
@@ -105,6 +111,10 @@ void BM_ExpectedFirstUse8k(benchmark::State& state) {
     const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
     firstUse(state, "expected", *capture, [](PressParams& p, int64_t i) { p.future = 512 + i; });
     state.counters["prefill_s"] = capture->prefillSeconds();  // the capture's own prefill, once
+}
+// CAKE's window attention statistics for a window not used before (every layer).
+void BM_CakeFirstUse8k(benchmark::State& state) {
+    firstUse(state, "cake", *tinyllama8k(), [](PressParams& p, int64_t i) { p.window = 33 + i; });
 }
 void BM_LagKvFirstUse8k(benchmark::State& state) {
     firstUse(state, "lagkv", *tinyllama8k(), [](PressParams& p, int64_t i) { p.lag = 128 + i; });
@@ -150,11 +160,15 @@ BENCHMARK(BM_TovaSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0)
 BENCHMARK(BM_KnormSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_KeyDiffSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_CurSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_CakeSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_SimLayerKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_AdaKvKnormSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_LagKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ChunkKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LagKvFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_CakeFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_QueryStatistics8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_WindowVotes8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_SnapKvSelectAndGatherSmall)->Unit(benchmark::kMillisecond);

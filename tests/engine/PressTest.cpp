@@ -644,6 +644,35 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     expectError([&] { Press::create("snapkv")->select(*capture, params("lru", 48)); },
                 {"--method 'lru'"});
     expectError([&] { select(*capture, params("h2o", 48)); }, {"--method h2o"});
+    // The methods and wrappers of CAKE, SimLayerKV and --scorer.
+    PressParams scored = params("snapkv", 48);
+    scored.scorer = "knorm";
+    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv and cake, not --method snapkv"});
+    scored.method = "adakv";
+    scored.scorer = "h2o";
+    expectError([&] { select(*capture, scored); },
+                {"--scorer 'h2o' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake"});
+    for (double tau : {0.0, -1.0}) {
+        PressParams cake = params("cake", 48);
+        cake.tau2 = tau;
+        expectError([&] { select(*capture, cake); }, {"--tau2 ", " must be positive"});
+    }
+    PressParams cake = params("cake", 48);
+    cake.gamma = -2;
+    expectError([&] { select(*capture, cake); }, {"--gamma -2 must be >= 0"});
+    cake = params("cake", 48, 1);
+    expectError([&] { select(*capture, cake); }, {"--window 1 is too short for CAKE"});
+    PressParams lazy = params("simlayerkv", 48);
+    lazy.lazy = 1.5;
+    expectError([&] { select(*capture, lazy); }, {"--lazy 1.5 must be in [0, 1]"});
+    PressParams sunk = params("adakv", 20, 16);
+    sunk.scorer = "cur";
+    expectError([&] { select(*capture, sunk); }, {"--budget 20 must exceed --window + --sinks 20"});
+    PressParams chunked = params("chunkkv", 30, 16);
+    chunked.scorer = "cur";
+    chunked.chunk = 12;
+    expectError([&] { select(*capture, chunked); },
+                {"--budget 30 leaves 10 entries beside --window 16 and --sinks 4, less than one --chunk of 12"});
 }
 
 // H2O's scores are not part of the capture (they cost a second pass over the
@@ -728,7 +757,8 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
         return a.method == b.method && a.budget == b.budget && std::abs(a.budgetRatio - b.budgetRatio) < 1e-9 &&
                a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
                a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
-               a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future;
+               a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
+               a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -787,6 +817,45 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     cur.budget = 90;
     cur.sinks = 6;
     all.push_back(cur);
+    PressParams cake;
+    cake.method = "cake";
+    cake.budget = 120;
+    cake.window = 16;
+    cake.tau1 = 1.6;
+    cake.tau2 = 0.4;
+    cake.gamma = 150;
+    all.push_back(cake);
+    PressParams cakeKnorm = cake;
+    cakeKnorm.scorer = "knorm";
+    cakeKnorm.gamma = PressParams().gamma;  // CAKE's indicator's knob: unused with another scorer
+    all.push_back(cakeKnorm);
+    PressParams adaExpected;
+    adaExpected.method = "adakv";
+    adaExpected.budget = 100;
+    adaExpected.scorer = "expected";
+    adaExpected.sinks = 3;
+    adaExpected.future = 256;
+    adaExpected.alpha = 0.3;
+    all.push_back(adaExpected);
+    PressParams chunkCur;
+    chunkCur.method = "chunkkv";
+    chunkCur.budget = 100;
+    chunkCur.scorer = "cur";
+    chunkCur.sinks = 5;
+    chunkCur.chunk = 8;
+    all.push_back(chunkCur);
+    PressParams adaCake;
+    adaCake.method = "adakv";
+    adaCake.budget = 100;
+    adaCake.scorer = "cake";
+    adaCake.gamma = 50;
+    all.push_back(adaCake);
+    PressParams lazy;
+    lazy.method = "simlayerkv";
+    lazy.budget = 70;
+    lazy.sinks = 2;
+    lazy.lazy = 0.65;
+    all.push_back(lazy);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

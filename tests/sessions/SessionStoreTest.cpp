@@ -216,7 +216,10 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
         // What a version 2 store's runs table was: without the three settings.
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN lag; ALTER TABLE runs DROP COLUMN chunk_size; "
-                "ALTER TABLE runs DROP COLUMN future; DROP TABLE model_files; PRAGMA user_version = 2;",
+                "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
+                "ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP COLUMN tau2; "
+                "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; "
+                "DROP TABLE model_files; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
     const PressParams defaults;
@@ -224,6 +227,10 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
         EXPECT_EQ(p.lag, defaults.lag);
         EXPECT_EQ(p.chunk, defaults.chunk);
         EXPECT_EQ(p.future, defaults.future);
+        EXPECT_EQ(p.scorer, defaults.scorer);
+        EXPECT_EQ(p.tau1, defaults.tau1);
+        EXPECT_EQ(p.gamma, defaults.gamma);
+        EXPECT_EQ(p.lazy, defaults.lazy);
     };
     {
         // Read-only (sessions list and show, reports, the source of an import or a merge):
@@ -245,6 +252,62 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
     EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
 }
 
+// Schema 5's settings (the scorer, CAKE's tau1/tau2/gamma, SimLayerKV's lazy threshold)
+// come back as saved, in the run and in its selection; a schema 4 store reads them as
+// their defaults, read-only, and gains the columns when opened to write.
+TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
+    const std::string path = test::storePath("v5settings.db");
+    int64_t id = 0, session = 0;
+    {
+        SessionStore store(path);
+        session = store.createSession("s").id;
+        const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
+        RunRecord run = test::sampleRun(5, session, prompt);
+        run.params.method = "cake";
+        run.params.scorer = "knorm";
+        run.params.tau1 = 1.6;
+        run.params.tau2 = 0.4;
+        run.params.gamma = 150.0;
+        run.params.lazy = 0.65;
+        run.selection.params = run.params;
+        id = store.saveRun(run);
+    }
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        const RunRecord r = store.run(id);
+        for (const PressParams& p : {r.params, r.selection.params, store.runs(session).at(0).params}) {
+            EXPECT_EQ(p.method, "cake");
+            EXPECT_EQ(p.scorer, "knorm");
+            EXPECT_EQ(p.tau1, 1.6);
+            EXPECT_EQ(p.tau2, 0.4);
+            EXPECT_EQ(p.gamma, 150.0);
+            EXPECT_EQ(p.lazy, 0.65);
+        }
+    }
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
+                "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; "
+                "PRAGMA user_version = 4;",
+                "make a version 4 store");
+    }
+    const PressParams defaults;
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        const PressParams p = store.runs(session).at(0).params;
+        EXPECT_EQ(p.scorer, "");
+        EXPECT_EQ(p.tau1, defaults.tau1);
+        EXPECT_EQ(p.gamma, defaults.gamma);
+        EXPECT_EQ(p.lazy, defaults.lazy);
+        Database db(path, path, SQLITE_OPEN_READONLY);
+        EXPECT_EQ(db.pragmaInt("user_version"), 4);
+    }
+    SessionStore store(path);  // read-write: migrated
+    EXPECT_EQ(store.run(id).params.tau2, defaults.tau2);
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    EXPECT_EQ(db.pragmaInt("user_version"), 5);
+}
+
 TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
     const std::string path = test::storePath("v1readonly.db");
     {
@@ -252,7 +315,7 @@ TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
         Migrations::apply(db, {StoreSchema::steps()[0]});
     }
     EXPECT_EQ(errorOf([&] { SessionStore store(path, SessionStore::Access::ReadOnly); }),
-              path + ": store schema 1 needs an upgrade to 4, which read-only access cannot do");
+              path + ": store schema 1 needs an upgrade to 5, which read-only access cannot do");
 }
 
 // A Hugging Face folder: each file's (weights, config, tokenizer) size, mtime and SHA-256 kept in order,
@@ -320,14 +383,17 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
     }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
-        db.exec("DROP TABLE model_files; PRAGMA user_version = 3;", "make a version 3 store");
+        db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
+                "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "
+                "lazy; PRAGMA user_version = 3;",
+                "make a version 3 store");
     }
     {
         SessionStore store(path, SessionStore::Access::ReadOnly);
         EXPECT_TRUE(store.model(model).files.empty());
         EXPECT_EQ(store.models(store.session("s").id).size(), 1u);
     }
-    SessionStore store(path);  // read-write: migrated to 4
+    SessionStore store(path);  // read-write: migrated to the current schema
     EXPECT_TRUE(store.model(model).files.empty());
 }
 

@@ -66,12 +66,13 @@ TEST(MethodsPanelTest, AShorterPromptDoesNotChangeTheBudget) {
 TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     MethodsPanel panel;
     const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova",
-                             "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur"};
+                             "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur",
+                             "cake",   "simlayerkv"};
     EXPECT_EQ(panel.comparedMethods(), all);  // every method but FullKV and H2O
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "12 of 13 methods");
+    EXPECT_EQ(button->text(), "14 of 15 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -83,7 +84,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 13 methods");
+    EXPECT_EQ(button->text(), "1 of 15 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -94,18 +95,22 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
     struct Want {
         const char* method;
         bool gqa, window, kernel, beta, alpha, sinks = false, lag = false, chunk = false, future = false;
+        bool scorer = false, tau = false, gamma = false, lazy = false;
     };
     const Want wants[] = {{"full", false, false, false, false, false},
                           {"snapkv", true, true, true, false, false},
                           {"pyramidkv", true, true, true, true, false},
-                          {"adakv", true, true, true, false, true},
+                          {"adakv", true, true, true, false, true, false, false, false, false, true},
                           {"h2o", false, true, false, false, false},
                           {"random", false, true, false, false, false},
                           {"streamingllm", false, false, false, false, false, true},
                           {"lagkv", false, false, false, false, false, true, true},
-                          {"chunkkv", true, true, false, false, false, false, false, true},
+                          {"chunkkv", true, true, false, false, false, false, false, true, false, true},
                           {"expected", false, false, false, false, false, true, false, false, true},
-                          {"cur", false, false, false, false, false, true}};
+                          {"cur", false, false, false, false, false, true},
+                          {"cake", false, true, false, false, false, false, false, false, false, true, true, true},
+                          {"simlayerkv", false, false, false, false, false, true, false, false, false, false, false,
+                           false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;
@@ -122,7 +127,25 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_EQ(panel.findChild<QWidget*>("lag")->isEnabled(), w.lag) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("chunk")->isEnabled(), w.chunk) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("future")->isEnabled(), w.future) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("scorer")->isEnabled(), w.scorer) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("tau1")->isEnabled(), w.tau) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("tau2")->isEnabled(), w.tau) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("gamma")->isEnabled(), w.gamma) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("lazy")->isEnabled(), w.lazy) << w.method;
     }
+    // A scorer changes what the wrapper's knobs mean: AdaKV scored by Expected Attention
+    // takes its sinks and future, not SnapKV's kernel, pooling or GQA mode.
+    PressParams p = panel.params();
+    p.method = "adakv";
+    p.scorer = "expected";
+    panel.setParams(p);
+    EXPECT_EQ(panel.params().scorer, "expected");
+    for (const char* on : {"sinks", "future", "alpha", "window"}) EXPECT_TRUE(panel.findChild<QWidget*>(on)->isEnabled()) << on;
+    for (const char* off : {"kernel", "pooling", "gqa", "gamma"}) EXPECT_FALSE(panel.findChild<QWidget*>(off)->isEnabled()) << off;
+    // A method that takes no scorer never carries one.
+    p.method = "snapkv";
+    panel.setParams(p);
+    EXPECT_EQ(panel.params().scorer, "");
 }
 
 // The knobs of LagKV, ChunkKV and Expected Attention (and the sinks) reach the

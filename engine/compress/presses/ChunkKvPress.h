@@ -5,6 +5,9 @@
 // the paper's experiments ran on (so it may keep up to chunk - 1 entries fewer than B;
 // the last prefix chunk may be short). kvpress's ChunkKVPress instead sums the scores
 // over a layer's heads, averages them per chunk and keeps the same chunks in every head.
+// With --scorer (PressParams::scorerNames) the chunks sum that scorer's scores instead,
+// over the positions between its sinks (kept) and the window: chunk i covers
+// sinks + i x chunk onwards, and floor((B - W - sinks) / chunk) chunks are kept.
 #pragma once
 
 #include "engine/compress/presses/Press.h"

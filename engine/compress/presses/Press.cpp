@@ -4,6 +4,7 @@
 
 #include "core/Error.h"
 #include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/CakePress.h"
 #include "engine/compress/presses/ChunkKvPress.h"
 #include "engine/compress/presses/CurPress.h"
 #include "engine/compress/presses/ExpectedAttentionPress.h"
@@ -14,6 +15,7 @@
 #include "engine/compress/presses/LagKvPress.h"
 #include "engine/compress/presses/PyramidKvPress.h"
 #include "engine/compress/presses/RandomPress.h"
+#include "engine/compress/presses/SimLayerKvPress.h"
 #include "engine/compress/presses/SnapKvPress.h"
 #include "engine/compress/presses/StreamingLlmPress.h"
 #include "engine/compress/presses/TovaPress.h"
@@ -35,6 +37,8 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "chunkkv") return std::make_unique<ChunkKvPress>();
     if (method == "expected") return std::make_unique<ExpectedAttentionPress>();
     if (method == "cur") return std::make_unique<CurPress>();
+    if (method == "cake") return std::make_unique<CakePress>();
+    if (method == "simlayerkv") return std::make_unique<SimLayerKvPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message
@@ -58,8 +62,8 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
     s.kvHeads = capture.kvHeads();
     // Query-head selections exist for the voting methods (as in the original
     // SnapKV code); the others have one selection per KV head.
-    const bool voting = params.method == "snapkv" || params.method == "pyramidkv" || params.method == "adakv" ||
-                        params.method == "chunkkv";
+    const bool voting = params.method == "snapkv" || params.method == "pyramidkv" ||
+                        params.scorerInEffect() == "snapkv";
     s.gqa = voting ? params.gqa : GqaMode::KvHead;
     s.params.gqa = s.gqa;
     const int64_t L = capture.layers(), heads = s.headsPerLayer();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -204,6 +205,131 @@ HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& p
     for (auto& head : rows)
         std::fill(head.begin(), head.begin() + sinks, std::numeric_limits<float>::quiet_NaN());
     return rows;
+}
+
+namespace {
+
+// Per layer, flat: the window's attention mean over its rows per query head and prefix
+// column ([H, T - W]), their variance (the same shape), then the layer's entropy and
+// summed variance, each as two floats (value and remainder: the memo holds fp32).
+at::Tensor cakeStatistics(const Capture& capture, int64_t layer, int64_t W) {
+    return capture.memoScores("cake:" + std::to_string(W), layer, [&] {
+        const int64_t T = capture.promptLength(), H = capture.queryHeads(), KV = capture.kvHeads();
+        const int64_t D = capture.headDim(), prefix = T - W;
+        const at::Tensor& wq = capture.windowQueries(layer);  // [H, Wc, D], the last row is T-1
+        const at::Tensor k = capture.keys(layer).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
+        const at::Tensor q = wq.narrow(1, wq.size(1) - W, W).to(k.device()).reshape({KV, (H / KV) * W, D});
+        at::Tensor logits = (at::matmul(q, k.transpose(1, 2)) / std::sqrt(double(D))).view({H, W, T});
+        // Row i is position T - W + i: it sees keys up to itself.
+        const at::Tensor rows = at::arange(W, logits.options().dtype(at::kLong)).view({W, 1}) + prefix;
+        const at::Tensor cols = at::arange(T, logits.options().dtype(at::kLong)).view({1, T});
+        logits.masked_fill_((cols > rows).unsqueeze(0), -std::numeric_limits<float>::infinity());
+        const at::Tensor a = at::softmax(logits, -1).narrow(2, 0, prefix);  // [H, W, prefix]
+        const at::Tensor var = a.var(1, /*unbiased=*/true);
+        const at::Tensor ad = a.to(at::kDouble);
+        const double entropy = -(ad * at::log(ad + 1e-10)).sum().item<double>();
+        const double variance = var.to(at::kDouble).sum().item<double>();
+        const float e0 = float(entropy), v0 = float(variance);
+        const at::Tensor tail = at::tensor({e0, float(entropy - double(e0)), v0, float(variance - double(v0))});
+        return at::cat({a.mean(1).flatten(), var.flatten(), tail.to(a.device())});
+    });
+}
+
+}  // namespace
+
+CakeDispersion cakeDispersion(const Capture& capture, int64_t layer, const PressParams& p) {
+    const at::Tensor stats = cakeStatistics(capture, layer, p.window);
+    const at::Tensor tail = stats.narrow(0, stats.size(0) - 4, 4).cpu().to(at::kDouble).contiguous();
+    const double* t = tail.data_ptr<double>();
+    return {t[0] + t[1], t[2] + t[3]};
+}
+
+HeadScores cakeIndicator(const Capture& capture, int64_t layer, const PressParams& p) {
+    const int64_t H = capture.queryHeads(), KV = capture.kvHeads(), T = capture.promptLength();
+    const int64_t prefix = T - p.window;
+    const at::Tensor stats = cakeStatistics(capture, layer, p.window);
+    const at::Tensor mean = stats.narrow(0, 0, H * prefix).view({H, prefix});
+    const at::Tensor var = stats.narrow(0, H * prefix, H * prefix).view({H, prefix});
+    const HeadScores perQueryHead = toRows(mean + p.gamma * var);
+    const size_t n = perQueryHead[0].size();
+    HeadScores out(KV, std::vector<float>(T, std::numeric_limits<float>::quiet_NaN()));
+    const int64_t G = H / KV;
+    for (int64_t h = 0; h < H; ++h) {
+        const std::vector<float> pooled = pool1d(perQueryHead[h], kCakeKernel, Pooling::Avg);
+        std::vector<float>& row = out[h / G];
+        for (size_t j = 0; j < n; ++j) row[j] = (h % G == 0 ? 0.0f : row[j]) + pooled[j] / float(G);
+    }
+    return out;
+}
+
+std::vector<int64_t> cakeLayerBudgets(const std::vector<double>& pref, int64_t total, int64_t available) {
+    const int64_t L = static_cast<int64_t>(pref.size());
+    double sum = 0.0;
+    for (double v : pref) sum += v;
+    std::vector<int64_t> b(L);
+    for (int64_t l = 0; l < L; ++l) {
+        const double share = sum > 0.0 && std::isfinite(sum) ? pref[l] / sum : 1.0 / double(L);
+        b[l] = static_cast<int64_t>(share * double(total));  // truncated, as int() does
+    }
+    // Spreads `amount` over the layers `eligible` picks: the same to each, the remainder
+    // one by one from the first of them.
+    auto spread = [&](int64_t amount, int64_t sign, const std::function<bool(int64_t)>& eligible) {
+        std::vector<int64_t> picked;
+        for (int64_t l = 0; l < L; ++l)
+            if (eligible(b[l])) picked.push_back(l);
+        if (picked.empty()) return;
+        const int64_t each = amount / int64_t(picked.size()), rest = amount % int64_t(picked.size());
+        for (size_t i = 0; i < picked.size(); ++i) b[picked[i]] += sign * (each + (int64_t(i) < rest ? 1 : 0));
+    };
+    int64_t excess = 0;
+    for (auto& v : b) {
+        excess += std::max<int64_t>(v - available, 0);
+        v = std::min(v, available);
+    }
+    if (excess > 0) spread(excess, 1, [&](int64_t v) { return v < available; });
+    int64_t current = 0;
+    for (int64_t v : b) current += v;
+    const int64_t diff = total - current;
+    if (diff > 0) spread(diff, 1, [&](int64_t v) { return v < available; });
+    if (diff < 0) spread(-diff, -1, [](int64_t v) { return v > 1; });
+    return b;
+}
+
+HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams& p) {
+    const std::string scorer = p.scorerInEffect();
+    const int64_t T = capture.promptLength();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    HeadScores rows;
+    if (scorer == "snapkv") {
+        rows = pooledVotes(capture, layer, p);
+        for (auto& row : rows) row.resize(static_cast<size_t>(T), nan);
+        return rows;
+    }
+    if (scorer == "cake") return cakeIndicator(capture, layer, p);
+    if (scorer == "tova") rows = HeadScores(static_cast<size_t>(capture.kvHeads()), lastQueryAttention(capture, layer));
+    else if (scorer == "knorm") rows = keyNormScores(capture, layer);
+    else if (scorer == "keydiff") rows = keyDiffScores(capture, layer);
+    else if (scorer == "expected") rows = expectedAttentionScores(capture, layer, p);
+    else if (scorer == "cur") rows = curScores(capture, layer, p);
+    else throw Error("--scorer '" + scorer + "' has no scores here");
+    for (auto& row : rows) std::fill(row.end() - p.window, row.end(), nan);
+    return rows;
+}
+
+std::vector<int32_t> keptWithNaNs(const std::vector<float>& scores, int64_t k) {
+    std::vector<float> ranked;
+    std::vector<int32_t> where, kept;
+    for (size_t j = 0; j < scores.size(); ++j) {
+        if (std::isnan(scores[j])) {
+            kept.push_back(int32_t(j));
+        } else {
+            ranked.push_back(scores[j]);
+            where.push_back(int32_t(j));
+        }
+    }
+    for (int32_t i : topPositions(ranked, std::min<int64_t>(k, int64_t(ranked.size())))) kept.push_back(where[i]);
+    std::sort(kept.begin(), kept.end());
+    return kept;
 }
 
 std::vector<float> chunkSums(const std::vector<float>& scores, int64_t chunk) {

@@ -75,6 +75,41 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
 constexpr int64_t kCurWindow = 16;
 HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& params);
 
+// CAKE (Qin et al., ICLR 2025) on `layer`, from the attention A[h, i, j] of the last
+// `params.window` prompt queries i (causal, fp32) over the prefix keys j < T - W:
+// the layer's spatial dispersion, the entropy -sum A log(A + 1e-10) over every query
+// head, row and prefix column, and its temporal shift, the sum over heads and columns
+// of A's variance over the rows (n - 1), as the authors' code measures them.
+struct CakeDispersion {
+    double entropy = 0.0, variance = 0.0;
+};
+CakeDispersion cakeDispersion(const Capture& capture, int64_t layer, const PressParams& params);
+
+// CAKE's eviction indicator per KV head over all T positions (NaN for the window, always
+// kept): per query head, the mean over the window's rows plus params.gamma times their
+// variance (n - 1), average-pooled over kCakeKernel positions (zeros padding, counted),
+// averaged over the KV head's query heads.
+constexpr int64_t kCakeKernel = 5;
+HeadScores cakeIndicator(const Capture& capture, int64_t layer, const PressParams& params);
+
+// CAKE's layer budgets: `total` entries shared out in proportion to each layer's
+// preference entropy^(1/tau1) x variance^(1/tau2) (equally when every preference is 0),
+// truncated to integers, each held to `available` with the excess given to the layers
+// below it, and the rounding's difference spread one by one from the first layer, as
+// the authors' adjust_budgets does. A layer's budget may still exceed `available`
+// after the spread; its selection keeps `available` then.
+std::vector<int64_t> cakeLayerBudgets(const std::vector<double>& preferences, int64_t total, int64_t available);
+
+// The scores a method that takes --scorer ranks by (PressParams::scorerInEffect): per
+// row (KV head, or query head for SnapKV's votes in query-head mode) over all T
+// positions, NaN where it always keeps (the window, the scorer's sinks). SnapKV's are
+// its pooled votes; TOVA's the last query's attention (the same on every KV head).
+HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams& params);
+
+// Per row of `scores`: the NaN positions and the `k` best others (ties to the lower
+// position), ascending.
+std::vector<int32_t> keptWithNaNs(const std::vector<float>& scores, int64_t k);
+
 // ChunkKV's chunk scores: `scores` summed over consecutive chunks of `chunk` positions
 // (the last one may be short), one sum per chunk.
 std::vector<float> chunkSums(const std::vector<float>& scores, int64_t chunk);

@@ -24,7 +24,8 @@
 //   Expected Attention's scores  L * KV * T * 4 for each (sinks, future) used
 //   LagKV's scores  L * KV * T * 4 for each (sinks, lag) used
 //   CAKE's window statistics  L * H * (T - W) * 2 * 4 for each window W used (the
-//                   window attention's mean and variance per query head and column)
+//                   window attention's mean and variance per query head and column),
+//                   and its indicator L * KV * T * 4 for each (W, gamma) used
 // e.g. tinyllama-1.1b (L=22, H=32, KV=4, D=64), T=8192, bf16: KV 184.5 MB,
 // queries 11.5 MB, H2O 23.1 MB, votes for one window 23.0 MB, query statistics 35.0 MB.
 #pragma once

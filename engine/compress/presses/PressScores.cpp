@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iomanip>
+#include <sstream>
 #include <limits>
 #include <string>
 
@@ -226,9 +228,9 @@ at::Tensor cakeStatistics(const Capture& capture, int64_t layer, int64_t W) {
         logits.masked_fill_((cols > rows).unsqueeze(0), -std::numeric_limits<float>::infinity());
         const at::Tensor a = at::softmax(logits, -1).narrow(2, 0, prefix);  // [H, W, prefix]
         const at::Tensor var = a.var(1, /*unbiased=*/true);
-        const at::Tensor ad = a.to(at::kDouble);
-        const double entropy = -(ad * at::log(ad + 1e-10)).sum().item<double>();
-        const double variance = var.to(at::kDouble).sum().item<double>();
+        // Each term in fp32, the sums in fp64.
+        const double entropy = -at::sum(a * at::log(a + 1e-10f), at::kDouble).item<double>();
+        const double variance = at::sum(var, at::kDouble).item<double>();
         const float e0 = float(entropy), v0 = float(variance);
         const at::Tensor tail = at::tensor({e0, float(entropy - double(e0)), v0, float(variance - double(v0))});
         return at::cat({a.mean(1).flatten(), var.flatten(), tail.to(a.device())});
@@ -245,21 +247,23 @@ CakeDispersion cakeDispersion(const Capture& capture, int64_t layer, const Press
 }
 
 HeadScores cakeIndicator(const Capture& capture, int64_t layer, const PressParams& p) {
-    const int64_t H = capture.queryHeads(), KV = capture.kvHeads(), T = capture.promptLength();
-    const int64_t prefix = T - p.window;
+    std::ostringstream key;
+    key << "cake-indicator:" << p.window << ":" << std::setprecision(17) << p.gamma;
+    // Fetched before: the memo's lock is held while it computes.
     const at::Tensor stats = cakeStatistics(capture, layer, p.window);
-    const at::Tensor mean = stats.narrow(0, 0, H * prefix).view({H, prefix});
-    const at::Tensor var = stats.narrow(0, H * prefix, H * prefix).view({H, prefix});
-    const HeadScores perQueryHead = toRows(mean + p.gamma * var);
-    const size_t n = perQueryHead[0].size();
-    HeadScores out(KV, std::vector<float>(T, std::numeric_limits<float>::quiet_NaN()));
-    const int64_t G = H / KV;
-    for (int64_t h = 0; h < H; ++h) {
-        const std::vector<float> pooled = pool1d(perQueryHead[h], kCakeKernel, Pooling::Avg);
-        std::vector<float>& row = out[h / G];
-        for (size_t j = 0; j < n; ++j) row[j] = (h % G == 0 ? 0.0f : row[j]) + pooled[j] / float(G);
-    }
-    return out;
+    return toRows(capture.memoScores(key.str(), layer, [&] {
+        const int64_t H = capture.queryHeads(), KV = capture.kvHeads(), T = capture.promptLength();
+        const int64_t prefix = T - p.window;
+        const at::Tensor mean = stats.narrow(0, 0, H * prefix).view({H, prefix});
+        const at::Tensor var = stats.narrow(0, H * prefix, H * prefix).view({H, prefix});
+        // Each query head's row pooled on its own (zeros padding counted), then the group's mean.
+        const at::Tensor pooled = at::avg_pool1d((mean + p.gamma * var).unsqueeze(0), {kCakeKernel}, {1},
+                                                 {kCakeKernel / 2}, /*ceil_mode=*/false, /*count_include_pad=*/true)
+                                      .squeeze(0);
+        at::Tensor out = at::full({KV, T}, std::numeric_limits<float>::quiet_NaN(), pooled.options());
+        out.narrow(1, 0, prefix).copy_(pooled.view({KV, H / KV, prefix}).mean(1));
+        return out;
+    }));
 }
 
 std::vector<int64_t> cakeLayerBudgets(const std::vector<double>& pref, int64_t total, int64_t available) {

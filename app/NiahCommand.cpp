@@ -97,7 +97,7 @@ void savePrompt(const std::string& dir, int64_t length, double depth, int64_t sa
 }
 
 struct Totals {
-    double contains = 0, exact = 0, kept = 0, agreement = 0, kl = 0;
+    double contains = 0, exact = 0, kept = 0, agreement = 0, kl = 0, kv = 0;
     int runs = 0;
 };
 
@@ -281,6 +281,7 @@ int runNiah(const std::vector<std::string>& argv) {
                     t.kept += kept;
                     t.agreement += m.tokenAgreement;
                     t.kl += m.meanKl;
+                    t.kv += m.ratio;
                     ++t.runs;
                     if (store) {
                         sessions::NiahRunRecord r = recordOf(p0);
@@ -310,13 +311,13 @@ int runNiah(const std::vector<std::string>& argv) {
         }
     }
     if (!csv) {
-        std::printf("%-13s %7s %9s %7s %12s %10s %10s\n", "method", "budget", "contains", "exact", "needle kept",
-                    "agreement", "mean KL");
+        std::printf("%-13s %7s %9s %7s %12s %10s %10s %8s\n", "method", "budget", "contains", "exact", "needle kept",
+                    "agreement", "mean KL", "KV kept");
         for (const auto& key : order) {
             const Totals& t = totals[key];
-            std::printf("%-13s %7s %8.1f%% %6.1f%% %11.1f%% %9.1f%% %10.4g\n", key.first.c_str(), key.second.c_str(),
-                        100.0 * t.contains / t.runs, 100.0 * t.exact / t.runs, 100.0 * t.kept / t.runs,
-                        100.0 * t.agreement / t.runs, t.kl / t.runs);
+            std::printf("%-13s %7s %8.1f%% %6.1f%% %11.1f%% %9.1f%% %10.4g %7.1f%%\n", key.first.c_str(),
+                        key.second.c_str(), 100.0 * t.contains / t.runs, 100.0 * t.exact / t.runs,
+                        100.0 * t.kept / t.runs, 100.0 * t.agreement / t.runs, t.kl / t.runs, 100.0 * t.kv / t.runs);
         }
     }
     if (store) {

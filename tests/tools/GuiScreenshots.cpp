@@ -156,6 +156,13 @@ int main(int argc, char** argv) {
         w.methodsPanel()->setBudgetEntries(96);
         if (!waitFor(shownExpected, 1, 600000, "the expected attention selection")) return 1;
         if (!shoot(w, out + "/expected_attention.png")) return 1;
+        // CAKE: its layer budgets, shared by the layers' attention dispersion, in the Memory panel.
+        e.method = "cake";
+        w.methodsPanel()->setParams(e);
+        QSignalSpy shownCake(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(96);
+        if (!waitFor(shownCake, 1, 600000, "the CAKE selection")) return 1;
+        if (!shoot(w, out + "/cake.png")) return 1;
         e.method = "snapkv";
         w.methodsPanel()->setParams(e);
         QSignalSpy shownBack(&w, &MainWindow::selectionShown);

@@ -222,6 +222,7 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
             PressParams p = press;
             p.method = method;
             if (!p.takesScorer()) p.scorer.clear();
+            if (p.method != "perlayer") p.layerWeights.clear();
             const auto pressImpl = Press::create(method);
             // What one method alone needs (H2O's sums) is computed before its timing.
             t0 = now();
@@ -355,7 +356,7 @@ int runBench(const std::vector<std::string>& argv) {
         {"--prompt-len", "-n", "--reps", "--warmup", "--seed", "--methods", "--bandwidth"});
     valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
                        "--schedule", "--sinks", "--lag", "--chunk", "--future", "--scorer", "--tau1",
-                       "--tau2", "--gamma", "--lazy"});
+                       "--tau2", "--gamma", "--lazy", "--layer-weights"});
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -389,7 +390,7 @@ int runBench(const std::vector<std::string>& argv) {
     }
     for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
                              "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future",
-                             "--scorer", "--tau1", "--tau2", "--gamma", "--lazy"}) {
+                             "--scorer", "--tau1", "--tau2", "--gamma", "--lazy", "--layer-weights"}) {
         if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
     }
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);

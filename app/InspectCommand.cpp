@@ -149,6 +149,7 @@ int runInspect(const std::vector<std::string>& argv) {
         PressParams p = params;
         p.method = method;
         if (!p.takesScorer()) p.scorer.clear();
+        if (p.method != "perlayer") p.layerWeights.clear();
         try {
             p.validate(capture->promptLength(), capture->windowCapacity());
         } catch (const Error& e) {

@@ -14,7 +14,7 @@ const std::set<std::string>& PressOptions::flags() {
                                             "--pool",   "--beta",   "--alpha",  "--gqa",
                                             "--schedule", "--sinks", "--seed", "--lag",
                                             "--chunk",  "--future", "--scorer", "--tau1",
-                                            "--tau2",   "--gamma",  "--lazy"};
+                                            "--tau2",   "--gamma",  "--lazy", "--layer-weights"};
     return f;
 }
 
@@ -39,6 +39,15 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     p.tau2 = args.getDouble("--tau2", p.tau2);
     p.gamma = args.getDouble("--gamma", p.gamma);
     p.lazy = args.getDouble("--lazy", p.lazy);
+    if (args.has("--layer-weights")) {
+        for (const std::string& item : splitList(args.get("--layer-weights"), "--layer-weights")) {
+            char* end = nullptr;
+            const double w = std::strtod(item.c_str(), &end);
+            if (item.empty() || *end != '\0')
+                throw Error("--layer-weights: '" + item + "' is not a number");
+            p.layerWeights.push_back(w);
+        }
+    }
     return p;
 }
 
@@ -95,6 +104,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
             PressParams p = base;
             p.method = method;
             if (!p.takesScorer()) p.scorer.clear();  // --scorer is for the methods that take one
+            if (p.method != "perlayer") p.layerWeights.clear();
             parseBudget(budget, "--budgets", p);
             // A sweep may go below the default window: halve it for those budgets
             // (the W column shows it) unless --window was given.
@@ -107,7 +117,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
     }
     if (!base.scorer.empty() &&
         std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
-        throw Error("--scorer is for adakv, chunkkv and cake, and --methods names none of them");
+        throw Error("--scorer is for adakv, chunkkv, cake and perlayer, and --methods names none of them");
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     return runs;

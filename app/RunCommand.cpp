@@ -40,7 +40,8 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
             {"tau1", p.tau1},
             {"tau2", p.tau2},
             {"gamma", p.gamma},
-            {"lazy", p.lazy}};
+            {"lazy", p.lazy},
+            {"layer_weights", p.layerWeights}};
 }
 
 static nlohmann::json runMetricsJson(const RunMetrics& m) {
@@ -75,14 +76,15 @@ int runRun(const std::vector<std::string>& argv) {
             "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
             "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
-            "       [--lazy X]\n"
+            "       [--lazy X] [--layer-weights W,W,...]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
             "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv (--alpha, --scorer), random,\n"
             "           tova, knorm, keydiff, lagkv (--sinks, --lag), chunkkv (--window, --chunk, --scorer),\n"
             "           expected (--sinks, --future), cur (--sinks),\n"
-            "           cake (--window, --tau1 1, --tau2 1, --gamma 200, --scorer), simlayerkv (--sinks, --lazy 0.9)\n"
-            "  --scorer: what adakv, chunkkv and cake rank by: snapkv (adakv's and chunkkv's own), tova,\n"
+            "           cake (--window, --tau1 1, --tau2 1, --gamma 200, --scorer), simlayerkv (--sinks, --lazy 0.9),\n"
+            "           perlayer (--layer-weights, one per layer: shares of the total budget; --scorer)\n"
+            "  --scorer: what adakv, chunkkv, cake and perlayer rank by: snapkv (their own but cake's), tova,\n"
             "           knorm, keydiff, expected, cur, cake (cake's own eviction indicator)\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
             "  prints both greedy continuations of N tokens (default 64) and the metrics\n"

@@ -176,12 +176,12 @@ const char* kHelp =
     "usage: kvlens select --inputs FILE... --method M --budget B [--window W] [--kernel K]\n"
     "       [--pool max|avg] [--gqa kv-head|query-head] [--schedule exact|factory] [--beta X]\n"
     "       [--alpha A] [--sinks S] [--seed S] [--lag L] [--chunk C] [--scorer S] [--tau1 X]\n"
-    "       [--tau2 X] [--gamma G] [--lazy X] [--json]\n"
+    "       [--tau2 X] [--gamma G] [--lazy X] [--layer-weights W,W,...] [--json]\n"
     "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
     "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n"
     "  --method   full, snapkv, pyramidkv, streamingllm, adakv, random, tova, knorm, keydiff,\n"
-    "             lagkv, chunkkv, cur, cake, simlayerkv (h2o and expected need a prefill)\n"
-    "  --scorer   what adakv, chunkkv and cake rank by: snapkv, tova, knorm, keydiff, cur, cake\n"
+    "             lagkv, chunkkv, cur, cake, simlayerkv, perlayer (h2o and expected need a prefill)\n"
+    "  --scorer   what adakv, chunkkv, cake and perlayer rank by: snapkv, tova, knorm, keydiff, cur, cake\n"
     "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
     "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
     "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"
@@ -265,6 +265,7 @@ int runSelect(const std::vector<std::string>& argv) {
             {"tau2", p.tau2},
             {"gamma", p.gamma},
             {"lazy", p.lazy},
+            {"layer_weights", p.layerWeights},
             {"describe", p.describe()}};
         out["prompt_length"] = s.promptLength;
         out["query_heads"] = s.queryHeads;

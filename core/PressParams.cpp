@@ -37,7 +37,7 @@ const std::vector<std::string>& PressParams::methodNames() {
     static const std::vector<std::string> names = {"full",   "snapkv", "pyramidkv", "streamingllm", "h2o",
                                                    "adakv",  "random", "tova",      "knorm",        "keydiff",
                                                    "lagkv",  "chunkkv", "expected",     "cur",
-                                                   "cake",   "simlayerkv"};
+                                                   "cake",   "simlayerkv", "perlayer"};
     return names;
 }
 
@@ -46,7 +46,9 @@ const std::vector<std::string>& PressParams::scorerNames() {
     return names;
 }
 
-bool PressParams::takesScorer() const { return method == "adakv" || method == "chunkkv" || method == "cake"; }
+bool PressParams::takesScorer() const {
+    return method == "adakv" || method == "chunkkv" || method == "cake" || method == "perlayer";
+}
 
 std::string PressParams::scorerInEffect() const {
     if (!takesScorer()) return "";
@@ -56,7 +58,7 @@ std::string PressParams::scorerInEffect() const {
 
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
-           method == "random" || method == "chunkkv" || method == "cake";
+           method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer";
 }
 
 bool PressParams::usesSinks() const {
@@ -86,12 +88,21 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (!scorer.empty()) {
         if (!takesScorer())
-            throw Error("--scorer is for adakv, chunkkv and cake, not --method " + method);
+            throw Error("--scorer is for adakv, chunkkv, cake and perlayer, not --method " + method);
         const auto& scorers = scorerNames();
         if (std::find(scorers.begin(), scorers.end(), scorer) == scorers.end()) {
             std::string list;
             for (const auto& n : scorers) list += (list.empty() ? "" : ", ") + n;
             throw Error("--scorer '" + scorer + "' is not one of " + list);
+        }
+    }
+    if (!layerWeights.empty() && method != "perlayer")
+        throw Error("--layer-weights is for --method perlayer, not " + method);
+    for (double w : layerWeights) {
+        if (!(w > 0.0 && std::isfinite(w))) {
+            std::ostringstream s;
+            s << "--layer-weights: " << w << " is not a positive weight";
+            throw Error(s.str());
         }
     }
     if (method == "full") return;  // keeps everything: no budget to check
@@ -213,6 +224,10 @@ std::string PressParams::describe() const {
     if (method == "cake") s << " tau1=" << tau1 << " tau2=" << tau2;
     if (scorerInEffect() == "cake") s << " gamma=" << gamma;
     if (method == "simlayerkv") s << " lazy=" << lazy;
+    if (!layerWeights.empty()) {
+        s << " weights=";
+        for (size_t i = 0; i < layerWeights.size(); ++i) s << (i ? "," : "") << layerWeights[i];
+    }
     if (method == "random") s << " seed=" << seed;
     return s.str();
 }
@@ -271,6 +286,10 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.gamma = number(word, 6);
         } else if (is("lazy=")) {
             p.lazy = number(word, 5);
+        } else if (is("weights=")) {
+            std::istringstream list(word.substr(8));
+            for (std::string item; std::getline(list, item, ',');) p.layerWeights.push_back(number(item, 0));
+            if (p.layerWeights.empty()) throw Error(what + ": '" + word + "' has no weights");
         } else if (is("future=")) {
             p.future = static_cast<int64_t>(std::llround(number(word, 7)));
         } else if (word == "max" || word == "avg") {

@@ -24,11 +24,13 @@ const char* scheduleName(PyramidSchedule schedule);
 
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
-    // lagkv, chunkkv, expected, cur, cake, simlayerkv
+    // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer
     std::string method = "snapkv";
-    // AdaKV, ChunkKV, CAKE: the method whose scores they rank by ("" = their own:
-    // SnapKV's votes for AdaKV and ChunkKV, CAKE's eviction indicator for CAKE).
+    // AdaKV, ChunkKV, CAKE, per-layer: the method whose scores they rank by ("" = their
+    // own: SnapKV's votes for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE).
     std::string scorer;
+    // Per-layer: each layer's relative share of L x (B - W - sinks) (empty: equal shares).
+    std::vector<double> layerWeights;
     int64_t budget = 0;             // KV entries per head, window included; 0: use budgetRatio
     double budgetRatio = 0.0;       // of the prompt length, when budget is 0
     int64_t window = 32;
@@ -82,7 +84,7 @@ struct PressParams {
     bool usesSinks() const;
     // The scorers AdaKV, ChunkKV and CAKE rank by with --scorer.
     static const std::vector<std::string>& scorerNames();
-    // Whether the method takes --scorer (adakv, chunkkv, cake).
+    // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer).
     bool takesScorer() const;
     // The scorer in effect for a method that takes one: `scorer`, or the method's own
     // ("snapkv" for AdaKV and ChunkKV, "cake" for CAKE); "" for the other methods.

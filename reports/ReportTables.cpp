@@ -71,6 +71,11 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.method == "cake")
             knobs = "tau1 " + ReportText::number("%g", p.tau1) + ", tau2 " + ReportText::number("%g", p.tau2);
         if (p.scorerInEffect() == "cake") knobs += ", gamma " + ReportText::number("%g", p.gamma);
+        if (p.method == "perlayer") {
+            knobs = p.layerWeights.empty() ? std::string("equal layers") : std::string("weights");
+            for (size_t i = 0; i < p.layerWeights.size(); ++i)
+                knobs += (i ? "," : " ") + ReportText::number("%g", p.layerWeights[i]);
+        }
         if (p.method == "simlayerkv") knobs = std::to_string(p.sinks) + " sinks, lazy above " + ReportText::number("%g", p.lazy);
         if (!p.scorer.empty()) {
             knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "scored by " + p.scorer;

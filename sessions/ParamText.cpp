@@ -57,7 +57,8 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"tau1", p.tau1},
                               {"tau2", p.tau2},
                               {"gamma", p.gamma},
-                              {"lazy", p.lazy}};
+                              {"lazy", p.lazy},
+                              {"layer_weights", p.layerWeights}};
     return j.dump();
 }
 
@@ -87,6 +88,7 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.tau2 = j.value("tau2", p.tau2);
         p.gamma = j.value("gamma", p.gamma);
         p.lazy = j.value("lazy", p.lazy);
+        p.layerWeights = j.value("layer_weights", p.layerWeights);
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

@@ -63,7 +63,7 @@ void checkSessionName(const std::string& name) {
 // `prefix` ("r." in a join), as a store of schema `schema` holds them: a read-only
 // schema 2 store has no lag, chunk_size or future column, one before schema 5 no
 // scorer, tau1, tau2, gamma or lazy column: their defaults stand in.
-constexpr int kParamColumns = 20;
+constexpr int kParamColumns = 21;
 std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     std::string out;
     for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
@@ -75,8 +75,9 @@ std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     } else {
         out += ", " + prefix + "lag, " + prefix + "chunk_size, " + prefix + "future";
     }
-    if (schema < 5) return out + ", '', 1.0, 1.0, 200.0, 0.9";  // PressParams' defaults
-    return out + ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix + "lazy";
+    if (schema < 5) return out + ", '', 1.0, 1.0, 200.0, 0.9, '[]'";  // PressParams' defaults
+    return out + ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
+           "lazy, " + prefix + "layer_weights";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
@@ -99,7 +100,8 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 16, p.tau1)
         .bind(first + 17, p.tau2)
         .bind(first + 18, p.gamma)
-        .bind(first + 19, p.lazy);
+        .bind(first + 19, p.lazy)
+        .bind(first + 20, nlohmann::json(p.layerWeights).dump());
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -124,6 +126,11 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     p.tau2 = s.getDouble(first + 17);
     p.gamma = s.getDouble(first + 18);
     p.lazy = s.getDouble(first + 19);
+    try {
+        p.layerWeights = nlohmann::json::parse(s.getText(first + 20)).get<std::vector<double>>();
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(what + ".layer_weights: not a list of numbers (" + std::string(e.what()) + ")");
+    }
     return p;
 }
 
@@ -740,7 +747,7 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)

@@ -186,14 +186,16 @@ CREATE TABLE model_files (
 );
 )SQL";
 
-// Version 5: the scorer of AdaKV, ChunkKV and CAKE, CAKE's tau1, tau2 and gamma and
-// SimLayerKV's lazy threshold; runs saved before hold their defaults.
+// Version 5: the scorer of AdaKV, ChunkKV, CAKE and per-layer, CAKE's tau1, tau2 and
+// gamma, SimLayerKV's lazy threshold and per-layer's weights (JSON array); runs saved
+// before hold their defaults.
 const char* kVersion5 = R"SQL(
 ALTER TABLE runs ADD COLUMN scorer TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN tau1 REAL NOT NULL DEFAULT 1.0;
 ALTER TABLE runs ADD COLUMN tau2 REAL NOT NULL DEFAULT 1.0;
 ALTER TABLE runs ADD COLUMN gamma REAL NOT NULL DEFAULT 200.0;
 ALTER TABLE runs ADD COLUMN lazy REAL NOT NULL DEFAULT 0.9;
+ALTER TABLE runs ADD COLUMN layer_weights TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(layer_weights));
 )SQL";
 
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
@@ -211,7 +213,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion2, "add the needle-in-a-haystack runs"); },
         [](Database& db) { db.exec(kVersion3, "add the LagKV, ChunkKV and Expected Attention settings"); },
         [](Database& db) { db.exec(kVersion4, "add the files of Hugging Face folder models"); },
-        [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV and scorer settings"); },
+        [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV, per-layer and scorer settings"); },
     };
     return all;
 }

@@ -166,6 +166,7 @@ void EngineWorker::selectOthers(const PressParams& params, const std::vector<std
                           PressParams p = params;
                           p.method = method;
                           if (!p.takesScorer()) p.scorer.clear();
+                          if (p.method != "perlayer") p.layerWeights.clear();
                           try {
                               bench_.prepareMethod(method, progressFor("compare methods"));
                               auto s = std::make_shared<const Selection>(bench_.select(p));

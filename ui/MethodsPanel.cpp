@@ -6,6 +6,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QToolButton>
 #include <QRadioButton>
@@ -150,6 +151,12 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
                  "SimLayerKV: a layer whose last query gives the sinks and the recent positions more than\n"
                  "this share of its attention keeps only them (Llama 3 0.9, Llama 2 0.65, Mistral 0.8, Qwen 0.85)");
     form->addRow("Lazy above", lazy_);
+    layerWeights_ = new QLineEdit;
+    layerWeights_->setObjectName("layerWeights");
+    layerWeights_->setPlaceholderText("equal");
+    layerWeights_->setToolTip("Per-layer: each layer's share of the total budget, one weight per layer\n"
+                              "(e.g. 4,2,1,1); empty: every layer the same budget");
+    form->addRow("Layer weights", layerWeights_);
     compared_ = new QToolButton;
     compared_->setObjectName("comparedMethods");
     compared_->setPopupMode(QToolButton::InstantPopup);
@@ -222,6 +229,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
         connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
     for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_})
         connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
+    connect(layerWeights_, &QLineEdit::editingFinished, this, changed);
     connect(scorer_, &QComboBox::currentTextChanged, this, [this, changed] {
         updateEnabled();
         changed();
@@ -254,6 +262,14 @@ PressParams MethodsPanel::params() const {
     p.tau2 = tau2_->value();
     p.gamma = gamma_->value();
     p.lazy = lazy_->value();
+    if (p.method == "perlayer") {
+        // A word that is not a number stays in the list as NaN, which validate() names.
+        for (const QString& w : layerWeights_->text().split(',', Qt::SkipEmptyParts)) {
+            bool ok = false;
+            const double v = w.trimmed().toDouble(&ok);
+            p.layerWeights.push_back(ok ? v : std::nan(""));
+        }
+    }
     return p;
 }
 
@@ -282,6 +298,9 @@ void MethodsPanel::setParams(const PressParams& p) {
     tau2_->setValue(p.tau2);
     gamma_->setValue(p.gamma);
     lazy_->setValue(p.lazy);
+    QStringList weights;
+    for (double w : p.layerWeights) weights << QString::number(w, 'g', 6);
+    layerWeights_->setText(weights.join(','));
     budgetModeChanged();
     updateEnabled();
     quiet_ = false;
@@ -374,6 +393,7 @@ void MethodsPanel::updateEnabled() {
     tau2_->setEnabled(m == "cake");
     gamma_->setEnabled(scorer == "cake");
     lazy_->setEnabled(m == "simlayerkv");
+    layerWeights_->setEnabled(m == "perlayer");
     window_->setEnabled(probe.usesWindow());
     sinks_->setEnabled(probe.usesSinks());
     // Only the voting methods select per query head; the others always keep one

@@ -12,6 +12,7 @@
 
 class QComboBox;
 class QDoubleSpinBox;
+class QLineEdit;
 class QLabel;
 class QRadioButton;
 class QSlider;
@@ -74,6 +75,7 @@ private:
     QDoubleSpinBox* tau2_;
     QDoubleSpinBox* gamma_;
     QDoubleSpinBox* lazy_;  // SimLayerKV
+    QLineEdit* layerWeights_;  // per-layer: "4,2,1,1", empty for equal shares
     QToolButton* compared_;
     QMenu* comparedMenu_;
     QLabel* status_;

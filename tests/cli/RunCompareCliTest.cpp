@@ -69,13 +69,13 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 15u * 3u);  // full once, fifteen methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 16u * 3u);  // full once, sixteen methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
-                                              "cake", "simlayerkv"}));
+                                              "cake", "simlayerkv", "perlayer"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -208,7 +208,7 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method cur --budget 4"),
                        {"--budget 4 must exceed --sinks 4 (the budget includes the sinks)"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv and cake, not --method snapkv"});
+                       {"--scorer is for adakv, chunkkv, cake and perlayer, not --method snapkv"});
     expectOneLineError(runCli(base + "--method adakv --budget 64 --scorer attention"),
                        {"--scorer 'attention' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake"});
     expectOneLineError(runCli(base + "--method cake --budget 64 --tau1 0"),
@@ -216,11 +216,19 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method cake --budget 64 --gamma -1"), {"--gamma -1 must be >= 0"});
     expectOneLineError(runCli(base + "--method cake --budget 64 --tau2 x"), {"--tau2 'x' is not a number"});
     expectOneLineError(runCli(base + "--method simlayerkv --budget 64 --lazy 2"), {"--lazy 2 must be in [0, 1]"});
+    expectOneLineError(runCli(base + "--method perlayer --budget 64 --layer-weights 1,2,3"),
+                       {"--layer-weights has 3 weights; the model has 1 layers, one weight each"});
+    expectOneLineError(runCli(base + "--method perlayer --budget 64 --layer-weights 1,-2"),
+                       {"--layer-weights: -2 is not a positive weight"});
+    expectOneLineError(runCli(base + "--method perlayer --budget 64 --layer-weights 1,two"),
+                       {"--layer-weights: 'two' is not a number"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 64 --layer-weights 1"),
+                       {"--layer-weights is for --method perlayer, not snapkv"});
     expectOneLineError(runCli(base + "--method adakv --budget 36 --scorer expected"),
                        {"--budget 36 must exceed --window + --sinks 36"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,knorm --budgets 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv and cake, and --methods names none of them"});
+                       {"--scorer is for adakv, chunkkv, cake and perlayer, and --methods names none of them"});
     // Named explicitly, a method whose settings do not fit the prompt fails the comparison.
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,lagkv --budgets 64"),
@@ -238,7 +246,7 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     for (const auto& row : csvRows(r.out)) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "chunkkv", "expected", "cur", "cake",
-                                              "simlayerkv"}));
+                                              "simlayerkv", "perlayer"}));
 }
 
 }  // namespace

@@ -647,7 +647,7 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     // The methods and wrappers of CAKE, SimLayerKV and --scorer.
     PressParams scored = params("snapkv", 48);
     scored.scorer = "knorm";
-    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv and cake, not --method snapkv"});
+    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake and perlayer, not --method snapkv"});
     scored.method = "adakv";
     scored.scorer = "h2o";
     expectError([&] { select(*capture, scored); },
@@ -758,7 +758,8 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
                a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
                a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
                a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
-               a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy;
+               a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
+               a.layerWeights == b.layerWeights;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -856,6 +857,12 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     lazy.sinks = 2;
     lazy.lazy = 0.65;
     all.push_back(lazy);
+    PressParams perLayer;
+    perLayer.method = "perlayer";
+    perLayer.budget = 80;
+    perLayer.scorer = "keydiff";
+    perLayer.layerWeights = {4, 2, 1.5, 0.25};
+    all.push_back(perLayer);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

@@ -218,7 +218,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
         db.exec("ALTER TABLE runs DROP COLUMN lag; ALTER TABLE runs DROP COLUMN chunk_size; "
                 "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
                 "ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP COLUMN tau2; "
-                "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; "
+                "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
                 "DROP TABLE model_files; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
@@ -269,6 +269,7 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
         run.params.tau2 = 0.4;
         run.params.gamma = 150.0;
         run.params.lazy = 0.65;
+        run.params.layerWeights = {2.0, 0.5};
         run.selection.params = run.params;
         id = store.saveRun(run);
     }
@@ -282,12 +283,13 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
             EXPECT_EQ(p.tau2, 0.4);
             EXPECT_EQ(p.gamma, 150.0);
             EXPECT_EQ(p.lazy, 0.65);
+            EXPECT_EQ(p.layerWeights, (std::vector<double>{2.0, 0.5}));
         }
     }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
-                "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; "
+                "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
                 "PRAGMA user_version = 4;",
                 "make a version 4 store");
     }
@@ -299,6 +301,7 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
         EXPECT_EQ(p.tau1, defaults.tau1);
         EXPECT_EQ(p.gamma, defaults.gamma);
         EXPECT_EQ(p.lazy, defaults.lazy);
+        EXPECT_TRUE(p.layerWeights.empty());
         Database db(path, path, SQLITE_OPEN_READONLY);
         EXPECT_EQ(db.pragmaInt("user_version"), 4);
     }
@@ -385,7 +388,7 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
                 "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "
-                "lazy; PRAGMA user_version = 3;",
+                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; PRAGMA user_version = 3;",
                 "make a version 3 store");
     }
     {

@@ -2,9 +2,14 @@
 // and no silent budget change when a shorter prompt narrows the slider.
 #include "ui/MethodsPanel.h"
 
+#include <cmath>
+
+#include "core/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <QDoubleSpinBox>
+#include <QLineEdit>
 #include <QRadioButton>
 #include <QSignalSpy>
 #include <QSlider>
@@ -67,12 +72,12 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     MethodsPanel panel;
     const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova",
                              "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur",
-                             "cake",   "simlayerkv"};
+                             "cake",   "simlayerkv", "perlayer"};
     EXPECT_EQ(panel.comparedMethods(), all);  // every method but FullKV and H2O
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "14 of 15 methods");
+    EXPECT_EQ(button->text(), "15 of 16 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -84,7 +89,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 15 methods");
+    EXPECT_EQ(button->text(), "1 of 16 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -95,7 +100,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
     struct Want {
         const char* method;
         bool gqa, window, kernel, beta, alpha, sinks = false, lag = false, chunk = false, future = false;
-        bool scorer = false, tau = false, gamma = false, lazy = false;
+        bool scorer = false, tau = false, gamma = false, lazy = false, weights = false;
     };
     const Want wants[] = {{"full", false, false, false, false, false},
                           {"snapkv", true, true, true, false, false},
@@ -110,6 +115,8 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                           {"cur", false, false, false, false, false, true},
                           {"cake", false, true, false, false, false, false, false, false, false, true, true, true},
                           {"simlayerkv", false, false, false, false, false, true, false, false, false, false, false,
+                           false, true},
+                          {"perlayer", true, true, true, false, false, false, false, false, false, true, false, false,
                            false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
@@ -132,6 +139,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_EQ(panel.findChild<QWidget*>("tau2")->isEnabled(), w.tau) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("gamma")->isEnabled(), w.gamma) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("lazy")->isEnabled(), w.lazy) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("layerWeights")->isEnabled(), w.weights) << w.method;
     }
     // A scorer changes what the wrapper's knobs mean: AdaKV scored by Expected Attention
     // takes its sinks and future, not SnapKV's kernel, pooling or GQA mode.
@@ -146,6 +154,23 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
     p.method = "snapkv";
     panel.setParams(p);
     EXPECT_EQ(panel.params().scorer, "");
+    // Per-layer's weights, shown and read back; a word that is not a number reaches
+    // validate() as NaN, which names the flag.
+    p.method = "perlayer";
+    p.layerWeights = {4, 2, 1.5, 1};
+    panel.setParams(p);
+    EXPECT_EQ(panel.findChild<QLineEdit*>("layerWeights")->text(), "4,2,1.5,1");
+    EXPECT_EQ(panel.params().layerWeights, p.layerWeights);
+    panel.findChild<QLineEdit*>("layerWeights")->setText("4,x");
+    const PressParams bad = panel.params();
+    ASSERT_EQ(bad.layerWeights.size(), 2u);
+    EXPECT_TRUE(std::isnan(bad.layerWeights[1]));
+    try {
+        bad.validateSettings();
+        ADD_FAILURE() << "a NaN weight passed";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "--layer-weights: nan is not a positive weight");
+    }
 }
 
 // The knobs of LagKV, ChunkKV and Expected Attention (and the sinks) reach the

@@ -14,6 +14,7 @@
 #include "engine/compress/presses/KnormPress.h"
 #include "engine/compress/presses/LagKvPress.h"
 #include "engine/compress/presses/PyramidKvPress.h"
+#include "engine/compress/presses/PerLayerPress.h"
 #include "engine/compress/presses/RandomPress.h"
 #include "engine/compress/presses/SimLayerKvPress.h"
 #include "engine/compress/presses/SnapKvPress.h"
@@ -39,6 +40,7 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "cur") return std::make_unique<CurPress>();
     if (method == "cake") return std::make_unique<CakePress>();
     if (method == "simlayerkv") return std::make_unique<SimLayerKvPress>();
+    if (method == "perlayer") return std::make_unique<PerLayerPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

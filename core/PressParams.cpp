@@ -1,6 +1,7 @@
 #include "core/PressParams.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -152,10 +153,12 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
                 throw Error(s.str());
             }
         }
-        if (window < 2)
-            throw Error("--window " + std::to_string(window) +
-                        " is too short for CAKE, which measures the attention's variance over the window's rows: use 2 or more");
     }
+    // CAKE's layer preference and its indicator both take a variance over the window's rows
+    // (n - 1): one row has none (NaN would mark every position as always kept).
+    if ((method == "cake" || scorerInEffect() == "cake") && window < 2)
+        throw Error("--window " + std::to_string(window) +
+                    " is too short for CAKE, which measures the attention's variance over the window's rows: use 2 or more");
     if (scorerInEffect() == "cake" && !(gamma >= 0.0 && std::isfinite(gamma))) {
         std::ostringstream s;
         s << "--gamma " << gamma << " must be >= 0";
@@ -221,12 +224,18 @@ std::string PressParams::describe() const {
     if (method == "lagkv") s << " lag=" << lag;
     if (method == "chunkkv") s << " chunk=" << chunk << (scorerInEffect() == "snapkv" ? std::string(" ") + gqaModeName(gqa) : "");
     if (method == "expected" || scorerInEffect() == "expected") s << " future=" << future;
-    if (method == "cake") s << " tau1=" << tau1 << " tau2=" << tau2;
-    if (scorerInEffect() == "cake") s << " gamma=" << gamma;
-    if (method == "simlayerkv") s << " lazy=" << lazy;
+    // The newer knobs in the shortest form that reads back as the same double.
+    auto exact = [](double v) {
+        char buf[32];
+        const auto r = std::to_chars(buf, buf + sizeof buf, v);
+        return std::string(buf, r.ptr);
+    };
+    if (method == "cake") s << " tau1=" << exact(tau1) << " tau2=" << exact(tau2);
+    if (scorerInEffect() == "cake") s << " gamma=" << exact(gamma);
+    if (method == "simlayerkv") s << " lazy=" << exact(lazy);
     if (!layerWeights.empty()) {
         s << " weights=";
-        for (size_t i = 0; i < layerWeights.size(); ++i) s << (i ? "," : "") << layerWeights[i];
+        for (size_t i = 0; i < layerWeights.size(); ++i) s << (i ? "," : "") << exact(layerWeights[i]);
     }
     if (method == "random") s << " seed=" << seed;
     return s.str();

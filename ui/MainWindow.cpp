@@ -71,7 +71,8 @@ bool sameParams(const PressParams& a, const PressParams& b) {
            a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling && a.beta == b.beta &&
            a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
            a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
-           a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy;
+           a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
+           a.layerWeights == b.layerWeights;
 }
 
 }  // namespace

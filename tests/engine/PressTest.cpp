@@ -662,6 +662,12 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     expectError([&] { select(*capture, cake); }, {"--gamma -2 must be >= 0"});
     cake = params("cake", 48, 1);
     expectError([&] { select(*capture, cake); }, {"--window 1 is too short for CAKE"});
+    // As a scorer too: one row has no variance, and a NaN indicator would keep everything.
+    for (const char* wrapper : {"adakv", "chunkkv", "perlayer"}) {
+        PressParams scoredByCake = params(wrapper, 48, 1);
+        scoredByCake.scorer = "cake";
+        expectError([&] { select(*capture, scoredByCake); }, {"--window 1 is too short for CAKE"});
+    }
     PressParams lazy = params("simlayerkv", 48);
     lazy.lazy = 1.5;
     expectError([&] { select(*capture, lazy); }, {"--lazy 1.5 must be in [0, 1]"});
@@ -822,7 +828,7 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     cake.method = "cake";
     cake.budget = 120;
     cake.window = 16;
-    cake.tau1 = 1.6;
+    cake.tau1 = 1.6000000001;
     cake.tau2 = 0.4;
     cake.gamma = 150;
     all.push_back(cake);
@@ -861,7 +867,7 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     perLayer.method = "perlayer";
     perLayer.budget = 80;
     perLayer.scorer = "keydiff";
-    perLayer.layerWeights = {4, 2, 1.5, 0.25};
+    perLayer.layerWeights = {4, 2, 1.5, 0.123456789};  // read back exactly
     all.push_back(perLayer);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());

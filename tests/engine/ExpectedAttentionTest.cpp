@@ -229,6 +229,19 @@ TEST(ExpectedAttentionCapture, TheQueryStatisticsAreCountedAndTensorsHaveNone) {
             "--method expected needs the statistics of every prompt query, which only a model "
             "prefill records (not tensors given with --inputs)");
     }
+    // The same, named as the flag it came from, when Expected Attention is AdaKV's scorer.
+    PressParams ada = p;
+    ada.method = "adakv";
+    ada.scorer = "expected";
+    ada.window = 8;
+    try {
+        Press::create("adakv")->select(*tensors, ada);
+        ADD_FAILURE() << "adakv scored by expected ran without query statistics";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(),
+                     "--scorer expected needs the statistics of every prompt query, which only a model "
+                     "prefill records (not tensors given with --inputs)");
+    }
     p.sinks = 65;
     try {
         Press::create("expected")->select(*capture, p);

@@ -124,7 +124,8 @@ std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer) {
 HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const PressParams& p) {
     const QueryStatistics* stats = capture.queryStatistics();
     if (!stats) {
-        throw Error("--method expected needs the statistics of every prompt query, which only a model prefill "
+        throw Error(std::string(p.method == "expected" ? "--method expected" : "--scorer expected") +
+                    " needs the statistics of every prompt query, which only a model prefill "
                     "records (not tensors given with --inputs)");
     }
     const std::string key = "expected:" + std::to_string(p.sinks) + ":" + std::to_string(p.future);

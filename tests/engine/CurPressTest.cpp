@@ -17,6 +17,7 @@
 #include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/compress/presses/PressScores.h"
+#include "NormReference.h"
 #include "RandomCapture.h"
 
 namespace kvlens {
@@ -24,25 +25,8 @@ namespace {
 
 using Shape = test::CaptureShape;
 
-std::vector<double> squaredNorms(const at::Tensor& states, int64_t head, int64_t T) {
-    const at::Tensor x = states.to(at::kDouble).contiguous();
-    const auto a = x.accessor<double, 3>();
-    std::vector<double> out(T, 0.0);
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t d = 0; d < x.size(2); ++d) out[t] += a[head][t][d] * a[head][t][d];
-    return out;
-}
-
-std::vector<double> windowShares(std::vector<double> x) {
-    const size_t w = 16;
-    for (size_t start = 0; start < x.size(); start += w) {
-        const size_t end = std::min(x.size(), start + w);
-        double sum = 0.0;
-        for (size_t t = start; t < end; ++t) sum += x[t];
-        for (size_t t = start; t < end; ++t) x[t] = sum > 0 ? x[t] / sum : 0.0;
-    }
-    return x;
-}
+using test::squaredNorms;
+using test::windowShares;
 
 std::vector<int32_t> reference(const Capture& c, int64_t layer, int64_t head, int64_t sinks, int64_t B) {
     const int64_t T = c.promptLength();

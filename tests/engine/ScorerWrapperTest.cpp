@@ -20,6 +20,7 @@
 
 #include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
+#include "NormReference.h"
 #include "RandomCapture.h"
 
 namespace kvlens {
@@ -27,33 +28,17 @@ namespace {
 
 using Shape = test::CaptureShape;
 
-std::vector<double> squaredNorms(const at::Tensor& states, int64_t head, int64_t T) {
-    const at::Tensor x = states.to(at::kDouble).contiguous();
-    const auto a = x.accessor<double, 3>();
-    std::vector<double> out(T, 0.0);
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t d = 0; d < x.size(2); ++d) out[t] += a[head][t][d] * a[head][t][d];
-    return out;
-}
-
 // A scorer's scores of one KV head over all T positions.
 std::vector<double> scores(const Capture& c, const std::string& scorer, int64_t layer, int64_t head) {
     const int64_t T = c.promptLength();
-    std::vector<double> k = squaredNorms(c.keys(layer), head, T);
+    std::vector<double> k = test::squaredNorms(c.keys(layer), head, T);
     if (scorer == "knorm") {
         for (double& v : k) v = -std::sqrt(v);
         return k;
     }
     // CUR: each squared norm's share of its aligned window of 16, keys times values.
-    std::vector<double> v = squaredNorms(c.values(layer), head, T);
-    for (std::vector<double>* x : {&k, &v}) {
-        for (int64_t start = 0; start < T; start += 16) {
-            const int64_t end = std::min(T, start + 16);
-            double sum = 0.0;
-            for (int64_t t = start; t < end; ++t) sum += (*x)[t];
-            for (int64_t t = start; t < end; ++t) (*x)[t] /= sum;
-        }
-    }
+    k = test::windowShares(k);
+    const std::vector<double> v = test::windowShares(test::squaredNorms(c.values(layer), head, T));
     for (int64_t t = 0; t < T; ++t) k[t] *= v[t];
     return k;
 }

@@ -321,6 +321,20 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
     return rows;
 }
 
+void keepLayerShares(const Capture& capture, const PressParams& p, const std::vector<double>& weights,
+                     int64_t budget, Selection& s) {
+    const int64_t L = capture.layers(), T = capture.promptLength(), W = p.window;
+    const int64_t sinks = p.usesSinks() ? std::min(p.sinks, T - W) : 0;
+    const int64_t available = T - W - sinks;
+    const std::vector<int64_t> budgets = cakeLayerBudgets(weights, (budget - W - sinks) * L, available);
+    for (int64_t l = 0; l < L; ++l) {
+        const int64_t b = std::clamp<int64_t>(budgets[l], 0, available);
+        const HeadScores scores = scorerScores(capture, l, p);  // NaN: always kept
+        for (size_t h = 0; h < scores.size(); ++h) s.kept[l][h] = keptWithNaNs(scores[h], b);
+        s.layerBudgets[l] = b + W + sinks;
+    }
+}
+
 std::vector<int32_t> keptWithNaNs(const std::vector<float>& scores, int64_t k) {
     std::vector<float> ranked;
     std::vector<int32_t> where, kept;

@@ -8,6 +8,7 @@
 
 #include "engine/compress/Capture.h"
 #include "core/PressParams.h"
+#include "core/Selection.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens::presses {
@@ -99,6 +100,13 @@ HeadScores cakeIndicator(const Capture& capture, int64_t layer, const PressParam
 // the authors' adjust_budgets does. A layer's budget may still exceed `available`
 // after the spread; its selection keeps `available` then.
 std::vector<int64_t> cakeLayerBudgets(const std::vector<double>& preferences, int64_t total, int64_t available);
+
+// CAKE's and per-layer's selection: the layers share L x (B - W - sinks) in proportion
+// to `weights` (cakeLayerBudgets, each held to what the layer can rank), and each keeps
+// per head its window, its scorer's sinks and the best of its share by scorerScores;
+// sets the selection's kept positions and layer budgets.
+void keepLayerShares(const Capture& capture, const PressParams& params, const std::vector<double>& weights,
+                     int64_t budget, Selection& selection);
 
 // The scores a method that takes --scorer ranks by (PressParams::scorerInEffect): per
 // row (KV head, or query head for SnapKV's votes in query-head mode) over all T

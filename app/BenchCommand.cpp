@@ -226,7 +226,7 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
             const auto pressImpl = Press::create(method);
             // What one method alone needs (H2O's sums) is computed before its timing.
             t0 = now();
-            capture->keepScoresFor(model, method);
+            capture->keepScoresFor(model, p);
             kernels::synchronizeDevice(device);
             m.firstUseSeconds = now() - t0;
             kernels::resetPeakDeviceMemory(device);
@@ -356,7 +356,8 @@ int runBench(const std::vector<std::string>& argv) {
         {"--prompt-len", "-n", "--reps", "--warmup", "--seed", "--methods", "--bandwidth"});
     valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
                        "--schedule", "--sinks", "--lag", "--chunk", "--future", "--scorer", "--tau1",
-                       "--tau2", "--gamma", "--lazy", "--layer-weights"});
+                       "--tau2", "--gamma", "--lazy", "--layer-weights", "--sketch", "--attn-chunk",
+                       "--blend"});
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -390,7 +391,8 @@ int runBench(const std::vector<std::string>& argv) {
     }
     for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
                              "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future",
-                             "--scorer", "--tau1", "--tau2", "--gamma", "--lazy", "--layer-weights"}) {
+                             "--scorer", "--tau1", "--tau2", "--gamma", "--lazy", "--layer-weights",
+                             "--sketch", "--attn-chunk", "--blend"}) {
         if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
     }
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);

@@ -173,7 +173,7 @@ int runEval(const std::vector<std::string>& argv) {
             PressParams p = p0;
             p.validate(capture->promptLength(), capture->windowCapacity());
             const auto r0 = std::chrono::steady_clock::now();
-            prepareMethod(loaded, *capture, p.method);
+            prepareMethod(loaded, *capture, p);
             const RunMetrics m = evaluator.evaluate(Press::create(p.method)->select(*capture, p));
             runSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
             std::string answer = loaded.tokenizer->decode(m.tokens);

@@ -168,7 +168,7 @@ int runInspect(const std::vector<std::string>& argv) {
     for (const PressParams& p : runs) {
         InspectData::MethodResult r;
         r.params = p;
-        prepareMethod(loaded, *capture, p.method);
+        prepareMethod(loaded, *capture, p);
         r.selection = Press::create(p.method)->select(*capture, p);
         r.hitRate = hitRate->of(r.selection, params.window);  // one window for every method
         r.overlap = SelectionOverlap::jaccardPerLayer(data.methods.empty() ? r.selection : data.chosen().selection,

@@ -66,11 +66,13 @@ std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<in
     return capture;
 }
 
-void prepareMethod(LoadedModel& loaded, const Capture& capture, const std::string& method) {
-    if (method != "h2o" || capture.hasH2oScores()) return;
-    ProgressBar bar("H2O's accumulated attention: a replay of " + std::to_string(capture.promptLength()) +
-                    " tokens");
-    capture.keepScoresFor(*loaded.model, method, [&](double f, const std::string& what) { bar.update(f, what); });
+void prepareMethod(LoadedModel& loaded, const Capture& capture, const PressParams& params) {
+    if (!capture.needsReplayFor(params)) return;
+    const std::string what = params.method == "h2o" ? "H2O's accumulated attention"
+                                                    : "non-causal attention (chunks of " +
+                                                          std::to_string(params.attnChunk) + ")";
+    ProgressBar bar(what + ": a replay of " + std::to_string(capture.promptLength()) + " tokens");
+    capture.keepScoresFor(*loaded.model, params, [&](double f, const std::string& w) { bar.update(f, w); });
     bar.finish();
 }
 

@@ -38,8 +38,9 @@ std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<in
                                        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
 
 // Computes what `method` alone needs of `capture` before its first selection
-// (H2O's accumulated attention: a replay of the prompt), with a progress bar.
-void prepareMethod(LoadedModel& loaded, const Capture& capture, const std::string& method);
+// (H2O's accumulated attention, the non-causal attention of Compactor and its kin: a
+// replay of the prompt), with a progress bar.
+void prepareMethod(LoadedModel& loaded, const Capture& capture, const PressParams& params);
 
 // The bytes of the file `flag` names; throws kvlens::Error "FLAG PATH: cannot read: ..."
 // or "FLAG PATH: the WHAT is empty".

@@ -264,7 +264,7 @@ int runNiah(const std::vector<std::string>& argv) {
                     PressParams p = p0;
                     p.validate(capture->promptLength(), capture->windowCapacity());
                     const auto r0 = std::chrono::steady_clock::now();
-                    prepareMethod(loaded, *capture, p.method);
+                    prepareMethod(loaded, *capture, p);
                     const Selection selection = Press::create(p.method)->select(*capture, p);
                     const RunMetrics m = evaluator.evaluate(selection);
                     runSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();

@@ -14,7 +14,8 @@ const std::set<std::string>& PressOptions::flags() {
                                             "--pool",   "--beta",   "--alpha",  "--gqa",
                                             "--schedule", "--sinks", "--seed", "--lag",
                                             "--chunk",  "--future", "--scorer", "--tau1",
-                                            "--tau2",   "--gamma",  "--lazy", "--layer-weights"};
+                                            "--tau2",   "--gamma",  "--lazy", "--layer-weights",
+                                            "--sketch", "--attn-chunk", "--blend"};
     return f;
 }
 
@@ -39,6 +40,12 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     p.tau2 = args.getDouble("--tau2", p.tau2);
     p.gamma = args.getDouble("--gamma", p.gamma);
     p.lazy = args.getDouble("--lazy", p.lazy);
+    p.sketch = args.getInt("--sketch", p.sketch, 1, 1 << 12);
+    p.attnChunk = args.getInt("--attn-chunk", p.attnChunk, 1, 1 << 20);
+    if (args.has("--blend") && args.get("--blend") != "auto") {
+        p.blend = args.getDouble("--blend", p.blend);
+        if (!(p.blend >= 0.0)) throw Error("--blend '" + args.get("--blend") + "' must be >= 0 (or auto: the compression ratio)");
+    }
     if (args.has("--layer-weights")) {
         for (const std::string& item : splitList(args.get("--layer-weights"), "--layer-weights")) {
             char* end = nullptr;
@@ -106,9 +113,10 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
             if (!p.takesScorer()) p.scorer.clear();  // --scorer is for the methods that take one
             if (p.method != "perlayer") p.layerWeights.clear();
             parseBudget(budget, "--budgets", p);
-            // A sweep may go below the default window: halve it for those budgets
-            // (the W column shows it) unless --window was given.
-            if (!args.has("--window") && p.budget > 0 && p.budget <= p.window && p.usesWindow()) {
+            // A sweep may go below the default window (with the sinks a method keeps beside
+            // it): halve it for those budgets (the W column shows it) unless --window was given.
+            const int64_t fixed = p.window + (p.usesSinks() ? p.sinks : 0);
+            if (!args.has("--window") && p.budget > 0 && p.budget <= fixed && p.usesWindow()) {
                 p.window = std::max<int64_t>(1, p.budget / 2);
             }
             runs.push_back(p);

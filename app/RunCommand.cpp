@@ -41,7 +41,10 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
             {"tau2", p.tau2},
             {"gamma", p.gamma},
             {"lazy", p.lazy},
-            {"layer_weights", p.layerWeights}};
+            {"layer_weights", p.layerWeights},
+            {"sketch", p.sketch},
+            {"attn_chunk", p.attnChunk},
+            {"blend", p.blend >= 0.0 ? nlohmann::json(p.blend) : nlohmann::json("auto")}};
 }
 
 static nlohmann::json runMetricsJson(const RunMetrics& m) {
@@ -76,16 +79,19 @@ int runRun(const std::vector<std::string>& argv) {
             "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
             "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
-            "       [--lazy X] [--layer-weights W,W,...]\n"
+            "       [--lazy X] [--layer-weights W,W,...] [--sketch K] [--attn-chunk C] [--blend X|auto]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
             "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv (--alpha, --scorer), random,\n"
             "           tova, knorm, keydiff, lagkv (--sinks, --lag), chunkkv (--window, --chunk, --scorer),\n"
             "           expected (--sinks, --future), cur (--sinks),\n"
             "           cake (--window, --tau1 1, --tau2 1, --gamma 200, --scorer), simlayerkv (--sinks, --lazy 0.9),\n"
-            "           perlayer (--layer-weights, one per layer: shares of the total budget; --scorer)\n"
+            "           perlayer (--layer-weights, one per layer: shares of the total budget; --scorer),\n"
+            "           leverage (--sketch 48, --seed), noncausal (--attn-chunk 256),\n"
+            "           compactor (--sinks, --window, --sketch, --seed, --attn-chunk, --blend auto = 1 - B/T)\n"
             "  --scorer: what adakv, chunkkv, cake and perlayer rank by: snapkv (their own but cake's), tova,\n"
-            "           knorm, keydiff, expected, cur, cake (cake's own eviction indicator)\n"
+            "           knorm, keydiff, expected, cur, cake (cake's own eviction indicator), leverage,\n"
+            "           noncausal, compactor\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
             "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
             "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
@@ -116,7 +122,7 @@ int runRun(const std::vector<std::string>& argv) {
     auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, {}, chat.parseSpecial);
     params.validate(capture->promptLength(), capture->windowCapacity());
     MethodEvaluator evaluator(*loaded.model, capture, n);
-    prepareMethod(loaded, *capture, params.method);
+    prepareMethod(loaded, *capture, params);
     const auto t0 = std::chrono::steady_clock::now();
     const Selection selection = Press::create(params.method)->select(*capture, params);
     const double selectSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

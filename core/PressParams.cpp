@@ -38,17 +38,36 @@ const std::vector<std::string>& PressParams::methodNames() {
     static const std::vector<std::string> names = {"full",   "snapkv", "pyramidkv", "streamingllm", "h2o",
                                                    "adakv",  "random", "tova",      "knorm",        "keydiff",
                                                    "lagkv",  "chunkkv", "expected",     "cur",
-                                                   "cake",   "simlayerkv", "perlayer"};
+                                                   "cake",   "simlayerkv", "perlayer", "leverage",
+                                                   "noncausal", "compactor"};
     return names;
 }
 
 const std::vector<std::string>& PressParams::scorerNames() {
-    static const std::vector<std::string> names = {"snapkv", "tova", "knorm", "keydiff", "expected", "cur", "cake"};
+    static const std::vector<std::string> names = {"snapkv",   "tova", "knorm",     "keydiff",  "expected",
+                                                   "cur",      "cake", "leverage", "noncausal", "compactor"};
     return names;
 }
 
 bool PressParams::takesScorer() const {
     return method == "adakv" || method == "chunkkv" || method == "cake" || method == "perlayer";
+}
+
+bool PressParams::ranksBy(const std::string& name) const {
+    const std::string s = takesScorer() ? scorerInEffect() : method;
+    if (name == "leverage" || name == "noncausal") return s == name || s == "compactor";
+    return s == name;
+}
+
+double PressParams::blendFor(int64_t promptLength) const {
+    if (blend >= 0.0) return blend;
+    return promptLength > 0 ? std::max(0.0, 1.0 - double(resolveBudget(promptLength)) / double(promptLength)) : 0.0;
+}
+
+std::pair<int64_t, int64_t> PressParams::rankedSpan(int64_t T) const {
+    if (!ranksBy("compactor")) return {0, T};
+    const int64_t lo = std::clamp<int64_t>(sinks, 0, T);
+    return {lo, std::max(lo, T - std::max<int64_t>(window, 0))};
 }
 
 std::string PressParams::scorerInEffect() const {
@@ -59,15 +78,16 @@ std::string PressParams::scorerInEffect() const {
 
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
-           method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer";
+           method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
+           method == "compactor";
 }
 
 bool PressParams::usesSinks() const {
     if (method == "streamingllm" || method == "lagkv" || method == "expected" || method == "cur" ||
-        method == "simlayerkv")
+        method == "simlayerkv" || method == "compactor")
         return true;
     const std::string s = scorerInEffect();
-    return s == "expected" || s == "cur";
+    return s == "expected" || s == "cur" || s == "compactor";
 }
 
 int64_t PressParams::lagTailStart(int64_t T) const {
@@ -164,6 +184,15 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         s << "--gamma " << gamma << " must be >= 0";
         throw Error(s.str());
     }
+    if (ranksBy("leverage") && sketch < 1)
+        throw Error("--sketch " + std::to_string(sketch) + " must be at least 1 (the columns of the keys' Gaussian sketch)");
+    if (ranksBy("noncausal") && attnChunk < 1)
+        throw Error("--attn-chunk " + std::to_string(attnChunk) + " must be at least 1");
+    if (ranksBy("compactor") && !(std::isfinite(blend) && (blend >= 0.0 || blend == -1.0))) {
+        std::ostringstream s;
+        s << "--blend " << blend << " must be >= 0 (or auto: the compression ratio)";
+        throw Error(s.str());
+    }
     if (method == "simlayerkv" && !(lazy >= 0.0 && lazy <= 1.0)) {
         std::ostringstream s;
         s << "--lazy " << lazy << " must be in [0, 1]";
@@ -237,7 +266,10 @@ std::string PressParams::describe() const {
         s << " weights=";
         for (size_t i = 0; i < layerWeights.size(); ++i) s << (i ? "," : "") << exact(layerWeights[i]);
     }
-    if (method == "random") s << " seed=" << seed;
+    if (ranksBy("leverage")) s << " sketch=" << sketch;
+    if (ranksBy("noncausal")) s << " attn-chunk=" << attnChunk;
+    if (ranksBy("compactor") && blend >= 0.0) s << " blend=" << exact(blend);
+    if (method == "random" || ranksBy("leverage")) s << " seed=" << seed;
     return s.str();
 }
 
@@ -299,6 +331,12 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             std::istringstream list(word.substr(8));
             for (std::string item; std::getline(list, item, ',');) p.layerWeights.push_back(number(item, 0));
             if (p.layerWeights.empty()) throw Error(what + ": '" + word + "' has no weights");
+        } else if (is("sketch=")) {
+            p.sketch = static_cast<int64_t>(std::llround(number(word, 7)));
+        } else if (is("attn-chunk=")) {
+            p.attnChunk = static_cast<int64_t>(std::llround(number(word, 11)));
+        } else if (is("blend=")) {
+            p.blend = number(word, 6);
         } else if (is("future=")) {
             p.future = static_cast<int64_t>(std::llround(number(word, 7)));
         } else if (word == "max" || word == "avg") {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvlens {
@@ -24,7 +25,7 @@ const char* scheduleName(PyramidSchedule schedule);
 
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
-    // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer
+    // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor
     std::string method = "snapkv";
     // AdaKV, ChunkKV, CAKE, per-layer: the method whose scores they rank by ("" = their
     // own: SnapKV's votes for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE).
@@ -50,6 +51,10 @@ struct PressParams {
     double gamma = 200.0;           // CAKE: eviction indicator = mean + gamma x variance over the window
     double lazy = 0.9;              // SimLayerKV: a layer is lazy when its last query gives the
                                     // sinks and the recent positions more than this share
+    int64_t sketch = 48;            // LeverageScore, Compactor: columns of the Gaussian sketch of the keys
+    int64_t attnChunk = 256;        // Non-causal attention, Compactor: positions per attention chunk
+    double blend = -1.0;            // Compactor: weight of the leverage scores beside the non-causal
+                                    // attention's; < 0: the compression ratio 1 - B/T (kvpress's default)
     static constexpr int64_t kMaxQuerySinks = 64;  // the capture keeps this many first queries
 
     // Entries per head for a prompt of `promptLength` tokens (ratio rounded, at least 1).
@@ -86,6 +91,16 @@ struct PressParams {
     static const std::vector<std::string>& scorerNames();
     // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer).
     bool takesScorer() const;
+    // Whether the method or its scorer ranks by `name` (e.g. "noncausal": the method
+    // itself, Compactor, or a wrapper whose scorer is one of them).
+    bool ranksBy(const std::string& name) const;
+    // Compactor's weight of the leverage scores for a prompt of `promptLength`: --blend,
+    // or by default the share of the prompt dropped, 1 - B/T.
+    double blendFor(int64_t promptLength) const;
+    // The positions LeverageScore, non-causal attention and Compactor rank, [first, second):
+    // the whole prompt, or for Compactor (as method or scorer) what lies between its
+    // sinks and its window, which it always keeps.
+    std::pair<int64_t, int64_t> rankedSpan(int64_t promptLength) const;
     // The scorer in effect for a method that takes one: `scorer`, or the method's own
     // ("snapkv" for AdaKV and ChunkKV, "cake" for CAKE); "" for the other methods.
     std::string scorerInEffect() const;

@@ -20,6 +20,7 @@
 #include "engine/analysis/AttentionMap.h"
 #include "engine/analysis/AttentionStats.h"
 #include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/CompactorScores.h"
 #include "engine/compress/presses/PressScores.h"
 #include "engine/tokenizer/ChatTemplate.h"
 #include "kernels/DeviceMemory.h"
@@ -243,17 +244,17 @@ WorkbenchCapture Workbench::captureIds(const std::string& text, bool addBos, con
     return result;
 }
 
-void Workbench::prepareMethod(const std::string& method, const Progress& progress) const {
+void Workbench::prepareMethod(const PressParams& params, const Progress& progress) const {
     if (!state_->capture) return;
-    state_->capture->keepScoresFor(*state_->loaded.model, method, [&](double f, const std::string& w) {
-        if (progress) progress(f, method + "'s statistics (a replay of the prompt): " + w);
+    state_->capture->keepScoresFor(*state_->loaded.model, params, [&](double f, const std::string& w) {
+        if (progress) progress(f, params.method + "'s statistics (a replay of the prompt): " + w);
     });
 }
 
 Selection Workbench::select(const PressParams& params, double* seconds) const {
     if (!state_->capture) throw Error("no prompt has been run yet");
     const double t0 = now();
-    state_->capture->keepScoresFor(*state_->loaded.model, params.method);
+    state_->capture->keepScoresFor(*state_->loaded.model, params);
     Selection s = Press::create(params.method)->select(*state_->capture, params);
     if (seconds != nullptr) *seconds = now() - t0;
     return s;
@@ -278,6 +279,19 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     }
     if (m == "lagkv") return presses::lagKvScores(c, layer, params);
     if (m == "cur") return presses::curScores(c, layer, params);
+    // Compactor's family over the span it ranks (NaN for the sinks and window compactor keeps).
+    if (m == "leverage" || m == "noncausal" || m == "compactor") {
+        const auto [lo, hi] = params.rankedSpan(c.promptLength());
+        if (lo >= hi || (m != "noncausal" && !c.queryStatistics()) || (m != "leverage" && c.prompt().empty()))
+            return {};
+        if (m != "leverage") {
+            c.keepScoresFor(*state_->loaded.model, params);
+            // A budget that holds the prompt needs no replay: nothing ranked, no scores.
+            if (!c.nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return {};
+        }
+        if (m == "leverage") return presses::leverageScores(c, layer, params);
+        return m == "noncausal" ? presses::nonCausalScores(c, layer, params) : presses::compactorScores(c, layer, params);
+    }
     // SimLayerKV judges each layer by the last query's attention.
     if (m == "simlayerkv") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
     // A budget that holds the whole prompt keeps everything, whatever the window:
@@ -286,9 +300,15 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (params.takesScorer() && params.scorerInEffect() != "snapkv") {
         // A budget that holds the prompt keeps it whatever the window: nothing ranked, no scores.
         const int64_t fixed = params.window + (params.usesSinks() ? params.sinks : 0);
-        if ((params.scorerInEffect() == "expected" && !c.queryStatistics()) || fixed >= c.promptLength() ||
-            params.window > c.windowCapacity())
+        const std::string scorer = params.scorerInEffect();
+        if (((scorer == "expected" || scorer == "leverage" || scorer == "compactor") && !c.queryStatistics()) ||
+            fixed >= c.promptLength() || params.window > c.windowCapacity())
             return {};
+        if (params.ranksBy("noncausal")) {
+            const auto [lo, hi] = params.rankedSpan(c.promptLength());
+            c.keepScoresFor(*state_->loaded.model, params);
+            if (c.prompt().empty() || !c.nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return {};
+        }
         presses::HeadScores rows = presses::scorerScores(c, layer, params);
         if (m == "chunkkv") {
             // Each ranked position shows its chunk's summed scores, what the chunk is ranked by.

@@ -138,9 +138,10 @@ public:
     // field), and how long the selection took.
     Selection select(const PressParams& params, double* seconds = nullptr) const;
     // Computes, before a method's first selection, what only it needs of the capture
-    // (H2O's accumulated attention: a replay of the prompt), with progress; select()
-    // does it too, silently. Nothing for the other methods, or without a capture.
-    void prepareMethod(const std::string& method, const Progress& progress) const;
+    // (H2O's accumulated attention, the non-causal attention of noncausal and compactor:
+    // a replay of the prompt), with progress; select() does it too, silently. Nothing for
+    // the other methods, or without a capture.
+    void prepareMethod(const PressParams& params, const Progress& progress) const;
     // The method's per-position score on `layer` for each selection head: pooled
     // window votes (snapkv, pyramidkv, adakv), accumulated attention (h2o), prefix
     // positions only (the window has none: NaN); minus the key norm (knorm), minus the
@@ -151,7 +152,9 @@ public:
     // where they always keep (sinks, LagKV's tail); for adakv, chunkkv, cake and perlayer with a
     // --scorer (cake's own: its eviction indicator), that scorer's (chunk sums for
     // chunkkv), NaN for the window and the scorer's sinks; the last query's mean
-    // attention for simlayerkv; empty for methods without scores.
+    // attention for simlayerkv; the z-scored leverage, non-causal attention and their
+    // blend (leverage, noncausal, compactor; NaN for compactor's sinks and window);
+    // empty for methods without scores.
     std::vector<std::vector<float>> scores(const PressParams& params, int64_t layer) const;
     // K and V bytes of the entries `selection` keeps, per layer, in the cache's dtype.
     std::vector<int64_t> bytesPerLayer(const Selection& selection) const;

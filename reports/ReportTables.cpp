@@ -77,10 +77,20 @@ ReportTable ReportTables::settings(const ReportData& d) {
                 knobs += (i ? "," : " ") + ReportText::number("%g", p.layerWeights[i]);
         }
         if (p.method == "simlayerkv") knobs = std::to_string(p.sinks) + " sinks, lazy above " + ReportText::number("%g", p.lazy);
+        // Compactor's family: as a method or as a wrapper's scorer.
+        std::string compactor;
+        if (p.ranksBy("compactor")) compactor = std::to_string(p.sinks) + " sinks, ";
+        if (p.ranksBy("leverage")) compactor += "sketch " + std::to_string(p.sketch) + ", seed " + std::to_string(p.seed);
+        if (p.ranksBy("noncausal"))
+            compactor += (p.ranksBy("leverage") ? ", " : "") + std::string("attention chunk ") + std::to_string(p.attnChunk);
+        if (p.ranksBy("compactor"))
+            compactor += p.blend >= 0.0 ? ", blend " + ReportText::number("%g", p.blend) : std::string(", blend 1 - B/T");
+        if (!p.takesScorer() && !compactor.empty()) knobs = compactor;
         if (!p.scorer.empty()) {
             knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "scored by " + p.scorer;
             if (p.scorer == "expected" || p.scorer == "cur") knobs += ", " + std::to_string(p.sinks) + " sinks";
             if (p.scorer == "expected") knobs += ", " + std::to_string(p.future) + " future";
+            if (!compactor.empty()) knobs += ", " + compactor;
         }
         const bool pooled = p.method == "snapkv" || p.method == "pyramidkv" ||
                             (p.method != "chunkkv" && p.scorerInEffect() == "snapkv");

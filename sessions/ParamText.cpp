@@ -58,7 +58,10 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"tau2", p.tau2},
                               {"gamma", p.gamma},
                               {"lazy", p.lazy},
-                              {"layer_weights", p.layerWeights}};
+                              {"layer_weights", p.layerWeights},
+                              {"sketch", p.sketch},
+                              {"attn_chunk", p.attnChunk},
+                              {"blend", p.blend}};
     return j.dump();
 }
 
@@ -89,6 +92,10 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.gamma = j.value("gamma", p.gamma);
         p.lazy = j.value("lazy", p.lazy);
         p.layerWeights = j.value("layer_weights", p.layerWeights);
+        // Written since schema 6.
+        p.sketch = j.value("sketch", p.sketch);
+        p.attnChunk = j.value("attn_chunk", p.attnChunk);
+        p.blend = j.value("blend", p.blend);
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

@@ -62,8 +62,9 @@ void checkSessionName(const std::string& name) {
 // The press parameters in the runs table, in column order from `first`, each after
 // `prefix` ("r." in a join), as a store of schema `schema` holds them: a read-only
 // schema 2 store has no lag, chunk_size or future column, one before schema 5 no
-// scorer, tau1, tau2, gamma or lazy column: their defaults stand in.
-constexpr int kParamColumns = 21;
+// scorer, tau1, tau2, gamma or lazy column, one before schema 6 no sketch, attn_chunk or
+// blend column: their defaults stand in.
+constexpr int kParamColumns = 24;
 std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     std::string out;
     for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
@@ -75,9 +76,14 @@ std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     } else {
         out += ", " + prefix + "lag, " + prefix + "chunk_size, " + prefix + "future";
     }
-    if (schema < 5) return out + ", '', 1.0, 1.0, 200.0, 0.9, '[]'";  // PressParams' defaults
-    return out + ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
-           "lazy, " + prefix + "layer_weights";
+    if (schema < 5) {
+        out += ", '', 1.0, 1.0, 200.0, 0.9, '[]'";  // PressParams' defaults
+    } else {
+        out += ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
+               "lazy, " + prefix + "layer_weights";
+    }
+    if (schema < 6) return out + ", 48, 256, -1.0";  // PressParams' defaults
+    return out + ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
@@ -101,7 +107,10 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 17, p.tau2)
         .bind(first + 18, p.gamma)
         .bind(first + 19, p.lazy)
-        .bind(first + 20, nlohmann::json(p.layerWeights).dump());
+        .bind(first + 20, nlohmann::json(p.layerWeights).dump())
+        .bind(first + 21, p.sketch)
+        .bind(first + 22, p.attnChunk)
+        .bind(first + 23, p.blend);
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -131,6 +140,9 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ".layer_weights: not a list of numbers (" + std::string(e.what()) + ")");
     }
+    p.sketch = s.getInt(first + 21);
+    p.attnChunk = s.getInt(first + 22);
+    p.blend = s.getDouble(first + 23);
     return p;
 }
 
@@ -747,7 +759,7 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)

@@ -198,6 +198,15 @@ ALTER TABLE runs ADD COLUMN lazy REAL NOT NULL DEFAULT 0.9;
 ALTER TABLE runs ADD COLUMN layer_weights TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(layer_weights));
 )SQL";
 
+// Version 6: LeverageScore's and Compactor's sketch size, the non-causal attention's
+// chunk and Compactor's blend (-1: the compression ratio); runs saved before hold
+// their defaults.
+const char* kVersion6 = R"SQL(
+ALTER TABLE runs ADD COLUMN sketch INTEGER NOT NULL DEFAULT 48;
+ALTER TABLE runs ADD COLUMN attn_chunk INTEGER NOT NULL DEFAULT 256;
+ALTER TABLE runs ADD COLUMN blend REAL NOT NULL DEFAULT -1.0;
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -214,6 +223,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion3, "add the LagKV, ChunkKV and Expected Attention settings"); },
         [](Database& db) { db.exec(kVersion4, "add the files of Hugging Face folder models"); },
         [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV, per-layer and scorer settings"); },
+        [](Database& db) { db.exec(kVersion6, "add the LeverageScore, non-causal attention and Compactor settings"); },
     };
     return all;
 }

@@ -140,7 +140,7 @@ uint64_t EngineWorker::select(const PressParams& params, int focusLayer) {
     const uint64_t request = ++selectRequests_;
     post(Select, {"select", false, [this, params, focusLayer, request] {
                       SelectionResult r;
-                      bench_.prepareMethod(params.method, progressFor("select"));
+                      bench_.prepareMethod(params, progressFor("select"));
                       auto s = std::make_shared<Selection>(bench_.select(params, &r.seconds));
                       r.focusLayer = std::max(0, std::min(focusLayer, int(s->layers()) - 1));
                       r.scores = std::make_shared<const std::vector<std::vector<float>>>(
@@ -168,7 +168,7 @@ void EngineWorker::selectOthers(const PressParams& params, const std::vector<std
                           if (!p.takesScorer()) p.scorer.clear();
                           if (p.method != "perlayer") p.layerWeights.clear();
                           try {
-                              bench_.prepareMethod(method, progressFor("compare methods"));
+                              bench_.prepareMethod(p, progressFor("compare methods"));
                               auto s = std::make_shared<const Selection>(bench_.select(p));
                               others.emplace_back(s->params.describe(), s);
                           } catch (const Error&) {

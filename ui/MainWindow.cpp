@@ -72,7 +72,7 @@ bool sameParams(const PressParams& a, const PressParams& b) {
            a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
            a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
            a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
-           a.layerWeights == b.layerWeights;
+           a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk && a.blend == b.blend;
 }
 
 }  // namespace

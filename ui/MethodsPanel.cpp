@@ -108,8 +108,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     };
     const PressParams defaults;
     sinks_ = spin("sinks", 0, 1 << 20, int(defaults.sinks),
-                  "StreamingLLM, LagKV, Expected Attention, CUR, SimLayerKV (and a wrapper scored by\n"
-                  "Expected Attention or CUR): the first positions, always kept");
+                  "StreamingLLM, LagKV, Expected Attention, CUR, SimLayerKV, Compactor (and a wrapper\n"
+                  "scored by Expected Attention, CUR or Compactor): the first positions, always kept");
     form->addRow("Sinks", sinks_);
     lag_ = spin("lag", 1, 1 << 20, int(defaults.lag),
                 "LagKV: positions per partition; each is scored against the next, the last full one\n"
@@ -124,8 +124,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     scorer_->setObjectName("scorer");
     scorer_->addItem("(own)");
     for (const std::string& s : PressParams::scorerNames()) scorer_->addItem(QString::fromStdString(s));
-    scorer_->setToolTip("AdaKV, ChunkKV, CAKE: the scores they rank by; (own): SnapKV's votes for\n"
-                        "AdaKV and ChunkKV, CAKE's eviction indicator for CAKE");
+    scorer_->setToolTip("AdaKV, ChunkKV, CAKE, per-layer: the scores they rank by; (own): SnapKV's votes\n"
+                        "for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE");
     form->addRow("Scorer", scorer_);
     auto real = [&](const char* name, double lo, double hi, double step, int decimals, double value, const char* tip) {
         auto* box = new QDoubleSpinBox;
@@ -151,6 +151,20 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
                  "SimLayerKV: a layer whose last query gives the sinks and the recent positions more than\n"
                  "this share of its attention keeps only them (Llama 3 0.9, Llama 2 0.65, Mistral 0.8, Qwen 0.85)");
     form->addRow("Lazy above", lazy_);
+    sketch_ = spin("sketch", 1, 4096, int(defaults.sketch),
+                   "LeverageScore, Compactor: columns of the Gaussian sketch of each head's pre-RoPE keys");
+    attnChunk_ = spin("attnChunk", 1, 1 << 20, int(defaults.attnChunk),
+                      "Non-causal attention, Compactor: each query attends to every key of its chunk of\n"
+                      "this many positions, before and after it (the first use replays the prompt)");
+    auto* compactorRow = new QHBoxLayout;
+    compactorRow->addWidget(sketch_);
+    compactorRow->addWidget(attnChunk_);
+    form->addRow("Sketch, chunk", compactorRow);
+    blend_ = real("blend", -1.0, 100.0, 0.05, 2, defaults.blend,
+                  "Compactor: the leverage scores' weight beside the non-causal attention's;\n"
+                  "auto: the compression ratio 1 - B/T, as kvpress");
+    blend_->setSpecialValueText("auto");
+    form->addRow("Blend", blend_);
     layerWeights_ = new QLineEdit;
     layerWeights_->setObjectName("layerWeights");
     layerWeights_->setPlaceholderText("equal");
@@ -225,9 +239,9 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     connect(beta_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(alpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(gqa_, &QComboBox::currentTextChanged, this, changed);
-    for (QSpinBox* box : {sinks_, lag_, chunk_, future_})
+    for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_})
         connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
-    for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_})
+    for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_})
         connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(layerWeights_, &QLineEdit::editingFinished, this, changed);
     connect(scorer_, &QComboBox::currentTextChanged, this, [this, changed] {
@@ -262,6 +276,9 @@ PressParams MethodsPanel::params() const {
     p.tau2 = tau2_->value();
     p.gamma = gamma_->value();
     p.lazy = lazy_->value();
+    p.sketch = sketch_->value();
+    p.attnChunk = attnChunk_->value();
+    p.blend = blend_->value() <= blend_->minimum() ? -1.0 : blend_->value();
     if (p.method == "perlayer") {
         // A word that is not a number stays in the list as NaN, which validate() names.
         for (const QString& w : layerWeights_->text().split(',', Qt::SkipEmptyParts)) {
@@ -298,6 +315,9 @@ void MethodsPanel::setParams(const PressParams& p) {
     tau2_->setValue(p.tau2);
     gamma_->setValue(p.gamma);
     lazy_->setValue(p.lazy);
+    sketch_->setValue(int(p.sketch));
+    attnChunk_->setValue(int(p.attnChunk));
+    blend_->setValue(p.blend < 0.0 ? blend_->minimum() : p.blend);
     QStringList weights;
     for (double w : p.layerWeights) weights << QString::number(w, 'g', 6);
     layerWeights_->setText(weights.join(','));
@@ -349,7 +369,7 @@ void MethodsPanel::budgetModeChanged() {
 QStringList MethodsPanel::defaultComparedMethods() {
     QStringList all;
     for (const std::string& m : PressParams::methodNames())
-        if (m != "full" && m != "h2o") all << QString::fromStdString(m);
+        if (m != "full" && m != "h2o" && m != "noncausal" && m != "compactor") all << QString::fromStdString(m);
     return all;
 }
 
@@ -393,6 +413,9 @@ void MethodsPanel::updateEnabled() {
     tau2_->setEnabled(m == "cake");
     gamma_->setEnabled(scorer == "cake");
     lazy_->setEnabled(m == "simlayerkv");
+    sketch_->setEnabled(probe.ranksBy("leverage"));
+    attnChunk_->setEnabled(probe.ranksBy("noncausal"));
+    blend_->setEnabled(probe.ranksBy("compactor"));
     layerWeights_->setEnabled(m == "perlayer");
     window_->setEnabled(probe.usesWindow());
     sinks_->setEnabled(probe.usesSinks());

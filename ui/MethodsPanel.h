@@ -75,6 +75,9 @@ private:
     QDoubleSpinBox* tau2_;
     QDoubleSpinBox* gamma_;
     QDoubleSpinBox* lazy_;  // SimLayerKV
+    QSpinBox* sketch_;      // LeverageScore, Compactor
+    QSpinBox* attnChunk_;   // non-causal attention, Compactor
+    QDoubleSpinBox* blend_;  // Compactor (its minimum, -1, reads "auto")
     QLineEdit* layerWeights_;  // per-layer: "4,2,1,1", empty for equal shares
     QToolButton* compared_;
     QMenu* comparedMenu_;

@@ -79,6 +79,52 @@ private:
     int64_t promptLength_;
 };
 
+// Non-causal chunked attention (see Capture::nonCausalAttention) over a replayed
+// prompt: each query of [lo, hi) against the keys of its own chunk in the filled cache.
+class NonCausalAccumulator : public ForwardObserver {
+public:
+    NonCausalAccumulator(const KvCache& cache, int64_t layers, int64_t chunk, int64_t lo, int64_t hi)
+        : sums(layers), cache_(cache), chunk_(chunk), lo_(lo), hi_(hi) {}
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t p0) override {
+        const int64_t a = std::max(p0, lo_), b = std::min(p0 + q.size(0), hi_);
+        if (a >= b) return;
+        const int64_t H = q.size(1), D = q.size(2);
+        const at::Tensor keys = cache_.keys(layer);  // [KV, capacity, D]
+        const int64_t KV = keys.size(0), G = H / KV;
+        if (!sums[layer].defined()) sums[layer] = at::zeros({H, hi_ - lo_}, q.options().dtype(at::kFloat));
+        for (int64_t c0 = a; c0 < b;) {
+            const int64_t start = lo_ + (c0 - lo_) / chunk_ * chunk_, end = std::min(start + chunk_, hi_);
+            const int64_t c1 = std::min(b, end), m = c1 - c0, kc = end - start;
+            // Query head h reads KV head h / G: [m, H, D] -> [KV, G * m, D].
+            const at::Tensor qs =
+                q.narrow(0, c0 - p0, m).to(at::kFloat).permute({1, 0, 2}).reshape({KV, G * m, D});
+            const at::Tensor ks = keys.narrow(1, start, kc).to(at::kFloat);  // [KV, kc, D]
+            const at::Tensor prob = at::softmax(at::bmm(qs, ks.transpose(1, 2)), -1);  // [KV, G*m, kc]
+            sums[layer].narrow(1, start - lo_, kc).add_(prob.view({KV, G, m, kc}).sum(2).reshape({H, kc}));
+            c0 = c1;
+        }
+    }
+
+    // Per layer [KV, hi - lo]: the short last chunk's padding share added, the query
+    // heads of each KV head averaged.
+    at::Tensor finished(int64_t layer, int64_t kvHeads) const {
+        at::Tensor s = sums[layer].clone();
+        const int64_t n = hi_ - lo_, last = n % chunk_;
+        if (last > 0) s.narrow(1, n - last, last).add_(double(chunk_ - last) / double(chunk_));
+        return s.view({kvHeads, s.size(0) / kvHeads, n}).mean(1);
+    }
+
+    std::vector<at::Tensor> sums;  // [H, hi - lo] fp32
+
+private:
+    const KvCache& cache_;
+    int64_t chunk_, lo_, hi_;
+};
+
+std::string nonCausalKey(int64_t chunk, int64_t lo, int64_t hi) {
+    return "noncausal:" + std::to_string(chunk) + ":" + std::to_string(lo) + ":" + std::to_string(hi);
+}
+
 const char* const kPrefill = "the prefill produced";
 
 // Throws when `t` [heads, ...] holds a NaN or an Inf, naming the first layer
@@ -255,21 +301,58 @@ void Capture::keepQueries(LlamaModel& model, const std::vector<std::pair<int64_t
 }
 
 void Capture::keepScoresFor(LlamaModel& model, const std::string& method, const ProgressFn& progress) const {
-    if (method != "h2o" || hasH2oScores() || prompt_.empty()) return;
+    PressParams params;
+    params.method = method;
+    keepScoresFor(model, params, progress);
+}
+
+bool Capture::needsReplayFor(const PressParams& params) const {
+    if (prompt_.empty()) return false;
+    if (params.method == "h2o") return !hasH2oScores();
+    if (!params.ranksBy("noncausal")) return false;
+    const int64_t T = promptLength_;
+    const auto [lo, hi] = params.rankedSpan(T);
+    return params.resolveBudget(T) < T && params.attnChunk >= 1 && lo < hi &&
+           !nonCausalAttention(0, params.attnChunk, lo, hi).defined();
+}
+
+void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress) const {
+    if (!needsReplayFor(params)) return;
+    const bool h2o = params.method == "h2o";
+    const auto [lo, hi] = params.rankedSpan(promptLength_);
     std::lock_guard<std::mutex> lock(statsMutex_);
-    if (hasH2oScores()) return;
+    if (h2o ? hasH2oScores() : nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return;
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_) {
-        throw Error("H2O's scores need the model that made the capture (another one is loaded)");
+        throw Error(std::string(h2o ? "H2O's scores need" : "the non-causal attention needs") +
+                    " the model that made the capture (another one is loaded)");
     }
     c10::InferenceMode guard;
-    ColumnSumAccumulator sums(layers(), promptLength_);
-    model.replay(prompt_, *cache_, sums, progress);
-    for (int64_t l = 0; l < layers(); ++l) {
-        requireFinite(sums.sums[l], l, "query head", "accumulated attention", kPrefill);
+    if (h2o) {
+        ColumnSumAccumulator sums(layers(), promptLength_);
+        model.replay(prompt_, *cache_, sums, progress);
+        for (int64_t l = 0; l < layers(); ++l) {
+            requireFinite(sums.sums[l], l, "query head", "accumulated attention", kPrefill);
+        }
+        h2oScores_ = std::move(sums.sums);
+        h2oReady_ = true;
+        return;
     }
-    h2oScores_ = std::move(sums.sums);
-    h2oReady_ = true;
+    NonCausalAccumulator acc(*cache_, layers(), params.attnChunk, lo, hi);
+    model.replay(prompt_, *cache_, acc, progress);
+    std::vector<at::Tensor> done(layers());
+    for (int64_t l = 0; l < layers(); ++l) {
+        done[l] = acc.finished(l, kvHeads_).contiguous();
+        requireFinite(done[l], l, "KV head", "non-causal attention", kPrefill);
+    }
+    std::lock_guard<std::mutex> memoLock(votesMutex_);
+    for (int64_t l = 0; l < layers(); ++l) memo_[{nonCausalKey(params.attnChunk, lo, hi), l}] = done[l];
+}
+
+at::Tensor Capture::nonCausalAttention(int64_t layer, int64_t chunk, int64_t lo, int64_t hi) const {
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    auto it = memo_.find({nonCausalKey(chunk, lo, hi), layer});
+    return it == memo_.end() ? at::Tensor() : it->second;
 }
 
 const at::Tensor& Capture::queries(int64_t layer, int64_t head) const {

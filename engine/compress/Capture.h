@@ -23,6 +23,9 @@
 //                   of the pre-RoPE queries (fp64) and the first 64 of them (Expected Attention)
 //   Expected Attention's scores  L * KV * T * 4 for each (sinks, future) used
 //   LagKV's scores  L * KV * T * 4 for each (sinks, lag) used
+//   non-causal attention  L * KV * T * 4 for each (chunk, span) used, from a replay of the
+//                   prompt like H2O's (Compactor, --method noncausal)
+//   LeverageScore's scores  L * KV * T * 4 for each (sketch, seed, span) used
 //   CAKE's window statistics  L * H * (T - W) * 2 * 4 for each window W used (the
 //                   window attention's mean and variance per query head and column),
 //                   and its indicator L * KV * T * 4 for each (W, gamma) used
@@ -41,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/PressParams.h"
 #include "engine/compress/QueryStatistics.h"
 #include "engine/model/KvCache.h"
 #include "engine/model/ModelWeights.h"
@@ -103,7 +107,20 @@ public:
     // (H2O: the accumulated attention, a replay of the prompt on `model`, which
     // must be the one that made the capture); nothing for the other methods, nor
     // for a capture from tensors (which cannot have them). Thread-safe.
+    // Non-causal attention (Compactor, --method noncausal, or a wrapper's scorer): a replay
+    // per (chunk, span) the params ask for, unless the budget keeps the whole prompt.
+    void keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress = {}) const;
+    // Whether keepScoresFor(params) would replay the prompt (for a progress bar's title).
+    bool needsReplayFor(const PressParams& params) const;
     void keepScoresFor(LlamaModel& model, const std::string& method, const ProgressFn& progress = {}) const;
+
+    // Non-causal chunked attention over positions [lo, hi) cut into chunks of `chunk` from
+    // lo (the last may be shorter): each query's softmax of q.k (after RoPE, unscaled, as
+    // Compactor's code and kvpress) over the keys of its own chunk only, summed over the
+    // chunk's queries, plus (chunk - m) / chunk on each of a short last chunk's m columns
+    // (the missing query rows' uniform share, as both codes pad), averaged over the KV
+    // head's query heads: [KV, hi - lo] fp32. Undefined until keepScoresFor made it.
+    at::Tensor nonCausalAttention(int64_t layer, int64_t chunk, int64_t lo, int64_t hi) const;
 
     // The prompt's pre-RoPE query statistics (Expected Attention); null for a capture
     // from tensors.

@@ -63,7 +63,7 @@ MethodEvaluator::MethodEvaluator(LlamaModel& model, std::shared_ptr<const Captur
 
 RunMetrics MethodEvaluator::evaluate(const PressParams& params) {
     const double t0 = now();
-    capture_->keepScoresFor(model_, params.method, progress_);
+    capture_->keepScoresFor(model_, params, progress_);
     Selection selection = Press::create(params.method)->select(*capture_, params);
     return evaluate(selection, now() - t0);
 }

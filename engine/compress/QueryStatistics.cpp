@@ -18,11 +18,9 @@ QueryStatistics::QueryStatistics(int64_t layers, int64_t promptLength, const at:
       outer_(layers),
       first_(layers) {}
 
-void QueryStatistics::add(int64_t layer, const at::Tensor& q, int64_t p0) {
-    const int64_t n = std::min<int64_t>(q.size(0), promptLength_ - p0);
-    if (n <= 0) return;
-    const int64_t H = q.size(1), D = q.size(2), R = ropeDim_, half = R / 2;
-    at::Tensor pre = q.narrow(0, 0, n).to(at::kFloat).clone();  // [n, H, D]
+at::Tensor QueryStatistics::rotatedBack(const at::Tensor& x, int64_t p0) const {
+    const int64_t n = x.size(0), H = x.size(1), R = ropeDim_, half = R / 2;
+    at::Tensor pre = x.to(at::kFloat).clone();  // [n, H, D]
     if (R > 0) {
         // The angles as the forward pass made them (fp32 position x frequency), turned back.
         const at::Tensor pos = at::arange(p0, p0 + n, pre.options());
@@ -43,6 +41,14 @@ void QueryStatistics::add(int64_t layer, const at::Tensor& q, int64_t p0) {
         const at::Tensor x0 = y0 * c + y1 * s, x1 = y1 * c - y0 * s;
         rot.copy_(halves_ ? at::cat({x0, x1}, 2) : at::stack({x0, x1}, 3).reshape({n, H, R}));
     }
+    return pre;
+}
+
+void QueryStatistics::add(int64_t layer, const at::Tensor& q, int64_t p0) {
+    const int64_t n = std::min<int64_t>(q.size(0), promptLength_ - p0);
+    if (n <= 0) return;
+    const int64_t H = q.size(1), D = q.size(2);
+    const at::Tensor pre = rotatedBack(q.narrow(0, 0, n), p0);  // [n, H, D] fp32
     const at::Tensor x = pre.to(at::kDouble);  // [n, H, D]
     if (!sum_[layer].defined()) {
         sum_[layer] = at::zeros({H, D}, x.options());

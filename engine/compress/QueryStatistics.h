@@ -22,6 +22,11 @@ public:
     // their position's angle, then added. Positions at or past the prompt's end are ignored.
     void add(int64_t layer, const at::Tensor& q, int64_t firstPosition);
 
+    // x [n, heads, D] after RoPE (queries or keys) at positions firstPosition ..,
+    // rotated back by each position's angle: fp32, the pre-RoPE vectors (YaRN's
+    // magnitude, where the model has one, stays in them). LeverageScore's keys.
+    at::Tensor rotatedBack(const at::Tensor& x, int64_t firstPosition) const;
+
     // Mean [H, D] and covariance [H, D, D] (divided by the count, as Expected Attention's
     // code does) of the pre-RoPE queries at positions sinks .. T-1, fp64 on the CPU.
     // YaRN's magnitude stays in them, as it does in the future queries they stand for.

@@ -34,15 +34,22 @@ const std::shared_ptr<Capture>& tinyllama8k() {
     return capture;
 }
 
-// Expected Attention needs a prefill's query statistics: a random model of tinyllama-1.1b's
-// shape (bf16) prefills 8192 tokens once, the first time a benchmark asks (a minute or two).
+// Expected Attention and LeverageScore need a prefill's query statistics, the non-causal
+// attention a replay on the model: a random model of tinyllama-1.1b's shape (bf16)
+// prefills 8192 tokens once, the first time a benchmark asks (a minute or two).
+LoadedModel& tinyllamaModel() {
+    static LoadedModel loaded = [] {
+        at::set_num_threads(2);
+        return loadModel("random:tinyllama-1.1b:ctx=8192", c10::Device(c10::kCPU), at::kBFloat16);
+    }();
+    return loaded;
+}
 const std::shared_ptr<Capture>& tinyllamaPrefill8k() {
     static const std::shared_ptr<Capture> capture = [] {
         at::set_num_threads(2);
-        LoadedModel loaded = loadModel("random:tinyllama-1.1b:ctx=8192", c10::Device(c10::kCPU), at::kBFloat16);
         std::vector<int32_t> prompt(8192);
         for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7919 + 13) % 31999 + 1);
-        return Capture::fromPrefill(*loaded.model, prompt);
+        return Capture::fromPrefill(*tinyllamaModel().model, prompt);
     }();
     return capture;
 }
@@ -92,6 +99,34 @@ void BM_ChunkKvSelectAndGather8k(benchmark::State& state) { selectAndGather(stat
 void BM_ExpectedSelectAndGather8k(benchmark::State& state) {
     selectAndGather(state, "expected", tinyllamaPrefill8k());
 }
+void BM_LeverageSelectAndGather8k(benchmark::State& state) {
+    selectAndGather(state, "leverage", tinyllamaPrefill8k());
+}
+// Compactor after its replay (BM_NonCausalReplay8k times that): the leverage and
+// attention scores are kept, a new budget blends them again (the blend follows 1 - B/T).
+void BM_CompactorSelectAndGather8k(benchmark::State& state) {
+    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+    PressParams p;
+    p.method = "compactor";
+    p.budget = 1024;
+    capture->keepScoresFor(*tinyllamaModel().model, p);
+    selectAndGather(state, "compactor", capture);
+}
+// The non-causal attention's replay of the 8192-token prompt (every layer), once per
+// (chunk, span): chunks of 256 + i, so each iteration is a first use.
+void BM_NonCausalReplay8k(benchmark::State& state) {
+    at::set_num_threads(2);
+    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+    PressParams p;
+    p.method = "noncausal";
+    p.budget = 1024;
+    int64_t i = 0;
+    for (auto _ : state) {
+        p.attnChunk = 257 + i++;
+        capture->keepScoresFor(*tinyllamaModel().model, p);
+    }
+    state.counters["prefill_s"] = capture->prefillSeconds();
+}
 // The first selection with a setting not seen before (`vary` makes a new one each
 // iteration), which computes the scores it then keeps.
 void firstUse(benchmark::State& state, const std::string& method, const Capture& capture,
@@ -115,6 +150,10 @@ void BM_ExpectedFirstUse8k(benchmark::State& state) {
 // CAKE's window attention statistics for a window not used before (every layer).
 void BM_CakeFirstUse8k(benchmark::State& state) {
     firstUse(state, "cake", *tinyllama8k(), [](PressParams& p, int64_t i) { p.window = 33 + i; });
+}
+// LeverageScore's keys turned back, sketched and scored in fp64 (every layer), for a new seed.
+void BM_LeverageFirstUse8k(benchmark::State& state) {
+    firstUse(state, "leverage", *tinyllamaPrefill8k(), [](PressParams& p, int64_t i) { p.seed = 100 + uint64_t(i); });
 }
 void BM_LagKvFirstUse8k(benchmark::State& state) {
     firstUse(state, "lagkv", *tinyllama8k(), [](PressParams& p, int64_t i) { p.lag = 128 + i; });
@@ -166,7 +205,11 @@ BENCHMARK(BM_AdaKvKnormSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTim
 BENCHMARK(BM_LagKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ChunkKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_LeverageSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_CompactorSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_LeverageFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_NonCausalReplay8k)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_LagKvFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_CakeFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_QueryStatistics8k)->Unit(benchmark::kMillisecond)->Iterations(3);

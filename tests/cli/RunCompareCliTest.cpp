@@ -69,13 +69,14 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 16u * 3u);  // full once, sixteen methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 19u * 3u);  // full once, nineteen methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
-                                              "cake", "simlayerkv", "perlayer"}));
+                                              "cake", "simlayerkv", "perlayer", "leverage", "noncausal",
+                                              "compactor"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -210,7 +211,8 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --scorer knorm"),
                        {"--scorer is for adakv, chunkkv, cake and perlayer, not --method snapkv"});
     expectOneLineError(runCli(base + "--method adakv --budget 64 --scorer attention"),
-                       {"--scorer 'attention' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake"});
+                       {"--scorer 'attention' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake, "
+                        "leverage, noncausal, compactor"});
     expectOneLineError(runCli(base + "--method cake --budget 64 --tau1 0"),
                        {"--tau1 0 must be positive (CAKE raises the dispersion to 1/tau)"});
     expectOneLineError(runCli(base + "--method cake --budget 64 --gamma -1"), {"--gamma -1 must be >= 0"});
@@ -224,6 +226,14 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--layer-weights: 'two' is not a number"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --layer-weights 1"),
                        {"--layer-weights is for --method perlayer, not snapkv"});
+    expectOneLineError(runCli(base + "--method leverage --budget 64 --sketch 0"), {"--sketch '0' is not an integer in [1,"});
+    expectOneLineError(runCli(base + "--method noncausal --budget 64 --attn-chunk x"),
+                       {"--attn-chunk 'x' is not an integer"});
+    expectOneLineError(runCli(base + "--method compactor --budget 64 --blend -1"),
+                       {"--blend '-1' must be >= 0 (or auto: the compression ratio)"});
+    expectOneLineError(runCli(base + "--method compactor --budget 64 --blend much"), {"--blend 'much' is not a number"});
+    expectOneLineError(runCli(base + "--method compactor --budget 36"),
+                       {"--budget 36 must exceed --window + --sinks 36"});
     expectOneLineError(runCli(base + "--method adakv --budget 36 --scorer expected"),
                        {"--budget 36 must exceed --window + --sinks 36"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
@@ -246,7 +256,7 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     for (const auto& row : csvRows(r.out)) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "chunkkv", "expected", "cur", "cake",
-                                              "simlayerkv", "perlayer"}));
+                                              "simlayerkv", "perlayer", "leverage", "noncausal", "compactor"}));
 }
 
 }  // namespace

@@ -765,7 +765,8 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
                a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
                a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
                a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
-               a.layerWeights == b.layerWeights;
+               a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk &&
+               a.blend == b.blend;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -869,6 +870,28 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     perLayer.scorer = "keydiff";
     perLayer.layerWeights = {4, 2, 1.5, 0.123456789};  // read back exactly
     all.push_back(perLayer);
+    PressParams leverage;
+    leverage.method = "leverage";
+    leverage.budget = 64;
+    leverage.sketch = 20;
+    leverage.seed = 12345;
+    all.push_back(leverage);
+    PressParams compactor;
+    compactor.method = "compactor";
+    compactor.budget = 64;
+    compactor.sinks = 8;
+    compactor.window = 4;
+    compactor.sketch = 32;
+    compactor.attnChunk = 128;
+    compactor.blend = 0.35;
+    compactor.seed = 3;
+    all.push_back(compactor);
+    PressParams chunkNonCausal;
+    chunkNonCausal.method = "chunkkv";
+    chunkNonCausal.budget = 100;
+    chunkNonCausal.scorer = "noncausal";
+    chunkNonCausal.attnChunk = 64;
+    all.push_back(chunkNonCausal);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

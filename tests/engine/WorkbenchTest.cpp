@@ -124,9 +124,12 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
     // H2O's statistics come on first use, with progress the GUI shows; then its
     // selection equals Press::select on a capture that computed them alike.
     std::vector<std::string> heard;
-    w.prepareMethod("snapkv", [&](double, const std::string& what) { heard.push_back(what); });
+    PressParams snap = p, h2o = p;
+    snap.method = "snapkv";
+    h2o.method = "h2o";
+    w.prepareMethod(snap, [&](double, const std::string& what) { heard.push_back(what); });
     EXPECT_TRUE(heard.empty());  // SnapKV needs nothing more
-    w.prepareMethod("h2o", [&](double, const std::string& what) { heard.push_back(what); });
+    w.prepareMethod(h2o, [&](double, const std::string& what) { heard.push_back(what); });
     ASSERT_FALSE(heard.empty());
     EXPECT_EQ(heard.front().rfind("h2o's statistics (a replay of the prompt): ", 0), 0u) << heard.front();
     {

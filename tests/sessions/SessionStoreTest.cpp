@@ -219,7 +219,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
                 "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
                 "ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP COLUMN tau2; "
                 "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
-                "DROP TABLE model_files; PRAGMA user_version = 2;",
+                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
     const PressParams defaults;
@@ -289,8 +289,8 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
-                "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
-                "PRAGMA user_version = 4;",
+                "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights;"
+                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; PRAGMA user_version = 4;",
                 "make a version 4 store");
     }
     const PressParams defaults;
@@ -308,7 +308,59 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
     SessionStore store(path);  // read-write: migrated
     EXPECT_EQ(store.run(id).params.tau2, defaults.tau2);
     Database db(path, path, SQLITE_OPEN_READONLY);
-    EXPECT_EQ(db.pragmaInt("user_version"), 5);
+    EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
+}
+
+// Schema 6's settings (LeverageScore's and Compactor's sketch, the non-causal attention's
+// chunk, Compactor's blend, "auto" as -1) come back as saved; a schema 5 store reads
+// them as their defaults, read-only, and gains the columns when opened to write.
+TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
+    const std::string path = test::storePath("v6settings.db");
+    int64_t id = 0, session = 0;
+    {
+        SessionStore store(path);
+        session = store.createSession("s").id;
+        const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
+        RunRecord run = test::sampleRun(5, session, prompt);
+        run.params.method = "adakv";
+        run.params.scorer = "compactor";
+        run.params.sketch = 20;
+        run.params.attnChunk = 100;
+        run.params.blend = 0.35;
+        run.selection.params = run.params;
+        id = store.saveRun(run);
+    }
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        const RunRecord r = store.run(id);
+        for (const PressParams& p : {r.params, r.selection.params, store.runs(session).at(0).params}) {
+            EXPECT_EQ(p.scorer, "compactor");
+            EXPECT_EQ(p.sketch, 20);
+            EXPECT_EQ(p.attnChunk, 100);
+            EXPECT_EQ(p.blend, 0.35);
+        }
+    }
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        db.exec("ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP "
+                "COLUMN blend; PRAGMA user_version = 5;",
+                "make a version 5 store");
+    }
+    const PressParams defaults;
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        const PressParams p = store.runs(session).at(0).params;
+        EXPECT_EQ(p.scorer, "compactor");
+        EXPECT_EQ(p.sketch, defaults.sketch);
+        EXPECT_EQ(p.attnChunk, defaults.attnChunk);
+        EXPECT_EQ(p.blend, defaults.blend);
+        Database db(path, path, SQLITE_OPEN_READONLY);
+        EXPECT_EQ(db.pragmaInt("user_version"), 5);
+    }
+    SessionStore store(path);  // read-write: migrated
+    EXPECT_EQ(store.run(id).params.blend, -1.0);
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    EXPECT_EQ(db.pragmaInt("user_version"), 6);
 }
 
 TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
@@ -318,7 +370,7 @@ TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
         Migrations::apply(db, {StoreSchema::steps()[0]});
     }
     EXPECT_EQ(errorOf([&] { SessionStore store(path, SessionStore::Access::ReadOnly); }),
-              path + ": store schema 1 needs an upgrade to 5, which read-only access cannot do");
+              path + ": store schema 1 needs an upgrade to 6, which read-only access cannot do");
 }
 
 // A Hugging Face folder: each file's (weights, config, tokenizer) size, mtime and SHA-256 kept in order,
@@ -388,7 +440,7 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
                 "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "
-                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; PRAGMA user_version = 3;",
+                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; PRAGMA user_version = 3;",
                 "make a version 3 store");
     }
     {

@@ -72,12 +72,14 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     MethodsPanel panel;
     const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova",
                              "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur",
-                             "cake",   "simlayerkv", "perlayer"};
-    EXPECT_EQ(panel.comparedMethods(), all);  // every method but FullKV and H2O
+                             "cake",   "simlayerkv", "perlayer", "leverage"};
+    // Every method but FullKV and those whose first use replays the prompt (H2O,
+    // non-causal attention, Compactor).
+    EXPECT_EQ(panel.comparedMethods(), all);
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "15 of 16 methods");
+    EXPECT_EQ(button->text(), "16 of 19 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -89,7 +91,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 16 methods");
+    EXPECT_EQ(button->text(), "1 of 19 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -101,6 +103,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         const char* method;
         bool gqa, window, kernel, beta, alpha, sinks = false, lag = false, chunk = false, future = false;
         bool scorer = false, tau = false, gamma = false, lazy = false, weights = false;
+        bool sketch = false, attnChunk = false, blend = false;
     };
     const Want wants[] = {{"full", false, false, false, false, false},
                           {"snapkv", true, true, true, false, false},
@@ -117,7 +120,13 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                           {"simlayerkv", false, false, false, false, false, true, false, false, false, false, false,
                            false, true},
                           {"perlayer", true, true, true, false, false, false, false, false, false, true, false, false,
-                           false, true}};
+                           false, true},
+                          {"leverage", false, false, false, false, false, false, false, false, false, false, false,
+                           false, false, false, true},
+                          {"noncausal", false, false, false, false, false, false, false, false, false, false, false,
+                           false, false, false, false, true},
+                          {"compactor", false, true, false, false, false, true, false, false, false, false, false,
+                           false, false, false, true, true, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;
@@ -140,6 +149,31 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_EQ(panel.findChild<QWidget*>("gamma")->isEnabled(), w.gamma) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("lazy")->isEnabled(), w.lazy) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("layerWeights")->isEnabled(), w.weights) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("sketch")->isEnabled(), w.sketch) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("attnChunk")->isEnabled(), w.attnChunk) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("blend")->isEnabled(), w.blend) << w.method;
+    }
+    // Compactor's blend: "auto" (the compression ratio) at its minimum, a number otherwise;
+    // both read back as set. As a wrapper's scorer, its knobs and sinks come on.
+    {
+        PressParams c = panel.params();
+        c.method = "compactor";
+        c.blend = -1.0;
+        panel.setParams(c);
+        EXPECT_EQ(panel.findChild<QDoubleSpinBox*>("blend")->text(), "auto");
+        EXPECT_EQ(panel.params().blend, -1.0);
+        c.blend = 0.4;
+        c.sketch = 20;
+        c.attnChunk = 100;
+        panel.setParams(c);
+        EXPECT_DOUBLE_EQ(panel.params().blend, 0.4);
+        EXPECT_EQ(panel.params().sketch, 20);
+        EXPECT_EQ(panel.params().attnChunk, 100);
+        c.method = "adakv";
+        c.scorer = "compactor";
+        panel.setParams(c);
+        for (const char* on : {"sinks", "sketch", "attnChunk", "blend", "window"})
+            EXPECT_TRUE(panel.findChild<QWidget*>(on)->isEnabled()) << on;
     }
     // A scorer changes what the wrapper's knobs mean: AdaKV scored by Expected Attention
     // takes its sinks and future, not SnapKV's kernel, pooling or GQA mode.

@@ -5,6 +5,7 @@
 #include "core/Error.h"
 #include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/CakePress.h"
+#include "engine/compress/presses/CompactorPress.h"
 #include "engine/compress/presses/ChunkKvPress.h"
 #include "engine/compress/presses/CurPress.h"
 #include "engine/compress/presses/ExpectedAttentionPress.h"
@@ -13,6 +14,8 @@
 #include "engine/compress/presses/KeyDiffPress.h"
 #include "engine/compress/presses/KnormPress.h"
 #include "engine/compress/presses/LagKvPress.h"
+#include "engine/compress/presses/LeverageScorePress.h"
+#include "engine/compress/presses/NonCausalAttentionPress.h"
 #include "engine/compress/presses/PyramidKvPress.h"
 #include "engine/compress/presses/PerLayerPress.h"
 #include "engine/compress/presses/RandomPress.h"
@@ -41,6 +44,9 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "cake") return std::make_unique<CakePress>();
     if (method == "simlayerkv") return std::make_unique<SimLayerKvPress>();
     if (method == "perlayer") return std::make_unique<PerLayerPress>();
+    if (method == "leverage") return std::make_unique<LeverageScorePress>();
+    if (method == "noncausal") return std::make_unique<NonCausalAttentionPress>();
+    if (method == "compactor") return std::make_unique<CompactorPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

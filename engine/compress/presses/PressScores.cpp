@@ -1,6 +1,7 @@
 #include "engine/compress/presses/PressScores.h"
 
 #include "kernels/LayerSelection.h"
+#include "engine/compress/presses/CompactorScores.h"
 
 #include <algorithm>
 #include <cmath>
@@ -316,6 +317,9 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
     else if (scorer == "keydiff") rows = keyDiffScores(capture, layer);
     else if (scorer == "expected") rows = expectedAttentionScores(capture, layer, p);
     else if (scorer == "cur") rows = curScores(capture, layer, p);
+    else if (scorer == "leverage") rows = leverageScores(capture, layer, p);
+    else if (scorer == "noncausal") rows = nonCausalScores(capture, layer, p);
+    else if (scorer == "compactor") rows = compactorScores(capture, layer, p);
     else throw Error("--scorer '" + scorer + "' has no scores here");
     for (auto& row : rows) std::fill(row.end() - p.window, row.end(), nan);
     return rows;

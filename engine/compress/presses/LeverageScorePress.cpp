@@ -1,0 +1,20 @@
+#include "engine/compress/presses/LeverageScorePress.h"
+
+#include <cmath>
+
+#include "engine/compress/presses/CompactorScores.h"
+
+namespace kvlens {
+
+void LeverageScorePress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
+    for (int64_t l = 0; l < capture.layers(); ++l) {
+        const presses::HeadScores scores = presses::leverageScores(capture, l, p);  // NaN: always kept
+        for (size_t h = 0; h < scores.size(); ++h) {
+            int64_t fixed = 0;
+            for (float v : scores[h]) fixed += std::isnan(v) ? 1 : 0;
+            s.kept[l][h] = presses::keptWithNaNs(scores[h], budget - fixed);
+        }
+    }
+}
+
+}  // namespace kvlens

@@ -357,7 +357,7 @@ int runBench(const std::vector<std::string>& argv) {
     valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
                        "--schedule", "--sinks", "--lag", "--chunk", "--future", "--scorer", "--tau1",
                        "--tau2", "--gamma", "--lazy", "--layer-weights", "--sketch", "--attn-chunk",
-                       "--blend"});
+                       "--blend", "--think"});
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -392,7 +392,7 @@ int runBench(const std::vector<std::string>& argv) {
     for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
                              "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future",
                              "--scorer", "--tau1", "--tau2", "--gamma", "--lazy", "--layer-weights",
-                             "--sketch", "--attn-chunk", "--blend"}) {
+                             "--sketch", "--attn-chunk", "--blend", "--think"}) {
         if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
     }
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);

@@ -15,7 +15,7 @@ const std::set<std::string>& PressOptions::flags() {
                                             "--schedule", "--sinks", "--seed", "--lag",
                                             "--chunk",  "--future", "--scorer", "--tau1",
                                             "--tau2",   "--gamma",  "--lazy", "--layer-weights",
-                                            "--sketch", "--attn-chunk", "--blend"};
+                                            "--sketch", "--attn-chunk", "--blend", "--think"};
     return f;
 }
 
@@ -42,6 +42,7 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     p.lazy = args.getDouble("--lazy", p.lazy);
     p.sketch = args.getInt("--sketch", p.sketch, 1, 1 << 12);
     p.attnChunk = args.getInt("--attn-chunk", p.attnChunk, 1, 1 << 20);
+    p.think = args.getDouble("--think", p.think);
     if (args.has("--blend") && args.get("--blend") != "auto") {
         p.blend = args.getDouble("--blend", p.blend);
         if (!(p.blend >= 0.0)) throw Error("--blend '" + args.get("--blend") + "' must be >= 0 (or auto: the compression ratio)");

@@ -44,7 +44,8 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
             {"layer_weights", p.layerWeights},
             {"sketch", p.sketch},
             {"attn_chunk", p.attnChunk},
-            {"blend", p.blend >= 0.0 ? nlohmann::json(p.blend) : nlohmann::json("auto")}};
+            {"blend", p.blend >= 0.0 ? nlohmann::json(p.blend) : nlohmann::json("auto")},
+            {"think", p.think}};
 }
 
 static nlohmann::json runMetricsJson(const RunMetrics& m) {
@@ -80,6 +81,7 @@ int runRun(const std::vector<std::string>& argv) {
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
             "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
             "       [--lazy X] [--layer-weights W,W,...] [--sketch K] [--attn-chunk C] [--blend X|auto]\n"
+            "       [--think R]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
             "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv (--alpha, --scorer), random,\n"
@@ -92,6 +94,8 @@ int runRun(const std::vector<std::string>& argv) {
             "  --scorer: what adakv, chunkkv, cake and perlayer rank by: snapkv (their own but cake's), tova,\n"
             "           knorm, keydiff, expected, cur, cake (cake's own eviction indicator), leverage,\n"
             "           noncausal, compactor\n"
+            "  --think R: ThinK over any method: prunes (zeroes) the share R of each kept prompt key's channels\n"
+            "           of lowest window-query x key energy; the KV bytes leave them out, kv_bytes_allocated not\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
             "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
             "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"

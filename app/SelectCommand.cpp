@@ -176,7 +176,7 @@ const char* kHelp =
     "usage: kvlens select --inputs FILE... --method M --budget B [--window W] [--kernel K]\n"
     "       [--pool max|avg] [--gqa kv-head|query-head] [--schedule exact|factory] [--beta X]\n"
     "       [--alpha A] [--sinks S] [--seed S] [--lag L] [--chunk C] [--scorer S] [--tau1 X]\n"
-    "       [--tau2 X] [--gamma G] [--lazy X] [--layer-weights W,W,...] [--json]\n"
+    "       [--tau2 X] [--gamma G] [--lazy X] [--layer-weights W,W,...] [--think R] [--json]\n"
     "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
     "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n"
     "  --method   full, snapkv, pyramidkv, streamingllm, adakv, random, tova, knorm, keydiff,\n"
@@ -267,6 +267,7 @@ int runSelect(const std::vector<std::string>& argv) {
             {"gamma", p.gamma},
             {"lazy", p.lazy},
             {"layer_weights", p.layerWeights},
+            {"think", p.think},
             {"describe", p.describe()}};
         out["prompt_length"] = s.promptLength;
         out["query_heads"] = s.queryHeads;

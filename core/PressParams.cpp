@@ -126,6 +126,16 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
             throw Error(s.str());
         }
     }
+    if (!(think >= 0.0 && think < 1.0)) {
+        std::ostringstream s;
+        s << "--think " << think << " must be in [0, 1) (the share of each key's channels ThinK prunes)";
+        throw Error(s.str());
+    }
+    // ThinK scores the channels by the window's queries.
+    if (think > 0.0 && window < 1) throw Error("--window must be at least 1 (ThinK scores channels by the window's queries)");
+    if (think > 0.0 && maxWindow > 0 && window > maxWindow)
+        throw Error("--window " + std::to_string(window) + " is above the " + std::to_string(maxWindow) +
+                    " window queries the capture holds (ThinK scores channels by them)");
     if (method == "full") return;  // keeps everything: no budget to check
     if (budget < 0) throw Error("--budget must be positive");
     if (budget == 0 && !(budgetRatio > 0.0 && budgetRatio <= 1.0)) {
@@ -241,8 +251,14 @@ std::string PressParams::describe() const {
     } else {
         s << budgetRatio * 100 << "%";
     }
-    if (method == "full") return s.str();
-    if (usesWindow()) s << " W=" << window;
+    // The newer knobs in the shortest form that reads back as the same double.
+    auto exact = [](double v) {
+        char buf[32];
+        const auto r = std::to_chars(buf, buf + sizeof buf, v);
+        return std::string(buf, r.ptr);
+    };
+    if (method == "full") return think > 0.0 ? s.str() + " W=" + std::to_string(window) + " think=" + exact(think) : s.str();
+    if (usesWindow() || think > 0.0) s << " W=" << window;
     if (takesScorer() && !scorer.empty()) s << " scorer=" << scorer;
     if (method == "snapkv" || method == "pyramidkv" || (method != "chunkkv" && scorerInEffect() == "snapkv")) {
         s << " k=" << kernel << " " << poolingName(pooling) << " " << gqaModeName(gqa);
@@ -253,12 +269,6 @@ std::string PressParams::describe() const {
     if (method == "lagkv") s << " lag=" << lag;
     if (method == "chunkkv") s << " chunk=" << chunk << (scorerInEffect() == "snapkv" ? std::string(" ") + gqaModeName(gqa) : "");
     if (method == "expected" || scorerInEffect() == "expected") s << " future=" << future;
-    // The newer knobs in the shortest form that reads back as the same double.
-    auto exact = [](double v) {
-        char buf[32];
-        const auto r = std::to_chars(buf, buf + sizeof buf, v);
-        return std::string(buf, r.ptr);
-    };
     if (method == "cake") s << " tau1=" << exact(tau1) << " tau2=" << exact(tau2);
     if (scorerInEffect() == "cake") s << " gamma=" << exact(gamma);
     if (method == "simlayerkv") s << " lazy=" << exact(lazy);
@@ -270,6 +280,7 @@ std::string PressParams::describe() const {
     if (ranksBy("noncausal")) s << " attn-chunk=" << attnChunk;
     if (ranksBy("compactor") && blend >= 0.0) s << " blend=" << exact(blend);
     if (method == "random" || ranksBy("leverage")) s << " seed=" << seed;
+    if (think > 0.0) s << " think=" << exact(think);
     return s.str();
 }
 
@@ -335,6 +346,8 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.sketch = static_cast<int64_t>(std::llround(number(word, 7)));
         } else if (is("attn-chunk=")) {
             p.attnChunk = static_cast<int64_t>(std::llround(number(word, 11)));
+        } else if (is("think=")) {
+            p.think = number(word, 6);
         } else if (is("blend=")) {
             p.blend = number(word, 6);
         } else if (is("future=")) {

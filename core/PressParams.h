@@ -55,6 +55,8 @@ struct PressParams {
     int64_t attnChunk = 256;        // Non-causal attention, Compactor: positions per attention chunk
     double blend = -1.0;            // Compactor: weight of the leverage scores beside the non-causal
                                     // attention's; < 0: the compression ratio 1 - B/T (kvpress's default)
+    double think = 0.0;             // ThinK, over any method: share of each kept key's channels pruned
+                                    // (zeroed), by the window queries' and the kept keys' channel energy
     static constexpr int64_t kMaxQuerySinks = 64;  // the capture keeps this many first queries
 
     // Entries per head for a prompt of `promptLength` tokens (ratio rounded, at least 1).

@@ -350,9 +350,9 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
 std::vector<int64_t> Workbench::bytesPerLayer(const Selection& selection) const {
     if (!state_->capture) throw Error("no prompt has been run yet");
     const Capture& c = *state_->capture;
-    const int64_t perEntry = 2 * c.headDim() * c.keys(0).element_size();
     std::vector<int64_t> bytes;
-    for (int64_t l = 0; l < selection.layers(); ++l) bytes.push_back(selection.entries(l) * perEntry);
+    for (int64_t l = 0; l < selection.layers(); ++l)
+        bytes.push_back(selection.bytes(l, c.headDim(), c.keys(0).element_size()));  // ThinK's channels left out
     return bytes;
 }
 

@@ -86,6 +86,8 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.ranksBy("compactor"))
             compactor += p.blend >= 0.0 ? ", blend " + ReportText::number("%g", p.blend) : std::string(", blend 1 - B/T");
         if (!p.takesScorer() && !compactor.empty()) knobs = compactor;
+        if (p.think > 0.0)
+            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "ThinK " + ReportText::number("%g", p.think);
         if (!p.scorer.empty()) {
             knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "scored by " + p.scorer;
             if (p.scorer == "expected" || p.scorer == "cur") knobs += ", " + std::to_string(p.sinks) + " sinks";

@@ -61,7 +61,8 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"layer_weights", p.layerWeights},
                               {"sketch", p.sketch},
                               {"attn_chunk", p.attnChunk},
-                              {"blend", p.blend}};
+                              {"blend", p.blend},
+                              {"think", p.think}};
     return j.dump();
 }
 
@@ -96,6 +97,7 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.sketch = j.value("sketch", p.sketch);
         p.attnChunk = j.value("attn_chunk", p.attnChunk);
         p.blend = j.value("blend", p.blend);
+        p.think = j.value("think", p.think);
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

@@ -62,9 +62,9 @@ void checkSessionName(const std::string& name) {
 // The press parameters in the runs table, in column order from `first`, each after
 // `prefix` ("r." in a join), as a store of schema `schema` holds them: a read-only
 // schema 2 store has no lag, chunk_size or future column, one before schema 5 no
-// scorer, tau1, tau2, gamma or lazy column, one before schema 6 no sketch, attn_chunk or
-// blend column: their defaults stand in.
-constexpr int kParamColumns = 24;
+// scorer, tau1, tau2, gamma or lazy column, one before schema 6 no sketch, attn_chunk,
+// blend or think column: their defaults stand in.
+constexpr int kParamColumns = 25;
 std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     std::string out;
     for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
@@ -82,8 +82,8 @@ std::string paramColumns(int64_t schema, const std::string& prefix = "") {
         out += ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
                "lazy, " + prefix + "layer_weights";
     }
-    if (schema < 6) return out + ", 48, 256, -1.0";  // PressParams' defaults
-    return out + ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend";
+    if (schema < 6) return out + ", 48, 256, -1.0, 0.0";  // PressParams' defaults
+    return out + ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend, " + prefix + "think";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
@@ -110,7 +110,8 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 20, nlohmann::json(p.layerWeights).dump())
         .bind(first + 21, p.sketch)
         .bind(first + 22, p.attnChunk)
-        .bind(first + 23, p.blend);
+        .bind(first + 23, p.blend)
+        .bind(first + 24, p.think);
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -143,6 +144,7 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     p.sketch = s.getInt(first + 21);
     p.attnChunk = s.getInt(first + 22);
     p.blend = s.getDouble(first + 23);
+    p.think = s.getDouble(first + 24);
     return p;
 }
 
@@ -759,7 +761,7 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)
@@ -792,8 +794,8 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         .bindBlob(8, ArrayCodec::encode(sel.layerBudgets));
     selection.bind(9, sel.entries()).run();
     Statement head(*db_,
-                   "INSERT INTO selection_heads (run_id, layer, head, count, positions) VALUES (?, "
-                   "?, ?, ?, ?)",
+                   "INSERT INTO selection_heads (run_id, layer, head, count, positions, pruned_channels) "
+                   "VALUES (?, ?, ?, ?, ?, ?)",
                    "save the selection");
     for (size_t l = 0; l < sel.kept.size(); ++l) {
         for (size_t h = 0; h < sel.kept[l].size(); ++h) {
@@ -802,7 +804,13 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
                 .bind(2, int64_t(l))
                 .bind(3, int64_t(h))
                 .bind(4, int64_t(sel.kept[l][h].size()));
-            head.bindBlob(5, SelectionCodec::encode(sel.kept[l][h])).run();
+            head.bindBlob(5, SelectionCodec::encode(sel.kept[l][h]));
+            if (sel.prunedChannels.empty()) {
+                head.bindNull(6);
+            } else {
+                head.bindBlob(6, SelectionCodec::encode(sel.prunedChannels[l][h]));
+            }
+            head.run();
         }
     }
 
@@ -899,7 +907,8 @@ RunRecord SessionStore::run(int64_t id) {
             expectedRows += headCounts[l];
         }
         Statement h(*db_,
-                    "SELECT layer, head, count, positions FROM selection_heads WHERE run_id = ?",
+                    std::string("SELECT layer, head, count, positions, ") +
+                        (runsSchema_ >= 6 ? "pruned_channels" : "NULL") + " FROM selection_heads WHERE run_id = ?",
                     "read the selection of run " + std::to_string(id));
         h.bind(1, id);
         int64_t rows = 0;
@@ -915,6 +924,11 @@ RunRecord SessionStore::run(int64_t id) {
             positions = SelectionCodec::decode(h.getBlob(3), where);
             if (int64_t(positions.size()) != h.getInt(2))
                 throw Error(where + ": corrupt selection (count differs)");
+            if (!h.isNull(4)) {
+                if (sel.prunedChannels.empty())
+                    sel.prunedChannels.assign(sel.kept.size(), std::vector<std::vector<int32_t>>(sel.kept[0].size()));
+                sel.prunedChannels[size_t(layer)][size_t(head)] = SelectionCodec::decode(h.getBlob(4), where + " channels");
+            }
             ++rows;
         }
         if (rows != expectedRows || sel.entries() != entries) {

@@ -40,6 +40,11 @@ Statement& Statement::bind(int index, const std::string& text) {
     return *this;
 }
 
+Statement& Statement::bindNull(int index) {
+    if (sqlite3_bind_null(stmt_, index) != SQLITE_OK) db_.fail(doing_);
+    return *this;
+}
+
 Statement& Statement::bindBlob(int index, const std::string& bytes) {
     // A zero-length blob must still be a BLOB, not NULL: pass a non-null pointer.
     static const char empty = 0;

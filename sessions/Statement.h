@@ -24,6 +24,7 @@ public:
     Statement& bind(int index, double value);
     Statement& bind(int index, const std::string& text);
     Statement& bindBlob(int index, const std::string& bytes);
+    Statement& bindNull(int index);
 
     // True while there is a row to read; throws on failure.
     bool step();

@@ -199,12 +199,15 @@ ALTER TABLE runs ADD COLUMN layer_weights TEXT NOT NULL DEFAULT '[]' CHECK (json
 )SQL";
 
 // Version 6: LeverageScore's and Compactor's sketch size, the non-causal attention's
-// chunk and Compactor's blend (-1: the compression ratio); runs saved before hold
-// their defaults.
+// chunk, Compactor's blend (-1: the compression ratio) and ThinK's share of key channels,
+// and per selection head the channels ThinK pruned (SelectionCodec; NULL: none); runs
+// saved before hold their defaults.
 const char* kVersion6 = R"SQL(
 ALTER TABLE runs ADD COLUMN sketch INTEGER NOT NULL DEFAULT 48;
 ALTER TABLE runs ADD COLUMN attn_chunk INTEGER NOT NULL DEFAULT 256;
 ALTER TABLE runs ADD COLUMN blend REAL NOT NULL DEFAULT -1.0;
+ALTER TABLE runs ADD COLUMN think REAL NOT NULL DEFAULT 0.0;
+ALTER TABLE selection_heads ADD COLUMN pruned_channels BLOB;
 )SQL";
 
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
@@ -223,7 +226,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion3, "add the LagKV, ChunkKV and Expected Attention settings"); },
         [](Database& db) { db.exec(kVersion4, "add the files of Hugging Face folder models"); },
         [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV, per-layer and scorer settings"); },
-        [](Database& db) { db.exec(kVersion6, "add the LeverageScore, non-causal attention and Compactor settings"); },
+        [](Database& db) { db.exec(kVersion6, "add the LeverageScore, non-causal attention, Compactor and ThinK settings"); },
     };
     return all;
 }

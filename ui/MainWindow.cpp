@@ -72,7 +72,8 @@ bool sameParams(const PressParams& a, const PressParams& b) {
            a.alpha == b.alpha && a.gqa == b.gqa && a.schedule == b.schedule && a.sinks == b.sinks &&
            a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
            a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
-           a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk && a.blend == b.blend;
+           a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk && a.blend == b.blend &&
+           a.think == b.think;
 }
 
 }  // namespace
@@ -155,7 +156,14 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     log_->setMaximumBlockCount(5000);
 
     QDockWidget* modelDock = addPanel("Model & prompt", "modelDock", modelPanel_, Qt::LeftDockWidgetArea);
-    QDockWidget* methodsDock = addPanel("Methods & budgets", "methodsDock", methodsPanel_, Qt::LeftDockWidgetArea);
+    // The methods' knobs (nineteen methods' worth) scroll rather than growing the window
+    // past the screen's height.
+    auto* methodsScroll = new QScrollArea;
+    methodsScroll->setWidget(methodsPanel_);
+    methodsScroll->setWidgetResizable(true);
+    methodsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    methodsScroll->setFrameShape(QFrame::NoFrame);
+    QDockWidget* methodsDock = addPanel("Methods & budgets", "methodsDock", methodsScroll, Qt::LeftDockWidgetArea);
     QDockWidget* funnelDock = addPanel("Funnel", "funnelDock", funnelBox, Qt::RightDockWidgetArea);
     QDockWidget* attentionDock = addPanel("Attention", "attentionDock", attentionBox, Qt::RightDockWidgetArea);
     QDockWidget* memory = addPanel("Memory", "memoryDock", memoryPanel_, Qt::BottomDockWidgetArea);
@@ -606,6 +614,7 @@ void MainWindow::onSelected(const SelectionResult& r) {
     if (r.scores && !r.scores->empty()) keptView_->setScores(r.focusLayer, r.scores);
     funnelView_->setLayerBudgets(s.layerBudgets, label);
     if (capture_) memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
+    memoryPanel_->setNote(MemoryPanel::channelsText(s, model_ ? model_->headDim : 0));
     if (model_) {
         memoryPanel_->setDevice(QString::fromStdString(model_->device),
                                 r.gpuBytes >= 0 ? std::optional<int64_t>(r.gpuBytes) : std::nullopt);
@@ -889,6 +898,7 @@ void MainWindow::showStoredRun(qint64 runId) {
                 full[l] = int64_t(std::llround(double(run.metrics.fullBytes) / double(full.size())));
             memoryPanel_->setMemory(full, run.metrics.bytesPerLayer, label);
         }
+        memoryPanel_->setNote(MemoryPanel::channelsText(run.selection, model_ ? model_->headDim : 0));
         // The continuations token by token need the tokenizer, on the engine thread.
         storedRun_ = std::make_shared<const sessions::RunRecord>(run);
         if (model_) {

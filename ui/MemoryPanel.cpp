@@ -1,6 +1,8 @@
 // Run KV memory (chart, totals, ratio) plus process and GPU memory lines.
 #include "ui/MemoryPanel.h"
 
+#include "core/Selection.h"
+
 #include <QLabel>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -27,6 +29,11 @@ MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
     bold.setBold(true);
     totals_->setFont(bold);
     layout->addWidget(totals_);
+    note_ = new QLabel(this);
+    note_->setObjectName("note");
+    note_->setWordWrap(true);
+    note_->hide();
+    layout->addWidget(note_);
     chart_ = new MemoryChart(this);
     layout->addWidget(chart_, 1);
     process_ = new QLabel(this);
@@ -68,7 +75,25 @@ void MemoryPanel::setMemory(std::vector<int64_t> full, std::vector<int64_t> comp
     chart_->setBytes(std::move(full), std::move(compressed));
 }
 
+void MemoryPanel::setNote(const QString& note) {
+    note_->setText(note);
+    note_->setVisible(!note.isEmpty());
+}
+
+QString MemoryPanel::note() const { return note_->text(); }
+
+QString MemoryPanel::channelsText(const Selection& s, int64_t headDim) {
+    if (s.prunedChannels.empty() || s.prunedChannels[0].empty()) return QString();
+    const int64_t n = s.pruned(0, 0);
+    const QString of = headDim > 0 ? QString(" of %1").arg(headDim) : QString();
+    return QString("ThinK: %1%2 key channels pruned in every kept prompt key (zeroed in place, as kvpress "
+                   "does): the KV above leaves them out, the memory allocated still holds them")
+        .arg(n)
+        .arg(of);
+}
+
 void MemoryPanel::clear(const QString& why) {
+    setNote(QString());
     label_->clear();
     totals_->setText("KV: \u2014");
     chart_->setMessage(why);

@@ -11,6 +11,10 @@
 class QLabel;
 class QTimer;
 
+namespace kvlens {
+struct Selection;
+}
+
 namespace kvlens::ui {
 
 class MemoryChart;
@@ -28,6 +32,13 @@ public:
     void clear(const QString& why);
     // "cpu": the GPU line says it is not in use; otherwise its bytes in use, if known.
     void setDevice(const QString& device, std::optional<int64_t> gpuBytesInUse);
+
+    // A line under the totals (empty: hidden), e.g. channelsText's.
+    void setNote(const QString& note);
+    QString note() const;
+    // What ThinK pruned in `selection`, for the note: the key channels zeroed per head and
+    // that the bytes above leave them out while the allocated memory keeps them; "" without.
+    static QString channelsText(const Selection& selection, int64_t headDim);
 
     // "KV: 184.5 MB → 23.1 MB (12.5%, 8.0x smaller)".
     static QString totalsText(int64_t fullBytes, int64_t compressedBytes);
@@ -50,6 +61,7 @@ private:
 
     QLabel* label_ = nullptr;
     QLabel* totals_ = nullptr;
+    QLabel* note_ = nullptr;
     MemoryChart* chart_ = nullptr;
     QLabel* process_ = nullptr;
     QLabel* gpu_ = nullptr;

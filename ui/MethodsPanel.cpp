@@ -165,6 +165,10 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
                   "auto: the compression ratio 1 - B/T, as kvpress");
     blend_->setSpecialValueText("auto");
     form->addRow("Blend", blend_);
+    think_ = real("think", 0.0, 0.95, 0.05, 2, defaults.think,
+                  "ThinK, over any method: the share of each kept prompt key's channels pruned (zeroed), those of\n"
+                  "lowest window-query x key energy; the Memory panel leaves them out of the KV bytes");
+    form->addRow("ThinK channels", think_);
     layerWeights_ = new QLineEdit;
     layerWeights_->setObjectName("layerWeights");
     layerWeights_->setPlaceholderText("equal");
@@ -241,7 +245,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     connect(gqa_, &QComboBox::currentTextChanged, this, changed);
     for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_})
         connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
-    for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_})
+    for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_, think_})
         connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(layerWeights_, &QLineEdit::editingFinished, this, changed);
     connect(scorer_, &QComboBox::currentTextChanged, this, [this, changed] {
@@ -279,6 +283,7 @@ PressParams MethodsPanel::params() const {
     p.sketch = sketch_->value();
     p.attnChunk = attnChunk_->value();
     p.blend = blend_->value() <= blend_->minimum() ? -1.0 : blend_->value();
+    p.think = think_->value();
     if (p.method == "perlayer") {
         // A word that is not a number stays in the list as NaN, which validate() names.
         for (const QString& w : layerWeights_->text().split(',', Qt::SkipEmptyParts)) {
@@ -318,6 +323,7 @@ void MethodsPanel::setParams(const PressParams& p) {
     sketch_->setValue(int(p.sketch));
     attnChunk_->setValue(int(p.attnChunk));
     blend_->setValue(p.blend < 0.0 ? blend_->minimum() : p.blend);
+    think_->setValue(p.think);
     QStringList weights;
     for (double w : p.layerWeights) weights << QString::number(w, 'g', 6);
     layerWeights_->setText(weights.join(','));

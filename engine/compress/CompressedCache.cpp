@@ -45,7 +45,10 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     offsets_.assign(L, std::vector<int64_t>(heads, 0));
     capacities_.assign(L, std::vector<int64_t>(heads, 0));
     lengths_.assign(L, std::vector<int64_t>(heads, 0));
-    if (!perQueryHead_ && keepsEverything(selection, capture.promptLength()) &&
+    channelRows_.assign(L, std::vector<int64_t>(heads, 0));
+    pruned_.assign(L, std::vector<int64_t>(heads, 0));
+    // ThinK zeroes channels of the gathered keys: never of the capture's own buffers.
+    if (!perQueryHead_ && selection.prunedChannels.empty() && keepsEverything(selection, capture.promptLength()) &&
         capture.spareTokens() >= extraTokens && (spare_ = capture.borrowSpare())) {
         // The capture's buffers [KV, capacity, D] are the segments back to back.
         const int64_t capacity = capture.cache().capacity();
@@ -87,6 +90,14 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
             values_[l]
                 .narrow(0, offsets_[l][c], n)
                 .copy_(v.select(0, kvHeadOf[c]).index_select(0, idx));
+            if (!selection.prunedChannels.empty() && !selection.prunedChannels[l][c].empty()) {
+                const std::vector<int32_t>& channels = selection.prunedChannels[l][c];
+                const at::Tensor ch =
+                    at::tensor(std::vector<int64_t>(channels.begin(), channels.end()), at::kLong).to(device);
+                keys_[l].narrow(0, offsets_[l][c], n).index_fill_(1, ch, 0);
+                channelRows_[l][c] = n;
+                pruned_[l][c] = static_cast<int64_t>(channels.size());
+            }
         }
         std::vector<int64_t> next(heads);
         for (int64_t c = 0; c < heads; ++c) next[c] = offsets_[l][c] + lengths_[l][c];
@@ -156,6 +167,9 @@ void CompressedCache::keepRows(int64_t layer, int64_t head, const std::vector<in
             throw Error("keepRows: row " + std::to_string(rows[i]) + " is out of order or outside the head's " +
                         std::to_string(n) + " rows");
     }
+    // The rows kept from the prompt's (ThinK's pruned ones) come first, as rows are ascending.
+    channelRows_[layer][head] = std::count_if(rows.begin(), rows.end(),
+                                              [&](int64_t r) { return r < channelRows_[layer][head]; });
     const at::Tensor idx = at::tensor(rows, at::kLong).to(keys_[layer].device());
     for (at::Tensor* store : {&keys_[layer], &values_[layer]}) {
         at::Tensor segment = store->narrow(0, offsets_[layer][head], n);
@@ -190,11 +204,18 @@ std::vector<at::Tensor> CompressedCache::values(int64_t layer) const {
     return out;
 }
 
-int64_t CompressedCache::bytes(int64_t layer) const {
-    int64_t rows = 0;
-    for (int64_t n : lengths_[layer]) rows += n;
-    return 2 * rows * keys_[layer].size(1) * keys_[layer].element_size();
+int64_t CompressedCache::bytes(int64_t layer, int64_t head) const {
+    return (2 * lengths_[layer][head] * keys_[layer].size(1) - channelRows_[layer][head] * pruned_[layer][head]) *
+           keys_[layer].element_size();
 }
+
+int64_t CompressedCache::bytes(int64_t layer) const {
+    int64_t total = 0;
+    for (int64_t c = 0; c < heads(); ++c) total += bytes(layer, c);
+    return total;
+}
+
+int64_t CompressedCache::prunedChannels(int64_t layer, int64_t head) const { return pruned_[layer][head]; }
 
 int64_t CompressedCache::bytes() const {
     int64_t total = 0;

@@ -51,12 +51,17 @@ public:
     std::vector<at::Tensor> keys(int64_t layer) const;
     std::vector<at::Tensor> values(int64_t layer) const;
 
-    // Bytes of the kept entries (K and V), per layer and in total.
+    // Bytes of the kept entries (K and V), per layer and in total; the key channels ThinK
+    // pruned in the prompt's rows are not counted (what a cache without them would hold:
+    // here they are zeroed in place, so allocatedBytes() does not shrink with them).
     int64_t bytes(int64_t layer) const;
+    int64_t bytes(int64_t layer, int64_t head) const;
     int64_t bytes() const;
     // Bytes of the K and V buffers allocated (room for decode steps included; the
     // capture's whole buffers when borrowed).
     int64_t allocatedBytes() const;
+    // Key channels ThinK zeroed in head `head`'s prompt rows (0 without ThinK).
+    int64_t prunedChannels(int64_t layer, int64_t head) const;
 
 private:
     // Gives every head of `layer` room for at least one more row (doubling).
@@ -67,6 +72,8 @@ private:
     // heads with one indexed copy: on a GPU, 2 kernels a layer instead of 2 a head.
     std::vector<at::Tensor> keys_, values_;
     std::vector<std::vector<int64_t>> offsets_, capacities_, lengths_;
+    // ThinK: per head, its leading rows whose key channels are pruned, and how many channels.
+    std::vector<std::vector<int64_t>> channelRows_, pruned_;
     std::vector<at::Tensor> nextRows_;  // [layer] -> int64 [heads], offsets + lengths, on the device
     at::Tensor kvHeadOf_;               // int64 [heads]: the KV head each cache head copies
     std::vector<int64_t> headOf_;

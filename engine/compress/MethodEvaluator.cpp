@@ -100,8 +100,7 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
         m.bytesPerLayer.push_back(forced.bytes(l));
         std::vector<int64_t> perHead;
         for (int64_t c = 0; c < forced.heads(); ++c) {
-            perHead.push_back(2 * forced.length(l, c) * capture_->headDim() *
-                              capture_->keys(l).element_size());
+            perHead.push_back(forced.bytes(l, c));
         }
         m.bytesPerHead.push_back(std::move(perHead));
     }

@@ -120,6 +120,20 @@ TEST(RunCli, JsonHasTheMetricsAndBothContinuations) {
     EXPECT_GT(j["capture_bytes"].get<int64_t>(), j["metrics"]["kv_bytes_full"].get<int64_t>());
 }
 
+// ThinK over SnapKV: half of each kept prompt key's channels pruned, so the kept KV is 3/4
+// of SnapKV's alone (K half, V whole), while the memory allocated (zeroed in place) is not.
+TEST(RunCli, ThinkCountsThePrunedChannelsOutOfTheKvBytes) {
+    const std::string base = "run --model random:tiny:layers=2 --prompt-file " + promptFile() +
+                             " --method snapkv --budget 64 -n 1 --json";
+    const Result plain = runCli(base), think = runCli(base + " --think 0.5");
+    ASSERT_EQ(plain.exitCode, 0) << plain.err;
+    ASSERT_EQ(think.exitCode, 0) << think.err;
+    const auto p = nlohmann::json::parse(plain.out)["metrics"], t = nlohmann::json::parse(think.out)["metrics"];
+    EXPECT_EQ(t["kv_bytes"].get<int64_t>() * 4, p["kv_bytes"].get<int64_t>() * 3);
+    EXPECT_EQ(t["kv_bytes_allocated"].get<int64_t>(), p["kv_bytes_allocated"].get<int64_t>());
+    EXPECT_EQ(nlohmann::json::parse(think.out)["params"]["think"].get<double>(), 0.5);
+}
+
 // A budget at or above the prompt keeps everything whatever the window: a
 // 6-token prompt with the default window 32 and budget 64 is a full cache.
 TEST(RunCli, BudgetAboveAShortPromptKeepsEverythingWhateverTheWindow) {
@@ -226,6 +240,8 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--layer-weights: 'two' is not a number"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --layer-weights 1"),
                        {"--layer-weights is for --method perlayer, not snapkv"});
+    expectOneLineError(runCli(base + "--method snapkv --budget 64 --think 1.5"),
+                       {"--think 1.5 must be in [0, 1) (the share of each key's channels ThinK prunes)"});
     expectOneLineError(runCli(base + "--method leverage --budget 64 --sketch 0"), {"--sketch '0' is not an integer in [1,"});
     expectOneLineError(runCli(base + "--method noncausal --budget 64 --attn-chunk x"),
                        {"--attn-chunk 'x' is not an integer"});

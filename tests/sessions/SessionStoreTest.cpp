@@ -219,7 +219,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
                 "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
                 "ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP COLUMN tau2; "
                 "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
-                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; PRAGMA user_version = 2;",
+                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
     const PressParams defaults;
@@ -290,7 +290,7 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
                 "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights;"
-                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; PRAGMA user_version = 4;",
+                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 4;",
                 "make a version 4 store");
     }
     const PressParams defaults;
@@ -327,7 +327,12 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
         run.params.sketch = 20;
         run.params.attnChunk = 100;
         run.params.blend = 0.35;
+        run.params.think = 0.5;
         run.selection.params = run.params;
+        run.selection.prunedChannels.assign(run.selection.kept.size(), {});
+        for (size_t l = 0; l < run.selection.kept.size(); ++l)
+            for (size_t h = 0; h < run.selection.kept[l].size(); ++h)
+                run.selection.prunedChannels[l].push_back({int32_t(l), int32_t(3 + h), 7});
         id = store.saveRun(run);
     }
     {
@@ -338,12 +343,18 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
             EXPECT_EQ(p.sketch, 20);
             EXPECT_EQ(p.attnChunk, 100);
             EXPECT_EQ(p.blend, 0.35);
+            EXPECT_EQ(p.think, 0.5);
         }
+        ASSERT_FALSE(r.selection.prunedChannels.empty());
+        EXPECT_EQ(r.selection.prunedChannels[0][0], (std::vector<int32_t>{0, 3, 7}));
+        EXPECT_EQ(r.selection.prunedChannels.back().back(),
+                  (std::vector<int32_t>{int32_t(r.selection.kept.size() - 1), int32_t(2 + r.selection.kept.back().size()), 7}));
     }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP "
-                "COLUMN blend; PRAGMA user_version = 5;",
+                "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
+                "PRAGMA user_version = 5;",
                 "make a version 5 store");
     }
     const PressParams defaults;
@@ -354,6 +365,8 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
         EXPECT_EQ(p.sketch, defaults.sketch);
         EXPECT_EQ(p.attnChunk, defaults.attnChunk);
         EXPECT_EQ(p.blend, defaults.blend);
+        EXPECT_EQ(p.think, 0.0);
+        EXPECT_TRUE(store.run(id).selection.prunedChannels.empty());
         Database db(path, path, SQLITE_OPEN_READONLY);
         EXPECT_EQ(db.pragmaInt("user_version"), 5);
     }
@@ -440,7 +453,7 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
                 "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "
-                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; PRAGMA user_version = 3;",
+                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 3;",
                 "make a version 3 store");
     }
     {

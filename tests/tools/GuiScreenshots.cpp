@@ -163,6 +163,16 @@ int main(int argc, char** argv) {
         w.methodsPanel()->setBudgetEntries(96);
         if (!waitFor(shownCake, 1, 600000, "the CAKE selection")) return 1;
         if (!shoot(w, out + "/cake.png")) return 1;
+        // Compactor with ThinK over it: half of each kept key's channels pruned, named under
+        // the Memory panel's totals (the KV leaves them out; the allocation keeps them).
+        e.method = "compactor";
+        e.think = 0.5;
+        w.methodsPanel()->setParams(e);
+        QSignalSpy shownThink(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(96);
+        if (!waitFor(shownThink, 1, 600000, "the Compactor + ThinK selection")) return 1;
+        if (!shoot(w, out + "/compactor_think.png")) return 1;
+        e.think = 0.0;
         e.method = "snapkv";
         w.methodsPanel()->setParams(e);
         QSignalSpy shownBack(&w, &MainWindow::selectionShown);

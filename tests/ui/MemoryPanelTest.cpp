@@ -7,6 +7,10 @@
 #include "ui/MemoryChart.h"
 #include "ui/MemoryPanel.h"
 
+#include <QLabel>
+
+#include "core/Selection.h"
+
 namespace kvlens::ui {
 namespace {
 
@@ -30,6 +34,25 @@ TEST(MemoryPanel, TotalsTextForKnownBytes) {
     panel.setMemory(std::vector<int64_t>(5, 36'900'000), std::vector<int64_t>(5, 4'620'000),
                     "#4 snapkv B=64");
     EXPECT_EQ(panel.totals(), "KV: 184.5 MB \u2192 23.1 MB (12.5%, 8.0x smaller)");
+}
+
+// ThinK's note: how many key channels it pruned, and that it masks (the bytes leave them
+// out, the allocation keeps them); hidden for a selection without ThinK and on clear().
+TEST(MemoryPanel, ThinksPrunedChannelsAreNamedUnderTheTotals) {
+    Selection s;
+    s.kept = {{{0, 1}, {0, 2}}};
+    EXPECT_EQ(MemoryPanel::channelsText(s, 64), "");
+    s.prunedChannels = {{{1, 5, 9}, {0, 2, 4}}};
+    const QString text = MemoryPanel::channelsText(s, 64);
+    EXPECT_EQ(text, "ThinK: 3 of 64 key channels pruned in every kept prompt key (zeroed in place, as kvpress "
+                    "does): the KV above leaves them out, the memory allocated still holds them");
+    MemoryPanel panel;
+    panel.show();
+    panel.setNote(text);
+    EXPECT_EQ(panel.note(), text);
+    EXPECT_TRUE(panel.findChild<QLabel*>("note")->isVisible());
+    panel.clear("No run yet");
+    EXPECT_FALSE(panel.findChild<QLabel*>("note")->isVisible());
 }
 
 TEST(MemoryPanel, BarHeightsAreProportionalToBytes) {

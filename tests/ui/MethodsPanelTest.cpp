@@ -152,6 +152,14 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_EQ(panel.findChild<QWidget*>("sketch")->isEnabled(), w.sketch) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("attnChunk")->isEnabled(), w.attnChunk) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("blend")->isEnabled(), w.blend) << w.method;
+        EXPECT_TRUE(panel.findChild<QWidget*>("think")->isEnabled()) << w.method;  // ThinK goes over any method
+    }
+    {
+        PressParams t = panel.params();
+        t.method = "knorm";
+        t.think = 0.5;
+        panel.setParams(t);
+        EXPECT_EQ(panel.params().think, 0.5);
     }
     // Compactor's blend: "auto" (the compression ratio) at its minimum, a number otherwise;
     // both read back as set. As a wrapper's scorer, its knobs and sinks come on.

@@ -22,6 +22,7 @@
 #include "engine/compress/presses/SimLayerKvPress.h"
 #include "engine/compress/presses/SnapKvPress.h"
 #include "engine/compress/presses/StreamingLlmPress.h"
+#include "engine/compress/presses/ThinkChannels.h"
 #include "engine/compress/presses/TovaPress.h"
 
 namespace kvlens {
@@ -83,10 +84,12 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
         for (auto& layer : s.kept)
             for (auto& head : layer) head = all;
         s.layerBudgets.assign(L, T);
-        return s;
+    } else {
+        s.layerBudgets.assign(L, budget);
+        fill(capture, s.params, budget, s);  // with the GQA mode the selection really has
     }
-    s.layerBudgets.assign(L, budget);
-    fill(capture, s.params, budget, s);  // with the GQA mode the selection really has
+    // ThinK prunes key channels of what the method kept (kvpress's ComposedPress order).
+    if (params.think > 0.0) s.prunedChannels = presses::thinkPrunedChannels(capture, s);
     return s;
 }
 

@@ -187,7 +187,8 @@ const char* kHelp =
     "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
     "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"
     "             --lag 128, --chunk 10, --tau1 1, --tau2 1, --gamma 200, --lazy 0.9\n"
-    "  --json     {\"layers\": [{\"layer\", \"heads\": [[kept positions]]}], \"layer_budgets\",\n"
+    "  --json     {\"layers\": [{\"layer\", \"heads\": [[kept positions]], with --think\n"
+    "             \"pruned_channels\": [[channels]]}], \"layer_budgets\",\n"
     "             \"params\"}; otherwise a summary per layer and head.\n";
 
 }  // namespace
@@ -243,7 +244,10 @@ int runSelect(const std::vector<std::string>& argv) {
         json out;
         out["layers"] = json::array();
         for (int64_t l = 0; l < s.layers(); ++l) {
-            out["layers"].push_back({{"layer", l}, {"heads", s.kept[l]}});
+            json layer = {{"layer", l}, {"heads", s.kept[l]}};
+            // ThinK: the key channels zeroed per head.
+            if (!s.prunedChannels.empty()) layer["pruned_channels"] = s.prunedChannels[l];
+            out["layers"].push_back(std::move(layer));
         }
         out["layer_budgets"] = s.layerBudgets;
         out["params"] = {

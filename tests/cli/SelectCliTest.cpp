@@ -1,6 +1,8 @@
 // kvlens select as a user runs it: the oracle's selections from its dumped
 // tensors, and one clear line and a non-zero exit for every bad input.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,6 +113,27 @@ TEST(SelectCli, PercentBudgetAndTheInputsWindowByDefault) {
     const std::vector<int> kept = out["layers"][1]["heads"][0];
     ASSERT_EQ(kept.size(), 20u);
     for (int i = 0; i < 8; ++i) EXPECT_EQ(kept[12 + i], 32 + i);  // the window closes the list
+}
+
+// ThinK over SnapKV on dumped tensors: each head's pruned key channels, floor(D x R) of them,
+// ascending, beside the same kept positions.
+TEST(SelectCli, ThinkListsEachHeadsPrunedChannels) {
+    const std::string inputs = smallInputs("think");
+    const Result plain = runCli("select --inputs " + inputs + " --method snapkv --budget 50% --json");
+    const Result think = runCli("select --inputs " + inputs + " --method snapkv --budget 50% --think 0.5 --json");
+    ASSERT_EQ(think.exitCode, 0) << think.err;
+    const json a = json::parse(plain.out), b = json::parse(think.out);
+    EXPECT_FALSE(a["layers"][0].contains("pruned_channels"));
+    EXPECT_EQ(b["params"]["think"], 0.5);
+    for (size_t l = 0; l < b["layers"].size(); ++l) {
+        EXPECT_EQ(b["layers"][l]["heads"], a["layers"][l]["heads"]);
+        ASSERT_EQ(b["layers"][l]["pruned_channels"].size(), b["layers"][l]["heads"].size());
+        for (const auto& head : b["layers"][l]["pruned_channels"]) {
+            const std::vector<int> channels = head;
+            EXPECT_EQ(channels.size(), 2u);  // D = 4 in these inputs
+            EXPECT_TRUE(std::is_sorted(channels.begin(), channels.end()));
+        }
+    }
 }
 
 TEST(SelectCli, SummaryWithoutJson) {

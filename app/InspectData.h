@@ -37,10 +37,11 @@ struct InspectData {
     std::vector<Map> maps;
 
     const MethodResult& chosen() const { return methods.front(); }
-    // KV bytes of layer `layer`: the full cache's and what `selection` keeps.
+    // KV bytes of layer `layer`: the full cache's and what `selection` keeps (without the
+    // key channels ThinK pruned).
     int64_t fullBytes(int64_t layer) const { return 2 * kvHeads * promptLength * headDim * elementBytes; }
     int64_t keptBytes(const Selection& selection, int64_t layer) const {
-        return 2 * selection.entries(layer) * headDim * elementBytes;
+        return selection.bytes(layer, headDim, elementBytes);
     }
     // "stories260K.gguf, 922-token prompt", for titles: the model file's name
     // (or the random: spec) and the prompt length.

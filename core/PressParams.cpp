@@ -133,9 +133,6 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     // ThinK scores the channels by the window's queries.
     if (think > 0.0 && window < 1) throw Error("--window must be at least 1 (ThinK scores channels by the window's queries)");
-    if (think > 0.0 && maxWindow > 0 && window > maxWindow)
-        throw Error("--window " + std::to_string(window) + " is above the " + std::to_string(maxWindow) +
-                    " window queries the capture holds (ThinK scores channels by them)");
     if (method == "full") return;  // keeps everything: no budget to check
     if (budget < 0) throw Error("--budget must be positive");
     if (budget == 0 && !(budgetRatio > 0.0 && budgetRatio <= 1.0)) {

@@ -898,7 +898,7 @@ void MainWindow::showStoredRun(qint64 runId) {
                 full[l] = int64_t(std::llround(double(run.metrics.fullBytes) / double(full.size())));
             memoryPanel_->setMemory(full, run.metrics.bytesPerLayer, label);
         }
-        memoryPanel_->setNote(MemoryPanel::channelsText(run.selection, model_ ? model_->headDim : 0));
+        memoryPanel_->setNote(MemoryPanel::channelsText(run.selection, 0));  // the run's model may not be loaded
         // The continuations token by token need the tokenizer, on the engine thread.
         storedRun_ = std::make_shared<const sessions::RunRecord>(run);
         if (model_) {

@@ -248,6 +248,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_, think_})
         connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(layerWeights_, &QLineEdit::editingFinished, this, changed);
+    connect(think_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] { updateEnabled(); });
     connect(scorer_, &QComboBox::currentTextChanged, this, [this, changed] {
         updateEnabled();
         changed();
@@ -282,7 +283,8 @@ PressParams MethodsPanel::params() const {
     p.lazy = lazy_->value();
     p.sketch = sketch_->value();
     p.attnChunk = attnChunk_->value();
-    p.blend = blend_->value() <= blend_->minimum() ? -1.0 : blend_->value();
+    // Below 0 (the spin box's "auto" and the step above it) is the compression ratio.
+    p.blend = blend_->value() < 0.0 ? -1.0 : blend_->value();
     p.think = think_->value();
     if (p.method == "perlayer") {
         // A word that is not a number stays in the list as NaN, which validate() names.
@@ -423,7 +425,8 @@ void MethodsPanel::updateEnabled() {
     attnChunk_->setEnabled(probe.ranksBy("noncausal"));
     blend_->setEnabled(probe.ranksBy("compactor"));
     layerWeights_->setEnabled(m == "perlayer");
-    window_->setEnabled(probe.usesWindow());
+    // ThinK scores the key channels by the window's queries, whatever the method.
+    window_->setEnabled(probe.usesWindow() || think_->value() > 0.0);
     sinks_->setEnabled(probe.usesSinks());
     // Only the voting methods select per query head; the others always keep one
     // selection per KV head (Press::select), so the control would do nothing.

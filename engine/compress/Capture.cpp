@@ -318,6 +318,8 @@ bool Capture::needsReplayFor(const PressParams& params) const {
 
 void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress) const {
     if (!needsReplayFor(params)) return;
+    // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
+    if (params.method != "h2o") params.validate(promptLength_, windowCapacity());
     const bool h2o = params.method == "h2o";
     const auto [lo, hi] = params.rankedSpan(promptLength_);
     std::lock_guard<std::mutex> lock(statsMutex_);

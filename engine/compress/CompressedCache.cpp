@@ -92,6 +92,12 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
                 .copy_(v.select(0, kvHeadOf[c]).index_select(0, idx));
             if (!selection.prunedChannels.empty() && !selection.prunedChannels[l][c].empty()) {
                 const std::vector<int32_t>& channels = selection.prunedChannels[l][c];
+                for (int32_t ch : channels) {
+                    if (ch < 0 || ch >= D)
+                        throw Error("the selection prunes key channel " + std::to_string(ch) + " of layer " +
+                                    std::to_string(l) + " head " + std::to_string(c) + ", which has " +
+                                    std::to_string(D) + " channels");
+                }
                 const at::Tensor ch =
                     at::tensor(std::vector<int64_t>(channels.begin(), channels.end()), at::kLong).to(device);
                 keys_[l].narrow(0, offsets_[l][c], n).index_fill_(1, ch, 0);

@@ -2,13 +2,15 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <cmath>
+
 #include "core/Error.h"
 #include "engine/compress/presses/PressScores.h"
 
 namespace kvlens {
 
 bool DecodeCompressor::supports(const std::string& method) {
-    return method == "streamingllm" || method == "knorm" || method == "keydiff";
+    return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o";
 }
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
@@ -23,6 +25,58 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
         throw Error("--budget " + std::to_string(budget_) + " must exceed --sinks " + std::to_string(params.sinks) +
                     " (the budget includes the sinks)");
     }
+    if (params.method == "h2o" && budget_ <= params.window) {
+        throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
+                    " (H2O's recent rows are part of the budget)");
+    }
+}
+
+void DecodeCompressor::start(const Capture& capture, const Selection& selection) {
+    if (params_.method != "h2o") return;
+    c10::InferenceMode guard;
+    const int64_t L = selection.layers(), heads = selection.headsPerLayer();
+    const int64_t G = selection.gqa == GqaMode::KvHead ? selection.queryHeads / selection.kvHeads : 1;
+    scores_.assign(L, std::vector<std::vector<double>>(heads));
+    queries_.assign(L, at::Tensor());
+    for (int64_t l = 0; l < L; ++l) {
+        at::Tensor grouped;  // [heads, T]: the query heads of each selection head averaged, as the press ranks
+        if (capture.hasH2oScores()) {
+            const at::Tensor s = capture.h2oScores(l).to(at::kCPU, at::kDouble);  // [H, T]
+            grouped = s.view({heads, G, s.size(1)}).mean(1).contiguous();
+        }
+        for (int64_t c = 0; c < heads; ++c) {
+            std::vector<double>& row = scores_[l][c];
+            for (int32_t p : selection.kept[l][c]) row.push_back(grouped.defined() ? grouped[c][p].item<double>() : 0.0);
+        }
+    }
+}
+
+void DecodeCompressor::onQueries(int64_t layer, const at::Tensor& q, int64_t) {
+    if (params_.method != "h2o" || layer >= static_cast<int64_t>(queries_.size())) return;
+    queries_[layer] = q.select(0, 0).to(at::kFloat).clone();  // [H, D]
+}
+
+void DecodeCompressor::accumulate(const CompressedCache& cache) {
+    c10::InferenceMode guard;
+    for (int64_t l = 0; l < cache.layers(); ++l) {
+        if (!queries_[l].defined()) throw Error("H2O's rolling form needs the decode's queries (pass it to decode)");
+        const std::vector<at::Tensor> keys = cache.keys(l);
+        const int64_t H = queries_[l].size(0), D = queries_[l].size(1);
+        for (int64_t c = 0; c < cache.heads(); ++c) {
+            std::vector<int64_t> readers;
+            for (int64_t h = 0; h < H; ++h)
+                if (cache.headOf(h) == c) readers.push_back(h);
+            const at::Tensor q = queries_[l].index_select(0, at::tensor(readers, at::kLong).to(queries_[l].device()));
+            const at::Tensor k = keys[static_cast<size_t>(c)].to(at::kFloat);  // [n, D]
+            const at::Tensor p =
+                at::softmax(at::matmul(q, k.t()) / std::sqrt(double(D)), -1).mean(0).to(at::kCPU, at::kDouble);
+            std::vector<double>& acc = scores_[l][c];
+            acc.resize(static_cast<size_t>(k.size(0)), 0.0);
+            const double* pp = p.contiguous().data_ptr<double>();
+            for (size_t r = 0; r < acc.size(); ++r) acc[r] += pp[r];
+        }
+        queries_[l] = at::Tensor();
+    }
 }
 
 std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const {
@@ -31,6 +85,14 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
     if (params_.method == "streamingllm") {
         for (int64_t r = 0; r < params_.sinks; ++r) rows.push_back(r);
         for (int64_t r = n - (budget_ - params_.sinks); r < n; ++r) rows.push_back(r);
+        return rows;
+    }
+    if (params_.method == "h2o") {
+        // The heavy hitters among the older rows, then the recent window.
+        const std::vector<double>& acc = scores_[layer][head];
+        const std::vector<float> older(acc.begin(), acc.begin() + (n - params_.window));
+        for (int32_t r : presses::topPositions(older, budget_ - params_.window)) rows.push_back(r);
+        for (int64_t r = n - params_.window; r < n; ++r) rows.push_back(r);
         return rows;
     }
     c10::InferenceMode guard;
@@ -44,12 +106,23 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
 }
 
 bool DecodeCompressor::afterStep(CompressedCache& cache) {
+    if (params_.method == "h2o") {
+        if (scores_.empty()) throw Error("H2O's rolling form needs DecodeCompressor::start before the first step");
+        accumulate(cache);
+    }
     if (++steps_ % every_ != 0) return false;
     bool dropped = false;
     for (int64_t l = 0; l < cache.layers(); ++l) {
         for (int64_t c = 0; c < cache.heads(); ++c) {
             if (cache.length(l, c) <= budget_) continue;
-            cache.keepRows(l, c, keptRows(cache, l, c));
+            const std::vector<int64_t> rows = keptRows(cache, l, c);
+            cache.keepRows(l, c, rows);
+            if (params_.method == "h2o") {
+                std::vector<double>& acc = scores_[l][c];
+                std::vector<double> kept;
+                for (int64_t r : rows) kept.push_back(acc[static_cast<size_t>(r)]);
+                acc = std::move(kept);
+            }
             dropped = true;
         }
     }

@@ -4,6 +4,11 @@
 //   streamingllm  its original rolling form: the first `sinks` rows and the most recent
 //   knorm         the rows of lowest key L2 norm
 //   keydiff       the rows least similar to the anchor (the mean of the head's unit keys)
+//   h2o           its original rolling form (Zhang et al. 2023): the last `window` rows and
+//                 the heavy hitters, the rows of highest attention accumulated over the prompt
+//                 (the capture's H2O scores of the kept positions, when it has them) and over
+//                 every decode step since (each step's attention of the head's query heads,
+//                 averaged, on every row the cache then holds, the new one included)
 // (ties to the lower row). So a long output stays within the budget. Kept keys carry
 // the RoPE rotation of their original positions and new tokens take the next original
 // position: no re-rotation is needed while the sequence stays within the model's
@@ -15,17 +20,30 @@
 #include <vector>
 
 #include "core/PressParams.h"
+#include "core/Selection.h"
+#include "engine/compress/Capture.h"
 #include "engine/compress/CompressedCache.h"
+#include "engine/model/LlamaModel.h"
 
 namespace kvlens {
 
-class DecodeCompressor {
+// A ForwardObserver of the decode steps (H2O's rolling form needs each step's queries):
+// pass it to LlamaModel::decode, then call afterStep.
+class DecodeCompressor : public ForwardObserver {
 public:
     // Throws kvlens::Error naming --decode-every for a method without a decode form,
     // an `every` below 1, or a budget that is a ratio (decoding needs entries).
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
-    static const char* supportedList() { return "streamingllm, knorm, keydiff"; }
+    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o"; }
+
+    // Before the first step on a cache gathered from `selection` of `capture`: H2O's
+    // accumulated attention of the kept positions (zero where the capture has none).
+    void start(const Capture& capture, const Selection& selection);
+    // The step's queries (after RoPE), kept for afterStep (H2O only).
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override;
+    // H2O: the attention each row of `layer`'s head `head` has accumulated (tests).
+    const std::vector<double>& accumulated(int64_t layer, int64_t head) const { return scores_[layer][head]; }
 
     // Call after each decode step on `cache` (which must not borrow the capture's
     // buffers): compresses when the step is due. Returns whether it dropped any row.
@@ -39,8 +57,13 @@ private:
     // ascending.
     std::vector<int64_t> keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const;
 
+    // H2O: adds this step's attention (from the queries onQueries kept) to every row.
+    void accumulate(const CompressedCache& cache);
+
     PressParams params_;
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
+    std::vector<at::Tensor> queries_;                     // H2O: [layer] -> [H, D] fp32 of this step
+    std::vector<std::vector<std::vector<double>>> scores_;  // H2O: [layer][head][row]
 };
 
 }  // namespace kvlens

@@ -114,7 +114,10 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
     // takes a copy of the forced one's, mid-count), and the greedy run's longest head
     // is recorded after each answer step.
     std::unique_ptr<DecodeCompressor> forcedRule, freeRule;
-    if (decode) forcedRule = std::make_unique<DecodeCompressor>(*decode);
+    if (decode) {
+        forcedRule = std::make_unique<DecodeCompressor>(*decode);
+        forcedRule->start(*capture_, selection);
+    }
     auto longest = [](const CompressedCache& c) {
         int64_t most = 0;
         for (int64_t l = 0; l < c.layers(); ++l)
@@ -126,12 +129,12 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
         if (forcedRule) freeRule = std::make_unique<DecodeCompressor>(*forcedRule);
     };
     auto stepForced = [&](int32_t token) {
-        at::Tensor logits = model_.decode(token, forced);
+        at::Tensor logits = model_.decode(token, forced, forcedRule.get());
         if (forcedRule) forcedRule->afterStep(forced);
         return logits;
     };
     auto stepFree = [&](int32_t token) {
-        at::Tensor logits = model_.decode(token, *free);
+        at::Tensor logits = model_.decode(token, *free, freeRule.get());
         if (freeRule) freeRule->afterStep(*free);
         return logits;
     };

@@ -189,6 +189,8 @@ TEST(CudaEngine, PrefillCaptureAndCompressedDecodeMatchTheCpu) {
         p.method = method;
         p.budget = 100;
         p.lag = 16;  // LagKV's tail (lag to 2 lag - 1, and the sinks) must fit the budget
+        // The methods that replay the prompt (non-causal attention) do it on the GPU first.
+        gpu->keepScoresFor(*gpuModel.model, p);
         // The GPU's selection, gathered on both devices: the decode must agree.
         const Selection s = Press::create(method)->select(*gpu, p);
         CompressedCache onGpu(*gpu, s, 4), onCpu(*cpu, s, 4);

@@ -178,6 +178,106 @@ TEST(DecodeCompressor, TheEvaluatorStaysWithinTheBudgetAndEqualsPlainDecodeWhenN
     EXPECT_EQ(grows.allocatedBytes, capture->layers() * capture->kvHeads() * (20 + n) * perRow);
 }
 
+// H2O's rolling form against a reference written here in double: each step, every row's
+// accumulated attention grows by the step's softmax(q.k / sqrt(D)) over the rows the head then
+// holds (the new one included), averaged over the query heads reading that head; when due,
+// a head above the budget keeps its `window` most recent rows and, of the older ones, the
+// budget - window of highest accumulated attention (ties to the lower row).
+TEST(DecodeCompressor, RollingH2oKeepsTheRecentRowsAndTheHeavyHitters) {
+    const int64_t H = 4, KV = 2, T = 16, D = 8, B = 12, W = 3, G = H / KV;
+    for (int64_t every : {1, 3}) {
+        at::manual_seed(5 + every);
+        const auto capture = Capture::fromTensors({at::randn({H, T, D})}, {at::randn({KV, T, D})}, {at::randn({KV, T, D})});
+        PressParams all = params("streamingllm", T);  // keeps the whole prompt
+        const Selection selection = Press::create("streamingllm")->select(*capture, all);
+        CompressedCache cache(*capture, selection, 40);
+        PressParams p = params("h2o", B);
+        p.window = W;
+        DecodeCompressor rule(p, every);
+        rule.start(*capture, selection);  // no H2O scores in tensors: the prompt's rows start at 0
+        // The reference: per KV head, its rows' keys and accumulated attention.
+        std::vector<std::vector<std::vector<double>>> keys(KV);
+        std::vector<std::vector<double>> acc(KV, std::vector<double>(T, 0.0));
+        const at::Tensor k0 = capture->keys(0).to(at::kDouble);
+        for (int64_t c = 0; c < KV; ++c)
+            for (int64_t t = 0; t < T; ++t) keys[c].push_back(std::vector<double>(k0[c][t].data_ptr<double>(), k0[c][t].data_ptr<double>() + D));
+        int compressions = 0;
+        for (int64_t step = 0; step < 20; ++step) {
+            const at::Tensor q = at::randn({1, H, D}) * 2.0, k = at::randn({1, KV, D}), v = at::randn({1, KV, D});
+            rule.onQueries(0, q, T + step);
+            cache.append(0, k, v);
+            const at::Tensor qd = q.to(at::kDouble), kd = k.to(at::kDouble);
+            for (int64_t c = 0; c < KV; ++c) {
+                keys[c].push_back(std::vector<double>(kd[0][c].data_ptr<double>(), kd[0][c].data_ptr<double>() + D));
+                acc[c].push_back(0.0);
+                const size_t n = keys[c].size();
+                for (int64_t g = 0; g < G; ++g) {
+                    std::vector<double> logit(n);
+                    for (size_t r = 0; r < n; ++r) {
+                        double dot = 0.0;
+                        for (int64_t d = 0; d < D; ++d) dot += qd[0][c * G + g][d].item<double>() * keys[c][r][d];
+                        logit[r] = dot / std::sqrt(double(D));
+                    }
+                    const double top = *std::max_element(logit.begin(), logit.end());
+                    double z = 0.0;
+                    for (double& x : logit) z += (x = std::exp(x - top));
+                    for (size_t r = 0; r < n; ++r) acc[c][r] += logit[r] / z / double(G);
+                }
+            }
+            const bool due = (step + 1) % every == 0;
+            if (rule.afterStep(cache)) ++compressions;
+            for (int64_t c = 0; c < KV; ++c) {
+                const int64_t n = int64_t(keys[c].size());
+                if (due && n > B) {
+                    std::vector<int64_t> older(n - W);
+                    std::iota(older.begin(), older.end(), 0);
+                    std::stable_sort(older.begin(), older.end(), [&](int64_t a, int64_t b) { return acc[c][a] > acc[c][b]; });
+                    std::vector<int64_t> kept(older.begin(), older.begin() + (B - W));
+                    std::sort(kept.begin(), kept.end());
+                    for (int64_t r = n - W; r < n; ++r) kept.push_back(r);
+                    std::vector<std::vector<double>> k2;
+                    std::vector<double> a2;
+                    for (int64_t r : kept) {
+                        k2.push_back(keys[c][r]);
+                        a2.push_back(acc[c][r]);
+                    }
+                    keys[c] = k2;
+                    acc[c] = a2;
+                }
+                ASSERT_EQ(cache.length(0, c), int64_t(keys[c].size())) << "every " << every << " step " << step;
+                const at::Tensor got = cache.keys(0)[c].to(at::kDouble);
+                for (size_t r = 0; r < keys[c].size(); ++r)
+                    for (int64_t d = 0; d < D; ++d)
+                        ASSERT_EQ(got[r][d].item<double>(), keys[c][r][d]) << "every " << every << " step " << step << " row " << r;
+                const std::vector<double>& mine = rule.accumulated(0, c);
+                ASSERT_EQ(mine.size(), acc[c].size());
+                for (size_t r = 0; r < mine.size(); ++r) EXPECT_NEAR(mine[r], acc[c][r], 1e-5);
+            }
+        }
+        EXPECT_GT(compressions, 0);
+    }
+}
+
+// On the model: with the prompt's H2O scores, the cache stays at the budget after every
+// compression step, and a budget never reached decodes as the full cache does.
+TEST(DecodeCompressor, RollingH2oStaysWithinTheBudgetOnTheModel) {
+    Tiny& t = tiny();
+    const int64_t T = static_cast<int64_t>(t.prompt.size()), n = 16;
+    auto capture = Capture::fromPrefill(*t.loaded.model, t.prompt, {}, {}, n);
+    capture->keepScoresFor(*t.loaded.model, "h2o");
+    MethodEvaluator evaluator(*t.loaded.model, capture, n);
+    PressParams tight = params("h2o", 24);
+    tight.window = 8;
+    const RunMetrics within = evaluator.evaluate(Press::create("h2o")->select(*capture, tight), DecodeCompressor(tight, 1));
+    ASSERT_EQ(within.cacheEntries.size(), static_cast<size_t>(n - 1));
+    for (int64_t e : within.cacheEntries) EXPECT_EQ(e, 24);
+    PressParams roomy = params("h2o", T + n + 8);
+    roomy.window = 8;
+    const RunMetrics same = evaluator.evaluate(Press::create("h2o")->select(*capture, roomy), DecodeCompressor(roomy, 1));
+    EXPECT_EQ(same.tokens, same.fullTokens);
+    EXPECT_DOUBLE_EQ(same.meanKl, 0.0);
+}
+
 TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     auto message = [](const PressParams& p, int64_t every) {
         try {
@@ -188,7 +288,10 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
         return std::string();
     };
     EXPECT_EQ(message(params("tova", 64), 1),
-              "--decode-every: tova has no form for compression during decoding here (streamingllm, knorm, keydiff)");
+              "--decode-every: tova has no form for compression during decoding here (streamingllm, knorm, keydiff, "
+              "h2o)");
+    PressParams h2o = params("h2o", 32);
+    EXPECT_EQ(message(h2o, 1), "--budget 32 must exceed --window 32 (H2O's recent rows are part of the budget)");
     EXPECT_EQ(message(params("knorm", 64), 0), "--decode-every 0 must be at least 1");
     PressParams ratio = params("knorm", 0);
     ratio.budgetRatio = 0.25;

@@ -766,7 +766,7 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
                a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
                a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
                a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk &&
-               a.blend == b.blend;
+               a.blend == b.blend && a.think == b.think;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -886,6 +886,16 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     compactor.blend = 0.35;
     compactor.seed = 3;
     all.push_back(compactor);
+    PressParams snapThink;
+    snapThink.method = "snapkv";
+    snapThink.budget = 64;
+    snapThink.think = 0.3;
+    all.push_back(snapThink);
+    PressParams fullThink;
+    fullThink.method = "full";
+    fullThink.window = 16;
+    fullThink.think = 0.5;
+    all.push_back(fullThink);
     PressParams chunkNonCausal;
     chunkNonCausal.method = "chunkkv";
     chunkNonCausal.budget = 100;
@@ -897,6 +907,10 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
         if (p.method == "full") {
             EXPECT_EQ(back.method, "full");
             EXPECT_EQ(back.budget, p.budget);
+            EXPECT_EQ(back.think, p.think);
+            if (p.think > 0.0) {
+                EXPECT_EQ(back.window, p.window);
+            }
             continue;
         }
         EXPECT_TRUE(same(p, back)) << p.describe() << " -> " << back.describe();

@@ -95,6 +95,12 @@ TEST_P(ThinkShapes, PrunedChannelsAreTheDefinitions) {
     // The cache zeroes exactly those channels of the kept prompt keys, and the capture's keys
     // stay whole (FullKV would otherwise borrow and zero them).
     const at::Tensor before = capture->keys(0).clone();
+    {
+        // No decode room asked: a FullKV selection could borrow the capture's buffers.
+        CompressedCache noRoom(*capture, s, 0);
+        EXPECT_FALSE(noRoom.borrowsCapture());
+        EXPECT_TRUE(at::equal(capture->keys(0), before));
+    }
     CompressedCache cache(*capture, s, 2), plainCache(*capture, without, 2);
     EXPECT_TRUE(at::equal(capture->keys(0), before));
     EXPECT_FALSE(cache.borrowsCapture());
@@ -158,16 +164,19 @@ TEST(ThinkChannels, NothingIsPrunedBelowOneChannelAndBadRatiosNameTheFlag) {
             EXPECT_EQ(std::string(e.what()), want.str());
         }
     }
-    // KNorm keeps no window, but ThinK scores by the window's queries: the window must fit.
+    // KNorm keeps no window, but ThinK scores by the window's queries: a window longer than
+    // the capture holds takes all it holds (here 50).
     p.method = "knorm";
     p.think = 0.5;
     p.window = 65;
+    const Selection s = Press::create("knorm")->select(*capture, p);
+    EXPECT_EQ(s.prunedChannels[0][1], referenceChannels(*capture, s, 0, 1));
+    p.window = 0;
     try {
         Press::create("knorm")->select(*capture, p);
-        ADD_FAILURE() << "window 65 was accepted";
+        ADD_FAILURE() << "window 0 was accepted";
     } catch (const Error& e) {
-        EXPECT_EQ(std::string(e.what()),
-                  "--window 65 is above the 50 window queries the capture holds (ThinK scores channels by them)");
+        EXPECT_EQ(std::string(e.what()), "--window must be at least 1 (ThinK scores channels by the window's queries)");
     }
 }
 

@@ -155,11 +155,23 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_TRUE(panel.findChild<QWidget*>("think")->isEnabled()) << w.method;  // ThinK goes over any method
     }
     {
+        // ThinK scores channels by the window's queries: the window comes on with it, even
+        // for KNorm, and goes off again without it.
         PressParams t = panel.params();
         t.method = "knorm";
         t.think = 0.5;
         panel.setParams(t);
         EXPECT_EQ(panel.params().think, 0.5);
+        EXPECT_TRUE(panel.findChild<QWidget*>("window")->isEnabled());
+        panel.findChild<QDoubleSpinBox*>("think")->setValue(0.0);
+        EXPECT_FALSE(panel.findChild<QWidget*>("window")->isEnabled());
+        // One step up from Compactor's "auto" blend is still auto, not a refused -0.95.
+        t.method = "compactor";
+        t.think = 0.0;
+        t.blend = -1.0;
+        panel.setParams(t);
+        panel.findChild<QDoubleSpinBox*>("blend")->stepUp();
+        EXPECT_EQ(panel.params().blend, -1.0);
     }
     // Compactor's blend: "auto" (the compression ratio) at its minimum, a number otherwise;
     // both read back as set. As a wrapper's scorer, its knobs and sinks come on.

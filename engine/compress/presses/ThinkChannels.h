@@ -15,7 +15,7 @@ namespace kvlens::presses {
 
 // For every layer and head of `selection` (made with params.think > 0): the
 // floor(D x think) channels c of lowest mean_i(q_ic^2) x mean_t(k_tc^2), where q runs over
-// the last params.window prompt queries (after RoPE) of the head's query heads (their
+// the last params.window prompt queries (after RoPE; at most the capture's 64) of the head's query heads (their
 // means averaged over a KV head's group) and k over the prompt positions the head keeps;
 // ties prune the lower channel; ascending. Empty when floor(D x think) is 0.
 std::vector<std::vector<std::vector<int32_t>>> thinkPrunedChannels(const Capture& capture,

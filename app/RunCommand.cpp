@@ -101,7 +101,8 @@ int runRun(const std::vector<std::string>& argv) {
             "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
             "  (default 'default') of the store (see kvlens sessions --help)\n"
             "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps\n"
-            "  (streamingllm rolling, knorm, keydiff, h2o rolling: the recent --window and the heavy hitters);\n"
+            "  (streamingllm rolling, knorm, keydiff, h2o rolling: the recent --window and the heavy hitters,\n"
+            "  tova rolling: what the step's query attends to most);\n"
             "  prints the longest head's entries over the steps\n",
             stdout);
         return 0;

@@ -10,7 +10,8 @@
 namespace kvlens {
 
 bool DecodeCompressor::supports(const std::string& method) {
-    return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o";
+    return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
+           method == "tova";
 }
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
@@ -32,7 +33,7 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
 }
 
 void DecodeCompressor::start(const Capture& capture, const Selection& selection) {
-    if (params_.method != "h2o") return;
+    if (!observes()) return;
     c10::InferenceMode guard;
     const int64_t L = selection.layers(), heads = selection.headsPerLayer();
     const int64_t G = selection.gqa == GqaMode::KvHead ? selection.queryHeads / selection.kvHeads : 1;
@@ -40,7 +41,7 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection)
     queries_.assign(L, at::Tensor());
     for (int64_t l = 0; l < L; ++l) {
         at::Tensor grouped;  // [heads, T]: the query heads of each selection head averaged, as the press ranks
-        if (capture.hasH2oScores()) {
+        if (params_.method == "h2o" && capture.hasH2oScores()) {
             const at::Tensor s = capture.h2oScores(l).to(at::kCPU, at::kDouble);  // [H, T]
             grouped = s.view({heads, G, s.size(1)}).mean(1).contiguous();
         }
@@ -52,14 +53,14 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection)
 }
 
 void DecodeCompressor::onQueries(int64_t layer, const at::Tensor& q, int64_t) {
-    if (params_.method != "h2o" || layer >= static_cast<int64_t>(queries_.size())) return;
+    if (!observes() || layer >= static_cast<int64_t>(queries_.size())) return;
     queries_[layer] = q.select(0, 0).to(at::kFloat).clone();  // [H, D]
 }
 
 void DecodeCompressor::accumulate(const CompressedCache& cache) {
     c10::InferenceMode guard;
     for (int64_t l = 0; l < cache.layers(); ++l) {
-        if (!queries_[l].defined()) throw Error("H2O's rolling form needs the decode's queries (pass it to decode)");
+        if (!queries_[l].defined()) throw Error("the rolling form needs the decode's queries (pass the compressor to decode)");
         const std::vector<at::Tensor> keys = cache.keys(l);
         const int64_t H = queries_[l].size(0), D = queries_[l].size(1);
         for (int64_t c = 0; c < cache.heads(); ++c) {
@@ -73,9 +74,26 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
             std::vector<double>& acc = scores_[l][c];
             acc.resize(static_cast<size_t>(k.size(0)), 0.0);
             const double* pp = p.contiguous().data_ptr<double>();
-            for (size_t r = 0; r < acc.size(); ++r) acc[r] += pp[r];
+            const bool tova = params_.method == "tova";
+            for (size_t r = 0; r < acc.size(); ++r) acc[r] = (tova ? 0.0 : acc[r]) + pp[r];
         }
         queries_[l] = at::Tensor();
+        // TOVA: one score for the layer, the mean over all its query heads, while its heads
+        // hold the same rows (equal lengths); each head's own otherwise.
+        if (params_.method == "tova" && cache.heads() > 1) {
+            std::vector<std::vector<double>>& heads = scores_[l];
+            bool same = true;
+            for (const auto& h : heads) same = same && h.size() == heads[0].size();
+            if (same) {
+                std::vector<double> mean(heads[0].size(), 0.0);
+                for (int64_t c = 0; c < cache.heads(); ++c) {
+                    int64_t readers = 0;
+                    for (int64_t h = 0; h < H; ++h) readers += cache.headOf(h) == c;
+                    for (size_t r = 0; r < mean.size(); ++r) mean[r] += heads[c][r] * double(readers) / double(H);
+                }
+                for (auto& h : heads) h = mean;
+            }
+        }
     }
 }
 
@@ -85,6 +103,11 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
     if (params_.method == "streamingllm") {
         for (int64_t r = 0; r < params_.sinks; ++r) rows.push_back(r);
         for (int64_t r = n - (budget_ - params_.sinks); r < n; ++r) rows.push_back(r);
+        return rows;
+    }
+    if (params_.method == "tova") {
+        const std::vector<double>& s = scores_[layer][head];
+        for (int32_t r : presses::topPositions(std::vector<float>(s.begin(), s.end()), budget_)) rows.push_back(r);
         return rows;
     }
     if (params_.method == "h2o") {
@@ -106,8 +129,8 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
 }
 
 bool DecodeCompressor::afterStep(CompressedCache& cache) {
-    if (params_.method == "h2o") {
-        if (scores_.empty()) throw Error("H2O's rolling form needs DecodeCompressor::start before the first step");
+    if (observes()) {
+        if (scores_.empty()) throw Error("the rolling form needs DecodeCompressor::start before the first step");
         accumulate(cache);
     }
     if (++steps_ % every_ != 0) return false;
@@ -117,7 +140,7 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
             if (cache.length(l, c) <= budget_) continue;
             const std::vector<int64_t> rows = keptRows(cache, l, c);
             cache.keepRows(l, c, rows);
-            if (params_.method == "h2o") {
+            if (observes()) {
                 std::vector<double>& acc = scores_[l][c];
                 std::vector<double> kept;
                 for (int64_t r : rows) kept.push_back(acc[static_cast<size_t>(r)]);

@@ -9,6 +9,9 @@
 //                 (the capture's H2O scores of the kept positions, when it has them) and over
 //                 every decode step since (each step's attention of the head's query heads,
 //                 averaged, on every row the cache then holds, the new one included)
+//   tova          its rolling form (Oren et al. 2024): the rows the step's query attends to
+//                 most, its attention averaged over all the layer's query heads (one set for
+//                 the layer while its heads hold the same rows, as a TOVA selection's do)
 // (ties to the lower row). So a long output stays within the budget. Kept keys carry
 // the RoPE rotation of their original positions and new tokens take the next original
 // position: no re-rotation is needed while the sequence stays within the model's
@@ -35,7 +38,7 @@ public:
     // an `every` below 1, or a budget that is a ratio (decoding needs entries).
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
-    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o"; }
+    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o, tova"; }
 
     // Before the first step on a cache gathered from `selection` of `capture`: H2O's
     // accumulated attention of the kept positions (zero where the capture has none).
@@ -57,13 +60,15 @@ private:
     // ascending.
     std::vector<int64_t> keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const;
 
-    // H2O: adds this step's attention (from the queries onQueries kept) to every row.
+    // H2O: adds this step's attention (from the queries onQueries kept) to every row;
+    // TOVA: replaces each row's score by it.
     void accumulate(const CompressedCache& cache);
+    bool observes() const { return params_.method == "h2o" || params_.method == "tova"; }
 
     PressParams params_;
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
-    std::vector<at::Tensor> queries_;                     // H2O: [layer] -> [H, D] fp32 of this step
-    std::vector<std::vector<std::vector<double>>> scores_;  // H2O: [layer][head][row]
+    std::vector<at::Tensor> queries_;                     // H2O, TOVA: [layer] -> [H, D] fp32 of this step
+    std::vector<std::vector<std::vector<double>>> scores_;  // H2O, TOVA: [layer][head][row]
 };
 
 }  // namespace kvlens

@@ -258,6 +258,70 @@ TEST(DecodeCompressor, RollingH2oKeepsTheRecentRowsAndTheHeavyHitters) {
     }
 }
 
+// TOVA's rolling form against a double reference: when due, every head keeps the B rows the
+// step's query attends to most, its attention averaged over all the layer's query heads (the
+// heads hold the same rows, from a TOVA selection), ties to the lower row.
+TEST(DecodeCompressor, RollingTovaKeepsWhatTheStepsQueryAttendsToMost) {
+    const int64_t H = 4, KV = 2, T = 16, D = 8, B = 12, G = H / KV;
+    for (int64_t every : {1, 3}) {
+        at::manual_seed(11 + every);
+        const auto capture = Capture::fromTensors({at::randn({H, T, D})}, {at::randn({KV, T, D})}, {at::randn({KV, T, D})});
+        const Selection selection = Press::create("tova")->select(*capture, params("tova", 14));
+        CompressedCache cache(*capture, selection, 40);
+        DecodeCompressor rule(params("tova", B), every);
+        rule.start(*capture, selection);
+        std::vector<std::vector<std::vector<double>>> keys(KV);
+        const at::Tensor k0 = capture->keys(0).to(at::kDouble);
+        for (int64_t c = 0; c < KV; ++c)
+            for (int32_t t : selection.kept[0][c])
+                keys[c].push_back(std::vector<double>(k0[c][t].data_ptr<double>(), k0[c][t].data_ptr<double>() + D));
+        int compressions = 0;
+        for (int64_t step = 0; step < 12; ++step) {
+            const at::Tensor q = at::randn({1, H, D}) * 2.0, k = at::randn({1, KV, D}), v = at::randn({1, KV, D});
+            rule.onQueries(0, q, T + step);
+            cache.append(0, k, v);
+            const at::Tensor qd = q.to(at::kDouble), kd = k.to(at::kDouble);
+            for (int64_t c = 0; c < KV; ++c)
+                keys[c].push_back(std::vector<double>(kd[0][c].data_ptr<double>(), kd[0][c].data_ptr<double>() + D));
+            const size_t n = keys[0].size();
+            std::vector<double> score(n, 0.0);
+            for (int64_t h = 0; h < H; ++h) {
+                std::vector<double> logit(n);
+                for (size_t r = 0; r < n; ++r) {
+                    double dot = 0.0;
+                    for (int64_t d = 0; d < D; ++d) dot += qd[0][h][d].item<double>() * keys[h / G][r][d];
+                    logit[r] = dot / std::sqrt(double(D));
+                }
+                const double top = *std::max_element(logit.begin(), logit.end());
+                double z = 0.0;
+                for (double& x : logit) z += (x = std::exp(x - top));
+                for (size_t r = 0; r < n; ++r) score[r] += logit[r] / z / double(H);
+            }
+            if (rule.afterStep(cache)) ++compressions;
+            if ((step + 1) % every == 0 && int64_t(n) > B) {
+                std::vector<int64_t> order(n);
+                std::iota(order.begin(), order.end(), 0);
+                std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
+                std::vector<int64_t> kept(order.begin(), order.begin() + B);
+                std::sort(kept.begin(), kept.end());
+                for (int64_t c = 0; c < KV; ++c) {
+                    std::vector<std::vector<double>> k2;
+                    for (int64_t r : kept) k2.push_back(keys[c][r]);
+                    keys[c] = k2;
+                }
+            }
+            for (int64_t c = 0; c < KV; ++c) {
+                ASSERT_EQ(cache.length(0, c), int64_t(keys[c].size())) << "every " << every << " step " << step;
+                const at::Tensor got = cache.keys(0)[c].to(at::kDouble);
+                for (size_t r = 0; r < keys[c].size(); ++r)
+                    for (int64_t d = 0; d < D; ++d)
+                        ASSERT_EQ(got[r][d].item<double>(), keys[c][r][d]) << "every " << every << " step " << step << " row " << r;
+            }
+        }
+        EXPECT_GT(compressions, 0);
+    }
+}
+
 // On the model: with the prompt's H2O scores, the cache stays at the budget after every
 // compression step, and a budget never reached decodes as the full cache does.
 TEST(DecodeCompressor, RollingH2oStaysWithinTheBudgetOnTheModel) {
@@ -287,9 +351,9 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
         }
         return std::string();
     };
-    EXPECT_EQ(message(params("tova", 64), 1),
-              "--decode-every: tova has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o)");
+    EXPECT_EQ(message(params("cake", 64), 1),
+              "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
+              "h2o, tova)");
     PressParams h2o = params("h2o", 32);
     EXPECT_EQ(message(h2o, 1), "--budget 32 must exceed --window 32 (H2O's recent rows are part of the budget)");
     EXPECT_EQ(message(params("knorm", 64), 0), "--decode-every 0 must be at least 1");

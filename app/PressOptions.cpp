@@ -126,7 +126,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
     }
     if (!base.scorer.empty() &&
         std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
-        throw Error("--scorer is for adakv, chunkkv, cake and perlayer, and --methods names none of them");
+        throw Error("--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, and --methods names none of them");
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     return runs;

@@ -39,7 +39,7 @@ const std::vector<std::string>& PressParams::methodNames() {
                                                    "adakv",  "random", "tova",      "knorm",        "keydiff",
                                                    "lagkv",  "chunkkv", "expected",     "cur",
                                                    "cake",   "simlayerkv", "perlayer", "leverage",
-                                                   "noncausal", "compactor"};
+                                                   "noncausal", "compactor", "criticalkv"};
     return names;
 }
 
@@ -50,7 +50,8 @@ const std::vector<std::string>& PressParams::scorerNames() {
 }
 
 bool PressParams::takesScorer() const {
-    return method == "adakv" || method == "chunkkv" || method == "cake" || method == "perlayer";
+    return method == "adakv" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
+           method == "criticalkv";
 }
 
 bool PressParams::ranksBy(const std::string& name) const {
@@ -79,7 +80,7 @@ std::string PressParams::scorerInEffect() const {
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
            method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "compactor";
+           method == "compactor" || method == "criticalkv";
 }
 
 bool PressParams::usesSinks() const {
@@ -109,7 +110,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (!scorer.empty()) {
         if (!takesScorer())
-            throw Error("--scorer is for adakv, chunkkv, cake and perlayer, not --method " + method);
+            throw Error("--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, not --method " + method);
         const auto& scorers = scorerNames();
         if (std::find(scorers.begin(), scorers.end(), scorer) == scorers.end()) {
             std::string list;

@@ -25,7 +25,8 @@ const char* scheduleName(PyramidSchedule schedule);
 
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
-    // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor
+    // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor,
+    // criticalkv
     std::string method = "snapkv";
     // AdaKV, ChunkKV, CAKE, per-layer: the method whose scores they rank by ("" = their
     // own: SnapKV's votes for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE).
@@ -91,7 +92,7 @@ struct PressParams {
     bool usesSinks() const;
     // The scorers AdaKV, ChunkKV and CAKE rank by with --scorer.
     static const std::vector<std::string>& scorerNames();
-    // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer).
+    // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer, criticalkv).
     bool takesScorer() const;
     // Whether the method or its scorer ranks by `name` (e.g. "noncausal": the method
     // itself, Compactor, or a wrapper whose scorer is one of them).

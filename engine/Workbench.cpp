@@ -323,7 +323,7 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
         return rows;
     }
     presses::HeadScores prefix;
-    if (m == "snapkv" || m == "pyramidkv" || m == "adakv" || m == "cake" || m == "perlayer") {
+    if (m == "snapkv" || m == "pyramidkv" || m == "adakv" || m == "cake" || m == "perlayer" || m == "criticalkv") {
         prefix = presses::windowVotes(c, layer, params.window, params.gqa);
         for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
     } else if (m == "chunkkv") {

@@ -156,7 +156,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     log_->setMaximumBlockCount(5000);
 
     QDockWidget* modelDock = addPanel("Model & prompt", "modelDock", modelPanel_, Qt::LeftDockWidgetArea);
-    // The methods' knobs (nineteen methods' worth) scroll rather than growing the window
+    // The methods' knobs (twenty methods' worth) scroll rather than growing the window
     // past the screen's height.
     auto* methodsScroll = new QScrollArea;
     methodsScroll->setWidget(methodsPanel_);

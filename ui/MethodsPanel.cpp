@@ -377,7 +377,8 @@ void MethodsPanel::budgetModeChanged() {
 QStringList MethodsPanel::defaultComparedMethods() {
     QStringList all;
     for (const std::string& m : PressParams::methodNames())
-        if (m != "full" && m != "h2o" && m != "noncausal" && m != "compactor") all << QString::fromStdString(m);
+        if (m != "full" && m != "h2o" && m != "noncausal" && m != "compactor" && m != "criticalkv")
+            all << QString::fromStdString(m);
     return all;
 }
 

@@ -309,11 +309,12 @@ void Capture::keepScoresFor(LlamaModel& model, const std::string& method, const 
 bool Capture::needsReplayFor(const PressParams& params) const {
     if (prompt_.empty()) return false;
     if (params.method == "h2o") return !hasH2oScores();
-    if (!params.ranksBy("noncausal")) return false;
     const int64_t T = promptLength_;
+    if (params.resolveBudget(T) >= T) return false;  // keeps everything: nothing ranked
+    if (params.method == "criticalkv" && !outputValueNorms(0).defined()) return true;
+    if (!params.ranksBy("noncausal")) return false;
     const auto [lo, hi] = params.rankedSpan(T);
-    return params.resolveBudget(T) < T && params.attnChunk >= 1 && lo < hi &&
-           !nonCausalAttention(0, params.attnChunk, lo, hi).defined();
+    return params.attnChunk >= 1 && lo < hi && !nonCausalAttention(0, params.attnChunk, lo, hi).defined();
 }
 
 void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress) const {
@@ -321,16 +322,17 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
     if (params.method != "h2o") params.validate(promptLength_, windowCapacity());
     const bool h2o = params.method == "h2o";
-    const auto [lo, hi] = params.rankedSpan(promptLength_);
     std::lock_guard<std::mutex> lock(statsMutex_);
-    if (h2o ? hasH2oScores() : nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return;
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_) {
-        throw Error(std::string(h2o ? "H2O's scores need" : "the non-causal attention needs") +
+        throw Error(std::string(h2o ? "H2O's scores need"
+                                    : params.method == "criticalkv" ? "CriticalKV's projected value norms need"
+                                                                    : "the non-causal attention needs") +
                     " the model that made the capture (another one is loaded)");
     }
     c10::InferenceMode guard;
     if (h2o) {
+        if (hasH2oScores()) return;
         ColumnSumAccumulator sums(layers(), promptLength_);
         model.replay(prompt_, *cache_, sums, progress);
         for (int64_t l = 0; l < layers(); ++l) {
@@ -340,6 +342,32 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         h2oReady_ = true;
         return;
     }
+    if (params.method == "criticalkv" && !outputValueNorms(0).defined()) {
+        // Each query head's slice of W_o [E, H * D] applied to its KV head's values, L1 over E.
+        const int64_t T = promptLength_, D = headDim_, G = queryHeads_ / kvHeads_;
+        for (int64_t l = 0; l < layers(); ++l) {
+            if (progress) progress(double(l) / double(layers()), "projected value norms, layer " + std::to_string(l));
+            const kernels::Weight& wo = model.weights().layers[l].wo;
+            at::Tensor w;
+            if (wo.quantised()) {
+                w = at::empty({wo.rows(), wo.cols()}, at::kFloat);
+                wo.quant().dequantizeRows(0, wo.rows(), w.data_ptr<float>());
+            } else {
+                w = wo.dense().to(at::kFloat);
+            }
+            const at::Tensor v = values(l).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
+            w = w.to(v.device());
+            at::Tensor norms = at::empty({queryHeads_, T}, v.options());
+            for (int64_t h = 0; h < queryHeads_; ++h)
+                norms[h].copy_(at::matmul(v[h / G], w.narrow(1, h * D, D).t()).abs().sum(-1));
+            requireFinite(norms, l, "query head", "projected value norms", kPrefill);
+            std::lock_guard<std::mutex> memoLock(votesMutex_);
+            memo_[{"wov-l1", l}] = norms.contiguous();
+        }
+    }
+    if (!params.ranksBy("noncausal")) return;
+    const auto [lo, hi] = params.rankedSpan(promptLength_);
+    if (nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return;
     NonCausalAccumulator acc(*cache_, layers(), params.attnChunk, lo, hi);
     model.replay(prompt_, *cache_, acc, progress);
     std::vector<at::Tensor> done(layers());
@@ -349,6 +377,12 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     }
     std::lock_guard<std::mutex> memoLock(votesMutex_);
     for (int64_t l = 0; l < layers(); ++l) memo_[{nonCausalKey(params.attnChunk, lo, hi), l}] = done[l];
+}
+
+at::Tensor Capture::outputValueNorms(int64_t layer) const {
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    auto it = memo_.find({"wov-l1", layer});
+    return it == memo_.end() ? at::Tensor() : it->second;
 }
 
 at::Tensor Capture::nonCausalAttention(int64_t layer, int64_t chunk, int64_t lo, int64_t hi) const {

@@ -26,6 +26,8 @@
 //   non-causal attention  L * KV * T * 4 for each (chunk, span) used, from a replay of the
 //                   prompt like H2O's (Compactor, --method noncausal)
 //   LeverageScore's scores  L * KV * T * 4 for each (sketch, seed, span) used
+//   CriticalKV's projected value norms  L * H * T * 4, once (T x D x E x 2 flops per query
+//                   head and layer, with W_o dequantised one layer at a time)
 //   CAKE's window statistics  L * H * (T - W) * 2 * 4 for each window W used (the
 //                   window attention's mean and variance per query head and column),
 //                   and its indicator L * KV * T * 4 for each (W, gamma) used
@@ -110,8 +112,14 @@ public:
     // Non-causal attention (Compactor, --method noncausal, or a wrapper's scorer): a replay
     // per (chunk, span) the params ask for, unless the budget keeps the whole prompt.
     void keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress = {}) const;
-    // Whether keepScoresFor(params) would replay the prompt (for a progress bar's title).
+    // Whether keepScoresFor(params) has work to do: a replay of the prompt, or CriticalKV's
+    // projected value norms (for a progress bar's title).
     bool needsReplayFor(const PressParams& params) const;
+
+    // CriticalKV: per layer, each query head's ||W_o^(h) v_t||_1 over the prompt positions (its
+    // slice of the model's output projection applied to the values of its KV head), [H, T]
+    // fp32; undefined until keepScoresFor(criticalkv) made them from the model's weights.
+    at::Tensor outputValueNorms(int64_t layer) const;
     void keepScoresFor(LlamaModel& model, const std::string& method, const ProgressFn& progress = {}) const;
 
     // Non-causal chunked attention over positions [lo, hi) cut into chunks of `chunk` from

@@ -69,14 +69,14 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 19u * 3u);  // full once, nineteen methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 20u * 3u);  // full once, twenty methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
                                               "cake", "simlayerkv", "perlayer", "leverage", "noncausal",
-                                              "compactor"}));
+                                              "compactor", "criticalkv"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -170,8 +170,8 @@ TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     ASSERT_EQ(plain.exitCode, 0) << plain.err;
     EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("cache_entries"));
     const std::string text = "run --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 4 ";
-    expectOneLineError(runCli(text + "--method tova --budget 48 --decode-every 2"),
-                       {"--decode-every: tova has no form for compression during decoding here"});
+    expectOneLineError(runCli(text + "--method cake --budget 48 --decode-every 2"),
+                       {"--decode-every: cake has no form for compression during decoding here"});
     expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 0"), {"--decode-every 0 must be at least 1"});
     expectOneLineError(runCli(text + "--method knorm --budget 10% --decode-every 2"), {"--decode-every needs --budget in entries"});
     expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 2 --save"),
@@ -223,7 +223,7 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method cur --budget 4"),
                        {"--budget 4 must exceed --sinks 4 (the budget includes the sinks)"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, cake and perlayer, not --method snapkv"});
+                       {"--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, not --method snapkv"});
     expectOneLineError(runCli(base + "--method adakv --budget 64 --scorer attention"),
                        {"--scorer 'attention' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake, "
                         "leverage, noncausal, compactor"});
@@ -254,7 +254,7 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--budget 36 must exceed --window + --sinks 36"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,knorm --budgets 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, cake and perlayer, and --methods names none of them"});
+                       {"--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, and --methods names none of them"});
     // Named explicitly, a method whose settings do not fit the prompt fails the comparison.
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,lagkv --budgets 64"),
@@ -272,7 +272,8 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     for (const auto& row : csvRows(r.out)) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "chunkkv", "expected", "cur", "cake",
-                                              "simlayerkv", "perlayer", "leverage", "noncausal", "compactor"}));
+                                              "simlayerkv", "perlayer", "leverage", "noncausal", "compactor",
+                                              "criticalkv"}));
 }
 
 }  // namespace

@@ -647,7 +647,7 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     // The methods and wrappers of CAKE, SimLayerKV and --scorer.
     PressParams scored = params("snapkv", 48);
     scored.scorer = "knorm";
-    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake and perlayer, not --method snapkv"});
+    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, not --method snapkv"});
     scored.method = "adakv";
     scored.scorer = "h2o";
     expectError([&] { select(*capture, scored); },

@@ -74,12 +74,12 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
                              "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur",
                              "cake",   "simlayerkv", "perlayer", "leverage"};
     // Every method but FullKV and those whose first use replays the prompt (H2O,
-    // non-causal attention, Compactor).
+    // non-causal attention, Compactor) or projects every value (CriticalKV).
     EXPECT_EQ(panel.comparedMethods(), all);
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "16 of 19 methods");
+    EXPECT_EQ(button->text(), "16 of 20 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -91,7 +91,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 19 methods");
+    EXPECT_EQ(button->text(), "1 of 20 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -126,7 +126,8 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                           {"noncausal", false, false, false, false, false, false, false, false, false, false, false,
                            false, false, false, false, true},
                           {"compactor", false, true, false, false, false, true, false, false, false, false, false,
-                           false, false, false, true, true, true}};
+                           false, false, false, true, true, true},
+                          {"criticalkv", true, true, true, false, false, false, false, false, false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;

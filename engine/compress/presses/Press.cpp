@@ -6,6 +6,7 @@
 #include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/CakePress.h"
 #include "engine/compress/presses/CompactorPress.h"
+#include "engine/compress/presses/CriticalKvPress.h"
 #include "engine/compress/presses/ChunkKvPress.h"
 #include "engine/compress/presses/CurPress.h"
 #include "engine/compress/presses/ExpectedAttentionPress.h"
@@ -48,6 +49,7 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "leverage") return std::make_unique<LeverageScorePress>();
     if (method == "noncausal") return std::make_unique<NonCausalAttentionPress>();
     if (method == "compactor") return std::make_unique<CompactorPress>();
+    if (method == "criticalkv") return std::make_unique<CriticalKvPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

@@ -14,6 +14,7 @@
 #include "engine/compress/Capture.h"
 #include "engine/model/DType.h"
 #include "core/Error.h"
+#include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/hf/HfFolder.h"
 #include "engine/model/ModelLoader.h"
@@ -382,7 +383,7 @@ std::vector<float> Workbench::attentionRegion(int64_t layer, int64_t head, int64
 }
 
 WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newTokens,
-                                     const Progress& progress, const std::atomic<bool>* cancel) {
+                                     const Progress& progress, const std::atomic<bool>* cancel, int64_t decodeEvery) {
     if (!state_->capture) throw Error("no prompt has been run yet");
     const int64_t used = state_->capture->promptLength() + static_cast<int64_t>(state_->suffix.size());
     const int64_t room = state_->info.contextLength - used;
@@ -394,6 +395,10 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
     const ProgressFn check = checked(progress, cancel);
     WorkbenchOutputs out;
     out.params = params;
+    out.decodeEvery = decodeEvery;
+    // A method without a decode rule, or a ratio budget, is refused before any work.
+    const std::unique_ptr<DecodeCompressor> rule =
+        decodeEvery > 0 ? std::make_unique<DecodeCompressor>(params, decodeEvery) : nullptr;
     double selectSeconds = 0.0;
     out.selection = select(params, &selectSeconds);
     const bool fresh = !state_->evaluator || state_->evaluatorTokens != newTokens;
@@ -407,7 +412,8 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
     const double from = fresh ? 0.5 : 0.0, span = 1.0 - from;
     state_->evaluator->setProgress([&](double f, const std::string& w) { check(from + span * f, w); });
     try {
-        out.metrics = state_->evaluator->evaluate(out.selection, selectSeconds);
+        out.metrics = rule ? state_->evaluator->evaluate(out.selection, *rule, selectSeconds)
+                           : state_->evaluator->evaluate(out.selection, selectSeconds);
     } catch (...) {
         state_->evaluator->setProgress({});
         throw;

@@ -77,6 +77,7 @@ struct WorkbenchCapture {
 
 struct WorkbenchOutputs {
     PressParams params;
+    int64_t decodeEvery = 0;  // compression during decoding every this many steps (0: none)
     Selection selection;
     RunMetrics metrics;
     std::vector<std::string> fullPieces, pieces;  // the two continuations, token by token
@@ -169,8 +170,11 @@ public:
     // Decodes `newTokens` greedily with the full cache and with `params`' selection
     // (after a needle sample's question, when it was left out of the capture) and
     // measures the difference (RunMetrics).
+    // With `decodeEvery` > 0 the compressed cache is compressed during decoding every that
+    // many steps (DecodeCompressor: the budget in entries, the method's decode rule), and the
+    // metrics' cacheEntries hold its longest head after each step.
     WorkbenchOutputs evaluate(const PressParams& params, int64_t newTokens, const Progress& progress,
-                              const std::atomic<bool>* cancel);
+                              const std::atomic<bool>* cancel, int64_t decodeEvery = 0);
 
     // Whether this LibTorch has a usable CUDA device.
     static bool cudaAvailable();

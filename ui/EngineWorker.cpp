@@ -215,10 +215,10 @@ void EngineWorker::region(int layer, int head, int64_t row0, int64_t col0, int64
                   }});
 }
 
-void EngineWorker::evaluate(const PressParams& params, int64_t newTokens) {
-    post(Evaluate, {"decode", true, [this, params, newTokens] {
+void EngineWorker::evaluate(const PressParams& params, int64_t newTokens, int64_t decodeEvery) {
+    post(Evaluate, {"decode", true, [this, params, newTokens, decodeEvery] {
                         auto out = std::make_shared<const WorkbenchOutputs>(
-                            bench_.evaluate(params, newTokens, progressFor("decode"), &cancel_));
+                            bench_.evaluate(params, newTokens, progressFor("decode"), &cancel_, decodeEvery));
                         toGui([this, out] { emit evaluated(out); });
                     }});
 }

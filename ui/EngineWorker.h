@@ -75,7 +75,7 @@ public:
     void countTokens(const WorkbenchPrompt& prompt);
     void attention(int layer, int head);
     void region(int layer, int head, int64_t row0, int64_t col0, int64_t rows, int64_t cols);
-    void evaluate(const PressParams& params, int64_t newTokens);
+    void evaluate(const PressParams& params, int64_t newTokens, int64_t decodeEvery = 0);
     // The display pieces of two token lists (a stored run's continuations).
     void pieces(qint64 tag, const std::vector<int32_t>& first, const std::vector<int32_t>& second);
     // Saves a run off the GUI thread (hashing a new model file is long and

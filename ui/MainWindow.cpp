@@ -670,13 +670,14 @@ void MainWindow::decodeOutputs() {
         reportError("decode", "cannot decode: no prompt has been run yet");
         return;
     }
-    worker_->evaluate(methodsPanel_->params(), modelPanel_->newTokens());
+    worker_->evaluate(methodsPanel_->params(), modelPanel_->newTokens(), modelPanel_->decodeEvery());
 }
 
 void MainWindow::onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs) {
     outputs_ = std::move(outputs);
     const WorkbenchOutputs& o = *outputs_;
     outputsPanel_->setOutputs(o.fullPieces, o.pieces, o.metrics, DisplayText::method(o.params));
+    outputsPanel_->setCacheEntries(o.metrics.cacheEntries, o.params.budget, o.decodeEvery);
     status_->setStyleSheet("");
     status_->setText(QString("Decoded %1 tokens: agreement %2, mean KL %3")
                          .arg(o.metrics.tokens.size())
@@ -708,8 +709,14 @@ void MainWindow::saveRun() {
                             "compression); its measurements are in the niah session it came from");
         return;
     }
+    if (modelPanel_->decodeEvery() > 0) {
+        reportError("save", "cannot save a run decoded with compression every " +
+                                QString::number(modelPanel_->decodeEvery()) +
+                                " steps yet (the store keeps no decode schedule): set compress every to off");
+        return;
+    }
     const PressParams p = methodsPanel_->params();
-    if (outputs_ && sameParams(outputs_->params, p) &&
+    if (outputs_ && outputs_->decodeEvery == 0 && sameParams(outputs_->params, p) &&
         int64_t(outputs_->metrics.tokens.size()) == modelPanel_->newTokens()) {
         saveOutputs(*outputs_);
         return;

@@ -118,6 +118,16 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     runRow->addWidget(bos_);
     runRow->addWidget(new QLabel("decode"));
     runRow->addWidget(newTokens_);
+    decodeEvery_ = new QSpinBox;
+    decodeEvery_->setObjectName("decodeEvery");
+    decodeEvery_->setRange(0, 4096);
+    decodeEvery_->setValue(0);
+    decodeEvery_->setSpecialValueText("off");
+    decodeEvery_->setToolTip("Compression during decoding: every N steps each head above the budget (in entries)\n"
+                             "is cut back to it by the method's rule (streamingllm, knorm, keydiff, h2o, tova);\n"
+                             "off: the compressed cache grows by one entry a step");
+    runRow->addWidget(new QLabel("compress every"));
+    runRow->addWidget(decodeEvery_);
     runRow->addStretch(1);
     runRow->addWidget(tokens_);
     layout->addLayout(runRow);
@@ -177,6 +187,7 @@ void ModelPromptPanel::setChat(bool chat, const QString& system) {
     system_->setText(system);
 }
 int64_t ModelPromptPanel::newTokens() const { return newTokens_->value(); }
+int64_t ModelPromptPanel::decodeEvery() const { return decodeEvery_->value(); }
 void ModelPromptPanel::setNewTokens(int64_t tokens) {
     newTokens_->setValue(static_cast<int>(std::clamp<int64_t>(tokens, newTokens_->minimum(), newTokens_->maximum())));
 }

@@ -38,6 +38,8 @@ public:
     // Ticks Chat (when the loaded model has a template) and sets the system message.
     void setChat(bool chat, const QString& system);
     int64_t newTokens() const;
+    // Compression during decoding every this many steps; 0: off.
+    int64_t decodeEvery() const;
     void setNewTokens(int64_t tokens);  // clamped to the box's range
     void setRecentModels(const QStringList& models);
 
@@ -76,6 +78,7 @@ private:
     QCheckBox* chat_;
     QLineEdit* system_;
     QSpinBox* newTokens_;
+    QSpinBox* decodeEvery_;  // 0: no compression during decoding
     QLabel* tokens_;
     QPushButton* run_;
     QTimer* debounce_;

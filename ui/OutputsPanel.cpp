@@ -1,6 +1,8 @@
 // Side-by-side continuations with token-level divergence highlighting, and the metrics.
 #include "ui/OutputsPanel.h"
 
+#include "ui/CacheSizeChart.h"
+
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -71,6 +73,9 @@ OutputsPanel::OutputsPanel(QWidget* parent) : QWidget(parent) {
     message_->setObjectName("message");
     message_->setWordWrap(true);
     layout->addWidget(message_);
+    cacheChart_ = new CacheSizeChart(this);
+    cacheChart_->hide();
+    layout->addWidget(cacheChart_);
 
     auto* sides = new QHBoxLayout;
     auto* left = new QVBoxLayout;
@@ -100,6 +105,7 @@ std::pair<int, int> OutputsPanel::tokenRange(bool compressed, int step) const {
 void OutputsPanel::setOutputs(const std::vector<std::string>& fullPieces,
                               const std::vector<std::string>& compressedPieces,
                               const RunMetrics& metrics, const QString& label) {
+    setCacheEntries({}, 0, 0);  // shown again by whoever decoded with compression
     const bool byId = metrics.fullTokens.size() == fullPieces.size() &&
                       metrics.tokens.size() == compressedPieces.size();
     const size_t steps = std::max(fullPieces.size(), compressedPieces.size());
@@ -172,7 +178,13 @@ void OutputsPanel::setMetricTexts(const RunMetrics* m, size_t steps) {
     hitRate_->setText(DisplayText::percent(m->hitRate));
 }
 
+void OutputsPanel::setCacheEntries(std::vector<int64_t> entries, int64_t budget, int64_t every) {
+    cacheChart_->setVisible(!entries.empty());
+    cacheChart_->setEntries(std::move(entries), budget, every);
+}
+
 void OutputsPanel::clear(const QString& why) {
+    setCacheEntries({}, 0, 0);
     differing_.clear();
     firstDivergence_.reset();
     full_->clear();

@@ -18,6 +18,8 @@ class QTextEdit;
 
 namespace kvlens::ui {
 
+class CacheSizeChart;
+
 class OutputsPanel : public QWidget {
     Q_OBJECT
 
@@ -31,6 +33,10 @@ public:
                     const QString& label);
     // Empties both sides and the metrics, showing `why`.
     void clear(const QString& why);
+    // With compression during decoding: the longest head's entries after each step (the
+    // chart under the metrics); empty hides it, as setOutputs and clear do.
+    void setCacheEntries(std::vector<int64_t> entries, int64_t budget, int64_t every);
+    CacheSizeChart* cacheChart() const { return cacheChart_; }
 
     // The first step (0-based) whose tokens differ; nullopt when they all agree.
     std::optional<int> firstDivergence() const { return firstDivergence_; }
@@ -51,6 +57,7 @@ private:
     void setMetricTexts(const RunMetrics* metrics, size_t steps);
 
     QLabel* message_ = nullptr;
+    CacheSizeChart* cacheChart_ = nullptr;
     QLabel* compressedHeader_ = nullptr;
     QTextEdit* full_ = nullptr;
     QTextEdit* compressed_ = nullptr;

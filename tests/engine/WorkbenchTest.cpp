@@ -292,6 +292,29 @@ TEST(WorkbenchTest, EvaluateMatchesFullCacheForFullKv) {
     EXPECT_LT(small.metrics.bytes, out.metrics.bytes);
 }
 
+// Compression during decoding from the GUI's path: KNorm at 20 entries, cut back every 3 steps,
+// never holds more than 22 after a step and comes back to 20; a method without a decode rule
+// is one line naming the flag.
+TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
+    Workbench w;
+    w.load(tiny(), {}, nullptr);
+    w.capture(plain(prompt(30)), 12, {}, nullptr);
+    PressParams p;
+    p.method = "knorm";
+    p.budget = 20;
+    const WorkbenchOutputs out = w.evaluate(p, 12, {}, nullptr, 3);
+    EXPECT_EQ(out.decodeEvery, 3);
+    ASSERT_EQ(out.metrics.cacheEntries.size(), 11u);
+    EXPECT_EQ(*std::max_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 22);
+    EXPECT_EQ(*std::min_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 20);
+    EXPECT_TRUE(w.evaluate(p, 12, {}, nullptr).metrics.cacheEntries.empty());  // off: it grows
+    p.method = "snapkv";
+    p.window = 8;
+    EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
+              "--decode-every: snapkv has no form for compression during decoding here (streamingllm, knorm, "
+              "keydiff, h2o, tova)");
+}
+
 TEST(WorkbenchTest, CancelStopsAndKeepsThePreviousCapture) {
     Workbench w;
     w.load(tiny(), {}, nullptr);

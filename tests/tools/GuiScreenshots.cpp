@@ -15,6 +15,7 @@
 #include <QScreen>
 #include <QScrollArea>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -190,6 +191,24 @@ int main(int argc, char** argv) {
     w.decodeOutputs();
     if (!waitFor(decoded, 1, 600000, "the decode")) return 1;
     if (!shoot(w, out + "/zoomed_and_outputs.png")) return 1;
+
+    // Compression during decoding: KNorm at 96 entries, cut back every 4 steps; the Outputs
+    // panel draws the longest head's entries over the steps.
+    {
+        kvlens::PressParams k = w.methodsPanel()->params();
+        k.method = "knorm";
+        w.methodsPanel()->setParams(k);
+        if (!budget(w, 96)) return 1;
+        w.modelPanel()->findChild<QSpinBox*>("decodeEvery")->setValue(4);
+        QSignalSpy compressed(&w, &MainWindow::outputsReady);
+        w.decodeOutputs();
+        if (!waitFor(compressed, 1, 600000, "the decode compressed every 4 steps")) return 1;
+        if (!shoot(w, out + "/decode_compressed.png")) return 1;
+        w.modelPanel()->findChild<QSpinBox*>("decodeEvery")->setValue(0);
+        k.method = "snapkv";
+        w.methodsPanel()->setParams(k);
+        if (!budget(w, 96)) return 1;
+    }
 
     // Two saved runs, the first pinned as the baseline, the second compared with it.
     QSignalSpy saved(&w, &MainWindow::runSaved);

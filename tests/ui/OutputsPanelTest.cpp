@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "WidgetFixtures.h"
+#include "ui/CacheSizeChart.h"
 #include "ui/OutputsPanel.h"
 
 namespace kvlens::ui {
@@ -129,6 +130,31 @@ TEST(OutputsPanel, ClearShowsWhyAndDashes) {
     EXPECT_TRUE(panel.compressedDocument()->isEmpty());
     EXPECT_EQ(textOf(panel, "meanKl"), QStringLiteral("\u2014"));
     EXPECT_FALSE(panel.firstDivergence().has_value());
+}
+
+// Compression during decoding: the cache's size over the steps under the metrics, a summary
+// line naming the range, the steps and the schedule; gone with the next outputs or a clear.
+TEST(OutputsPanel, TheCacheSizeOverTheStepsShowsWithCompressionDuringDecoding) {
+    OutputsPanel panel;
+    panel.show();
+    const Sample s;
+    panel.setOutputs(s.full, s.compressed, s.metrics, "x");
+    EXPECT_FALSE(panel.cacheChart()->isVisible());
+    std::vector<int64_t> entries;
+    for (int i = 0; i < 40; ++i) entries.push_back(96 + i % 4);
+    panel.setCacheEntries(entries, 96, 4);
+    EXPECT_TRUE(panel.cacheChart()->isVisible());
+    EXPECT_EQ(panel.cacheChart()->summary(), "Cache (longest head): 96-99 entries over 40 steps, cut back to 96 every 4");
+    const QImage shot = panel.cacheChart()->grab().toImage();
+    int blue = 0;  // the line is drawn
+    for (int y = 0; y < shot.height(); ++y)
+        for (int x = 0; x < shot.width(); ++x) blue += test::sameColor(shot.pixel(x, y), QColor(0x00, 0x72, 0xb2));
+    EXPECT_GT(blue, 20);
+    panel.setOutputs(s.full, s.compressed, s.metrics, "x");
+    EXPECT_FALSE(panel.cacheChart()->isVisible());
+    panel.setCacheEntries(entries, 96, 4);
+    panel.clear("No run yet");
+    EXPECT_FALSE(panel.cacheChart()->isVisible());
 }
 
 TEST(OutputsPanel, RealisticScreenshot) {

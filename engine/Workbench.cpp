@@ -396,9 +396,18 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
     WorkbenchOutputs out;
     out.params = params;
     out.decodeEvery = decodeEvery;
-    // A method without a decode rule, or a ratio budget, is refused before any work.
-    const std::unique_ptr<DecodeCompressor> rule =
-        decodeEvery > 0 ? std::make_unique<DecodeCompressor>(params, decodeEvery) : nullptr;
+    // A method without a decode rule, or a ratio budget, is refused before any work, in the
+    // window's words ("compress every" is the GUI's --decode-every).
+    std::unique_ptr<DecodeCompressor> rule;
+    if (decodeEvery > 0) {
+        try {
+            rule = std::make_unique<DecodeCompressor>(params, decodeEvery);
+        } catch (const Error& e) {
+            std::string m = e.what();
+            for (size_t at; (at = m.find("--decode-every")) != std::string::npos;) m.replace(at, 14, "compress every");
+            throw Error(m);
+        }
+    }
     double selectSeconds = 0.0;
     out.selection = select(params, &selectSeconds);
     const bool fresh = !state_->evaluator || state_->evaluatorTokens != newTokens;

@@ -670,6 +670,8 @@ void MainWindow::decodeOutputs() {
         reportError("decode", "cannot decode: no prompt has been run yet");
         return;
     }
+    // A compressed decode replaces a queued one: it must not be saved as the pending run.
+    if (modelPanel_->decodeEvery() > 0) pendingSave_.reset();
     worker_->evaluate(methodsPanel_->params(), modelPanel_->newTokens(), modelPanel_->decodeEvery());
 }
 
@@ -686,7 +688,7 @@ void MainWindow::onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs) {
     log(status_->text());
     emit outputsReady();
     // Saved only when this is the decode that Save asked for.
-    if (pendingSave_ && sameParams(pendingSave_->first, o.params) &&
+    if (pendingSave_ && o.decodeEvery == 0 && sameParams(pendingSave_->first, o.params) &&
         int64_t(o.metrics.tokens.size()) == pendingSave_->second) {
         pendingSave_.reset();
         saveOutputs(o);

@@ -345,6 +345,9 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     if (params.method == "criticalkv" && !outputValueNorms(0).defined()) {
         // Each query head's slice of W_o [E, H * D] applied to its KV head's values, L1 over E.
         const int64_t T = promptLength_, D = headDim_, G = queryHeads_ / kvHeads_;
+        // All layers first, then stored together: a failure or a cancel halfway leaves none
+        // (needsReplayFor looks at layer 0 only).
+        std::vector<at::Tensor> all(layers());
         for (int64_t l = 0; l < layers(); ++l) {
             if (progress) progress(double(l) / double(layers()), "projected value norms, layer " + std::to_string(l));
             const kernels::Weight& wo = model.weights().layers[l].wo;
@@ -358,12 +361,19 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
             const at::Tensor v = values(l).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
             w = w.to(v.device());
             at::Tensor norms = at::empty({queryHeads_, T}, v.options());
-            for (int64_t h = 0; h < queryHeads_; ++h)
-                norms[h].copy_(at::matmul(v[h / G], w.narrow(1, h * D, D).t()).abs().sum(-1));
+            constexpr int64_t kRows = 2048;  // positions per product: [kRows, E] fp32 at a time
+            for (int64_t h = 0; h < queryHeads_; ++h) {
+                const at::Tensor wh = w.narrow(1, h * D, D).t();  // [D, E]
+                for (int64_t t0 = 0; t0 < T; t0 += kRows) {
+                    const int64_t n = std::min(kRows, T - t0);
+                    norms[h].narrow(0, t0, n).copy_(at::matmul(v[h / G].narrow(0, t0, n), wh).abs().sum(-1));
+                }
+            }
             requireFinite(norms, l, "query head", "projected value norms", kPrefill);
-            std::lock_guard<std::mutex> memoLock(votesMutex_);
-            memo_[{"wov-l1", l}] = norms.contiguous();
+            all[l] = norms.contiguous();
         }
+        std::lock_guard<std::mutex> memoLock(votesMutex_);
+        for (int64_t l = 0; l < layers(); ++l) memo_[{"wov-l1", l}] = all[l];
     }
     if (!params.ranksBy("noncausal")) return;
     const auto [lo, hi] = params.rankedSpan(promptLength_);

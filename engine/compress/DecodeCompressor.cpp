@@ -47,7 +47,8 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection)
         }
         for (int64_t c = 0; c < heads; ++c) {
             std::vector<double>& row = scores_[l][c];
-            for (int32_t p : selection.kept[l][c]) row.push_back(grouped.defined() ? grouped[c][p].item<double>() : 0.0);
+            const double* g = grouped.defined() ? grouped.data_ptr<double>() + c * grouped.size(1) : nullptr;
+            for (int32_t p : selection.kept[l][c]) row.push_back(g ? g[p] : 0.0);
         }
     }
 }
@@ -131,7 +132,8 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
 bool DecodeCompressor::afterStep(CompressedCache& cache) {
     if (observes()) {
         if (scores_.empty()) throw Error("the rolling form needs DecodeCompressor::start before the first step");
-        accumulate(cache);
+        // H2O accumulates every step; TOVA's score is the step's own, needed only when due.
+        if (params_.method == "h2o" || (steps_ + 1) % every_ == 0) accumulate(cache);
     }
     if (++steps_ % every_ != 0) return false;
     bool dropped = false;

@@ -332,6 +332,25 @@ TEST(DecodeCompressor, RollingH2oStaysWithinTheBudgetOnTheModel) {
     MethodEvaluator evaluator(*t.loaded.model, capture, n);
     PressParams tight = params("h2o", 24);
     tight.window = 8;
+    {
+        // start() begins each kept row at its position's prompt score, the mean of the KV
+        // head's query heads (h = c G + g), as the press ranked them.
+        const Selection s = Press::create("h2o")->select(*capture, tight);
+        DecodeCompressor rule(tight, 1);
+        rule.start(*capture, s);
+        const int64_t G = capture->queryHeads() / capture->kvHeads();
+        for (int64_t l = 0; l < capture->layers(); ++l) {
+            const at::Tensor h2o = capture->h2oScores(l).to(at::kDouble);
+            for (int64_t c = 0; c < capture->kvHeads(); ++c) {
+                ASSERT_EQ(rule.accumulated(l, c).size(), s.kept[l][c].size());
+                for (size_t i = 0; i < s.kept[l][c].size(); ++i) {
+                    double want = 0.0;
+                    for (int64_t g = 0; g < G; ++g) want += h2o[c * G + g][s.kept[l][c][i]].item<double>() / double(G);
+                    EXPECT_NEAR(rule.accumulated(l, c)[i], want, 1e-6 * std::max(1.0, want));
+                }
+            }
+        }
+    }
     const RunMetrics within = evaluator.evaluate(Press::create("h2o")->select(*capture, tight), DecodeCompressor(tight, 1));
     ASSERT_EQ(within.cacheEntries.size(), static_cast<size_t>(n - 1));
     for (int64_t e : within.cacheEntries) EXPECT_EQ(e, 24);

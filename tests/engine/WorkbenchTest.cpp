@@ -311,8 +311,13 @@ TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
     p.method = "snapkv";
     p.window = 8;
     EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
-              "--decode-every: snapkv has no form for compression during decoding here (streamingllm, knorm, "
+              "compress every: snapkv has no form for compression during decoding here (streamingllm, knorm, "
               "keydiff, h2o, tova)");
+    p.method = "knorm";
+    p.budget = 0;
+    p.budgetRatio = 0.5;
+    EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
+              "compress every needs --budget in entries (a ratio of what? the cache grows)");
 }
 
 TEST(WorkbenchTest, CancelStopsAndKeepsThePreviousCapture) {

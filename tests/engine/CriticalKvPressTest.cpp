@@ -125,6 +125,60 @@ TEST_P(CriticalKvShapes, KeptSetsAreTheDefinitions) {
     EXPECT_EQ(c.outputValueNorms(0).numel(), c.queryHeads() * T);
 }
 
+// With SnapKV's votes as the scorer in query-head mode every query head keeps its own set,
+// rescaled by its own head's norms (not its group's mean). The votes are the press's pooled
+// ones (tested against their definition elsewhere); the two stages are this file's.
+TEST_P(CriticalKvShapes, QueryHeadModeRescalesByEachHeadsOwnNorms) {
+    Fixture f(GetParam());
+    const Capture& c = *f.capture;
+    const int64_t T = c.promptLength(), H = c.queryHeads(), D = c.headDim(), E = f.config.embedDim;
+    PressParams p;
+    p.method = "criticalkv";
+    p.gqa = GqaMode::QueryHead;
+    p.window = 16;
+    p.budget = 50;
+    c.keepScoresFor(*f.model, p);
+    const Selection s = Press::create("criticalkv")->select(c, p);
+    ASSERT_EQ(s.gqa, GqaMode::QueryHead);
+    ASSERT_EQ(s.headsPerLayer(), H);
+    const int64_t G = H / c.kvHeads();
+    for (int64_t l = 0; l < 2; ++l) {
+        const presses::HeadScores votes = presses::pooledVotes(c, l, p);  // [H][T - W]
+        const at::Tensor w = f.model->weights().layers[l].wo.dense().to(at::kDouble).contiguous();
+        const at::Tensor v = c.values(l).to(at::kDouble).contiguous();
+        const auto wa = w.accessor<double, 2>();
+        const auto va = v.accessor<double, 3>();
+        for (int64_t h = 0; h < H; ++h) {
+            std::vector<double> score(T), rescaled(T);
+            std::vector<int32_t> ranked, want;
+            for (int64_t t = 0; t < T - p.window; ++t) {
+                score[t] = votes[h][t];
+                ranked.push_back(int32_t(t));
+            }
+            const int64_t k = p.budget - p.window, first = k / 2;
+            const std::vector<int32_t> stage1 = bestOf(ranked, score, first);
+            std::vector<int32_t> rest;
+            for (int32_t t : ranked) {
+                if (std::find(stage1.begin(), stage1.end(), t) != stage1.end()) continue;
+                rest.push_back(t);
+                double l1 = 0.0;
+                for (int64_t e = 0; e < E; ++e) {
+                    double x = 0.0;
+                    for (int64_t d = 0; d < D; ++d) x += wa[e][h * D + d] * va[h / G][t][d];
+                    l1 += std::abs(x);
+                }
+                rescaled[t] = (score[t] + 1e-4) * l1;
+            }
+            const std::vector<int32_t> stage2 = bestOf(rest, rescaled, k - first);
+            want.insert(want.end(), stage1.begin(), stage1.end());
+            want.insert(want.end(), stage2.begin(), stage2.end());
+            for (int64_t t = T - p.window; t < T; ++t) want.push_back(int32_t(t));
+            std::sort(want.begin(), want.end());
+            EXPECT_EQ(s.kept[l][h], want) << "layer " << l << " query head " << h;
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, CriticalKvShapes, ::testing::Values(int64_t(4), int64_t(8)),
                          [](const auto& info) { return std::string(info.param == 8 ? "Mha" : "Gqa"); });
 

@@ -372,8 +372,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
             requireFinite(norms, l, "query head", "projected value norms", kPrefill);
             all[l] = norms.contiguous();
         }
-        std::lock_guard<std::mutex> memoLock(votesMutex_);
-        for (int64_t l = 0; l < layers(); ++l) memo_[{"wov-l1", l}] = all[l];
+        memoStore("wov-l1", all);
     }
     if (!params.ranksBy("noncausal")) return;
     const auto [lo, hi] = params.rankedSpan(promptLength_);
@@ -385,20 +384,24 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         done[l] = acc.finished(l, kvHeads_).contiguous();
         requireFinite(done[l], l, "KV head", "non-causal attention", kPrefill);
     }
-    std::lock_guard<std::mutex> memoLock(votesMutex_);
-    for (int64_t l = 0; l < layers(); ++l) memo_[{nonCausalKey(params.attnChunk, lo, hi), l}] = done[l];
+    memoStore(nonCausalKey(params.attnChunk, lo, hi), done);
 }
 
-at::Tensor Capture::outputValueNorms(int64_t layer) const {
+at::Tensor Capture::memoFound(const std::string& name, int64_t layer) const {
     std::lock_guard<std::mutex> lock(votesMutex_);
-    auto it = memo_.find({"wov-l1", layer});
+    auto it = memo_.find({name, layer});
     return it == memo_.end() ? at::Tensor() : it->second;
 }
+
+void Capture::memoStore(const std::string& name, const std::vector<at::Tensor>& perLayer) const {
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    for (size_t l = 0; l < perLayer.size(); ++l) memo_[{name, int64_t(l)}] = perLayer[l];
+}
+
+at::Tensor Capture::outputValueNorms(int64_t layer) const { return memoFound("wov-l1", layer); }
 
 at::Tensor Capture::nonCausalAttention(int64_t layer, int64_t chunk, int64_t lo, int64_t hi) const {
-    std::lock_guard<std::mutex> lock(votesMutex_);
-    auto it = memo_.find({nonCausalKey(chunk, lo, hi), layer});
-    return it == memo_.end() ? at::Tensor() : it->second;
+    return memoFound(nonCausalKey(chunk, lo, hi), layer);
 }
 
 const at::Tensor& Capture::queries(int64_t layer, int64_t head) const {

@@ -157,6 +157,10 @@ public:
 private:
     Capture() = default;
     at::Tensor computeVotes(int64_t layer, int64_t window) const;
+    // What memoScores keeps, without computing it: the tensor of (name, layer), or undefined.
+    at::Tensor memoFound(const std::string& name, int64_t layer) const;
+    // Stores every layer's tensor under `name` at once (a half-made set is never seen).
+    void memoStore(const std::string& name, const std::vector<at::Tensor>& perLayer) const;
 
     int64_t promptLength_ = 0, queryHeads_ = 0, kvHeads_ = 0, headDim_ = 0;
     std::unique_ptr<KvCache> cache_;

@@ -60,15 +60,23 @@ void DecodeCompressor::onQueries(int64_t layer, const at::Tensor& q, int64_t) {
 
 void DecodeCompressor::accumulate(const CompressedCache& cache) {
     c10::InferenceMode guard;
+    // The query heads reading each cache head (the same in every layer).
+    const int64_t H = static_cast<int64_t>(cache.headMap().size());
+    std::vector<at::Tensor> readers(static_cast<size_t>(cache.heads()));
+    std::vector<double> share(static_cast<size_t>(cache.heads()), 0.0);  // readers / H
+    for (int64_t c = 0; c < cache.heads(); ++c) {
+        std::vector<int64_t> heads;
+        for (int64_t h = 0; h < H; ++h)
+            if (cache.headOf(h) == c) heads.push_back(h);
+        readers[c] = at::tensor(heads, at::kLong);
+        share[c] = double(heads.size()) / double(H);
+    }
     for (int64_t l = 0; l < cache.layers(); ++l) {
         if (!queries_[l].defined()) throw Error("the rolling form needs the decode's queries (pass the compressor to decode)");
         const std::vector<at::Tensor> keys = cache.keys(l);
-        const int64_t H = queries_[l].size(0), D = queries_[l].size(1);
+        const int64_t D = queries_[l].size(1);
         for (int64_t c = 0; c < cache.heads(); ++c) {
-            std::vector<int64_t> readers;
-            for (int64_t h = 0; h < H; ++h)
-                if (cache.headOf(h) == c) readers.push_back(h);
-            const at::Tensor q = queries_[l].index_select(0, at::tensor(readers, at::kLong).to(queries_[l].device()));
+            const at::Tensor q = queries_[l].index_select(0, readers[c].to(queries_[l].device()));
             const at::Tensor k = keys[static_cast<size_t>(c)].to(at::kFloat);  // [n, D]
             const at::Tensor p =
                 at::softmax(at::matmul(q, k.t()) / std::sqrt(double(D)), -1).mean(0).to(at::kCPU, at::kDouble);
@@ -87,11 +95,8 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
             for (const auto& h : heads) same = same && h.size() == heads[0].size();
             if (same) {
                 std::vector<double> mean(heads[0].size(), 0.0);
-                for (int64_t c = 0; c < cache.heads(); ++c) {
-                    int64_t readers = 0;
-                    for (int64_t h = 0; h < H; ++h) readers += cache.headOf(h) == c;
-                    for (size_t r = 0; r < mean.size(); ++r) mean[r] += heads[c][r] * double(readers) / double(H);
-                }
+                for (int64_t c = 0; c < cache.heads(); ++c)
+                    for (size_t r = 0; r < mean.size(); ++r) mean[r] += heads[c][r] * share[c];
                 for (auto& h : heads) h = mean;
             }
         }

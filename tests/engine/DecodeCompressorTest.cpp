@@ -44,6 +44,22 @@ PressParams params(const std::string& method, int64_t budget) {
     return p;
 }
 
+// softmax_r(q . k_r / sqrt(D)) in double: one query [D] over rows of keys.
+std::vector<double> attentionOf(const at::Tensor& q, const std::vector<std::vector<double>>& keys) {
+    const int64_t D = q.size(0);
+    std::vector<double> logit(keys.size());
+    for (size_t r = 0; r < keys.size(); ++r) {
+        double dot = 0.0;
+        for (int64_t d = 0; d < D; ++d) dot += q[d].item<double>() * keys[r][d];
+        logit[r] = dot / std::sqrt(double(D));
+    }
+    const double top = *std::max_element(logit.begin(), logit.end());
+    double z = 0.0;
+    for (double& x : logit) z += (x = std::exp(x - top));
+    for (double& x : logit) x /= z;
+    return logit;
+}
+
 int32_t greedy(const at::Tensor& logits) { return Sampler::argmax(logits.data_ptr<float>(), logits.numel()); }
 
 TEST(DecodeCompressor, KeepRowsKeepsThoseRowsAndAppendsAfterThem) {
@@ -212,16 +228,8 @@ TEST(DecodeCompressor, RollingH2oKeepsTheRecentRowsAndTheHeavyHitters) {
                 acc[c].push_back(0.0);
                 const size_t n = keys[c].size();
                 for (int64_t g = 0; g < G; ++g) {
-                    std::vector<double> logit(n);
-                    for (size_t r = 0; r < n; ++r) {
-                        double dot = 0.0;
-                        for (int64_t d = 0; d < D; ++d) dot += qd[0][c * G + g][d].item<double>() * keys[c][r][d];
-                        logit[r] = dot / std::sqrt(double(D));
-                    }
-                    const double top = *std::max_element(logit.begin(), logit.end());
-                    double z = 0.0;
-                    for (double& x : logit) z += (x = std::exp(x - top));
-                    for (size_t r = 0; r < n; ++r) acc[c][r] += logit[r] / z / double(G);
+                    const std::vector<double> prob = attentionOf(qd[0][c * G + g], keys[c]);
+                    for (size_t r = 0; r < n; ++r) acc[c][r] += prob[r] / double(G);
                 }
             }
             const bool due = (step + 1) % every == 0;
@@ -286,16 +294,8 @@ TEST(DecodeCompressor, RollingTovaKeepsWhatTheStepsQueryAttendsToMost) {
             const size_t n = keys[0].size();
             std::vector<double> score(n, 0.0);
             for (int64_t h = 0; h < H; ++h) {
-                std::vector<double> logit(n);
-                for (size_t r = 0; r < n; ++r) {
-                    double dot = 0.0;
-                    for (int64_t d = 0; d < D; ++d) dot += qd[0][h][d].item<double>() * keys[h / G][r][d];
-                    logit[r] = dot / std::sqrt(double(D));
-                }
-                const double top = *std::max_element(logit.begin(), logit.end());
-                double z = 0.0;
-                for (double& x : logit) z += (x = std::exp(x - top));
-                for (size_t r = 0; r < n; ++r) score[r] += logit[r] / z / double(H);
+                const std::vector<double> prob = attentionOf(qd[0][h], keys[h / G]);
+                for (size_t r = 0; r < n; ++r) score[r] += prob[r] / double(H);
             }
             if (rule.afterStep(cache)) ++compressions;
             if ((step + 1) % every == 0 && int64_t(n) > B) {

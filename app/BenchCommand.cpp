@@ -213,6 +213,7 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
         double t0 = now();
         const std::shared_ptr<Capture> capture = Capture::fromPrefill(
             model, prompt, [&](double f, const std::string& what) { bar.update(f, what); }, {}, decodeTokens);
+        capture->setRepeatPrompt(RepeatPrompt::from(*loaded.tokenizer));
         kernels::synchronizeDevice(device);
         r.captureSeconds = now() - t0;
         bar.finish();
@@ -341,7 +342,9 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
         for (const MethodTiming& m : r.methods) {
             if (m.firstUseSeconds >= 0.01) {
                 std::printf("%s's own statistics on first use (%s): %.2f s\n", m.method.c_str(),
-                            m.method == "criticalkv" ? "W_o on every value" : "a replay of the prompt",
+                            m.method == "criticalkv" || m.method == "criticaladakv" ? "W_o on every value"
+                            : m.method == "kvzip" ? "the prompt's reconstruction"
+                                                  : "a replay of the prompt",
                             m.firstUseSeconds);
             }
         }
@@ -358,7 +361,7 @@ int runBench(const std::vector<std::string>& argv) {
     valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
                        "--schedule", "--sinks", "--lag", "--chunk", "--future", "--scorer", "--tau1",
                        "--tau2", "--gamma", "--lazy", "--layer-weights", "--sketch", "--attn-chunk",
-                       "--blend", "--think"});
+                       "--blend", "--think", "--repeat-chunk"});
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -393,7 +396,7 @@ int runBench(const std::vector<std::string>& argv) {
     for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
                              "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future",
                              "--scorer", "--tau1", "--tau2", "--gamma", "--lazy", "--layer-weights",
-                             "--sketch", "--attn-chunk", "--blend", "--think"}) {
+                             "--sketch", "--attn-chunk", "--blend", "--think", "--repeat-chunk"}) {
         if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
     }
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);

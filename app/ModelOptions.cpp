@@ -63,6 +63,7 @@ std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<in
         bar.update(f, what);
     }, fullQueryHeads, newTokens);
     bar.finish();
+    capture->setRepeatPrompt(RepeatPrompt::from(*loaded.tokenizer));
     return capture;
 }
 
@@ -70,7 +71,9 @@ void prepareMethod(LoadedModel& loaded, const Capture& capture, const PressParam
     if (!capture.needsReplayFor(params)) return;
     const std::string what =
         params.method == "h2o"          ? "H2O's accumulated attention: a replay of "
-        : params.method == "criticalkv" ? "CriticalKV's projected value norms (W_o on every value) of "
+        : params.method == "criticalkv" || params.method == "criticaladakv"
+            ? "CriticalKV's projected value norms (W_o on every value) of "
+        : params.ranksBy("kvzip") ? "KVzip's reconstruction (chunks of " + std::to_string(params.repeatChunk) + ") of "
                                         : "non-causal attention (chunks of " + std::to_string(params.attnChunk) +
                                               "): a replay of ";
     ProgressBar bar(what + std::to_string(capture.promptLength()) + " tokens");

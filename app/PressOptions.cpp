@@ -15,7 +15,8 @@ const std::set<std::string>& PressOptions::flags() {
                                             "--schedule", "--sinks", "--seed", "--lag",
                                             "--chunk",  "--future", "--scorer", "--tau1",
                                             "--tau2",   "--gamma",  "--lazy", "--layer-weights",
-                                            "--sketch", "--attn-chunk", "--blend", "--think"};
+                                            "--sketch", "--attn-chunk", "--blend", "--think",
+                                            "--repeat-chunk"};
     return f;
 }
 
@@ -42,6 +43,7 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     p.lazy = args.getDouble("--lazy", p.lazy);
     p.sketch = args.getInt("--sketch", p.sketch, 1, 1 << 12);
     p.attnChunk = args.getInt("--attn-chunk", p.attnChunk, 1, 1 << 20);
+    p.repeatChunk = args.getInt("--repeat-chunk", p.repeatChunk, 1, 1 << 20);
     p.think = args.getDouble("--think", p.think);
     if (args.has("--blend") && args.get("--blend") != "auto") {
         p.blend = args.getDouble("--blend", p.blend);
@@ -126,7 +128,8 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
     }
     if (!base.scorer.empty() &&
         std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
-        throw Error("--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, and --methods names none of them");
+        throw Error("--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, and --methods names "
+                    "none of them");
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     return runs;

@@ -44,6 +44,7 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
             {"layer_weights", p.layerWeights},
             {"sketch", p.sketch},
             {"attn_chunk", p.attnChunk},
+            {"repeat_chunk", p.repeatChunk},
             {"blend", p.blend >= 0.0 ? nlohmann::json(p.blend) : nlohmann::json("auto")},
             {"think", p.think}};
 }
@@ -81,7 +82,7 @@ int runRun(const std::vector<std::string>& argv) {
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
             "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
             "       [--lazy X] [--layer-weights W,W,...] [--sketch K] [--attn-chunk C] [--blend X|auto]\n"
-            "       [--think R]\n"
+            "       [--think R] [--repeat-chunk C]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
             "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv (--alpha, --scorer), random,\n"
@@ -91,10 +92,13 @@ int runRun(const std::vector<std::string>& argv) {
             "           perlayer (--layer-weights, one per layer: shares of the total budget; --scorer),\n"
             "           leverage (--sketch 48, --seed), noncausal (--attn-chunk 256),\n"
             "           compactor (--sinks, --window, --sketch, --seed, --attn-chunk, --blend auto = 1 - B/T),\n"
-            "           criticalkv (--window, --scorer: half by the scorer, half rescaled by ||W_o v||_1)\n"
-            "  --scorer: what adakv, chunkkv, cake, perlayer and criticalkv rank by: snapkv (their own but cake's), tova,\n"
-            "           knorm, keydiff, expected, cur, cake (cake's own eviction indicator), leverage,\n"
-            "           noncausal, compactor\n"
+            "           criticalkv (--window, --scorer: half by the scorer, half rescaled by ||W_o v||_1),\n"
+            "           criticaladakv (criticalkv on AdaKV's head budgets: --alpha, --window, --scorer),\n"
+            "           kvzip (--sinks, --repeat-chunk 2048: the prompt reconstructed after itself, the budget\n"
+            "           shared over all layers and heads by the highest attention each entry got)\n"
+            "  --scorer: what adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv rank by: snapkv (their own\n"
+            "           but cake's), tova, knorm, keydiff, expected, cur, cake (cake's own eviction indicator),\n"
+            "           leverage, noncausal, compactor, kvzip\n"
             "  --think R: ThinK over any method: prunes (zeroes) the share R of each kept prompt key's channels\n"
             "           of lowest window-query x key energy; the KV bytes leave them out, kv_bytes_allocated not\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"

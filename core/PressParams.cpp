@@ -39,19 +39,19 @@ const std::vector<std::string>& PressParams::methodNames() {
                                                    "adakv",  "random", "tova",      "knorm",        "keydiff",
                                                    "lagkv",  "chunkkv", "expected",     "cur",
                                                    "cake",   "simlayerkv", "perlayer", "leverage",
-                                                   "noncausal", "compactor", "criticalkv"};
+                                                   "noncausal", "compactor", "criticalkv", "criticaladakv", "kvzip"};
     return names;
 }
 
 const std::vector<std::string>& PressParams::scorerNames() {
     static const std::vector<std::string> names = {"snapkv",   "tova", "knorm",     "keydiff",  "expected",
-                                                   "cur",      "cake", "leverage", "noncausal", "compactor"};
+                                                   "cur",      "cake", "leverage", "noncausal", "compactor", "kvzip"};
     return names;
 }
 
 bool PressParams::takesScorer() const {
     return method == "adakv" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "criticalkv";
+           method == "criticalkv" || method == "criticaladakv";
 }
 
 bool PressParams::ranksBy(const std::string& name) const {
@@ -80,15 +80,15 @@ std::string PressParams::scorerInEffect() const {
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
            method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "compactor" || method == "criticalkv";
+           method == "compactor" || method == "criticalkv" || method == "criticaladakv";
 }
 
 bool PressParams::usesSinks() const {
     if (method == "streamingllm" || method == "lagkv" || method == "expected" || method == "cur" ||
-        method == "simlayerkv" || method == "compactor")
+        method == "simlayerkv" || method == "compactor" || method == "kvzip")
         return true;
     const std::string s = scorerInEffect();
-    return s == "expected" || s == "cur" || s == "compactor";
+    return s == "expected" || s == "cur" || s == "compactor" || s == "kvzip";
 }
 
 int64_t PressParams::lagTailStart(int64_t T) const {
@@ -110,7 +110,8 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (!scorer.empty()) {
         if (!takesScorer())
-            throw Error("--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, not --method " + method);
+            throw Error("--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, not --method " +
+                        method);
         const auto& scorers = scorerNames();
         if (std::find(scorers.begin(), scorers.end(), scorer) == scorers.end()) {
             std::string list;
@@ -168,7 +169,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         s << "--beta " << beta << " must be at least 1 (layers fall from 2P - P/beta to P/beta)";
         throw Error(s.str());
     }
-    if (method == "adakv" && !(alpha >= 0.0 && alpha <= 1.0)) {
+    if ((method == "adakv" || method == "criticaladakv") && !(alpha >= 0.0 && alpha <= 1.0)) {
         std::ostringstream s;
         s << "--alpha " << alpha << " must be in [0, 1]";
         throw Error(s.str());
@@ -194,6 +195,9 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (ranksBy("leverage") && sketch < 1)
         throw Error("--sketch " + std::to_string(sketch) + " must be at least 1 (the columns of the keys' Gaussian sketch)");
+    if (ranksBy("kvzip") && repeatChunk < 1)
+        throw Error("--repeat-chunk " + std::to_string(repeatChunk) +
+                    " must be at least 1 (the context positions KVzip repeats per reconstruction pass)");
     if (ranksBy("noncausal") && attnChunk < 1)
         throw Error("--attn-chunk " + std::to_string(attnChunk) + " must be at least 1");
     if (ranksBy("compactor") && !(std::isfinite(blend) && (blend >= 0.0 || blend == -1.0))) {
@@ -262,7 +266,7 @@ std::string PressParams::describe() const {
         s << " k=" << kernel << " " << poolingName(pooling) << " " << gqaModeName(gqa);
     }
     if (method == "pyramidkv") s << " beta=" << beta << " " << scheduleName(schedule);
-    if (method == "adakv") s << " alpha=" << alpha;
+    if (method == "adakv" || method == "criticaladakv") s << " alpha=" << alpha;
     if (usesSinks()) s << " sinks=" << sinks;
     if (method == "lagkv") s << " lag=" << lag;
     if (method == "chunkkv") s << " chunk=" << chunk << (scorerInEffect() == "snapkv" ? std::string(" ") + gqaModeName(gqa) : "");
@@ -276,6 +280,7 @@ std::string PressParams::describe() const {
     }
     if (ranksBy("leverage")) s << " sketch=" << sketch;
     if (ranksBy("noncausal")) s << " attn-chunk=" << attnChunk;
+    if (ranksBy("kvzip")) s << " repeat-chunk=" << repeatChunk;
     if (ranksBy("compactor") && blend >= 0.0) s << " blend=" << exact(blend);
     if (method == "random" || ranksBy("leverage")) s << " seed=" << seed;
     if (think > 0.0) s << " think=" << exact(think);
@@ -344,6 +349,8 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.sketch = static_cast<int64_t>(std::llround(number(word, 7)));
         } else if (is("attn-chunk=")) {
             p.attnChunk = static_cast<int64_t>(std::llround(number(word, 11)));
+        } else if (is("repeat-chunk=")) {
+            p.repeatChunk = static_cast<int64_t>(std::llround(number(word, 13)));
         } else if (is("think=")) {
             p.think = number(word, 6);
         } else if (is("blend=")) {

@@ -26,7 +26,7 @@ const char* scheduleName(PyramidSchedule schedule);
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
     // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor,
-    // criticalkv
+    // criticalkv, criticaladakv, kvzip
     std::string method = "snapkv";
     // AdaKV, ChunkKV, CAKE, per-layer: the method whose scores they rank by ("" = their
     // own: SnapKV's votes for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE).
@@ -56,6 +56,7 @@ struct PressParams {
     int64_t attnChunk = 256;        // Non-causal attention, Compactor: positions per attention chunk
     double blend = -1.0;            // Compactor: weight of the leverage scores beside the non-causal
                                     // attention's; < 0: the compression ratio 1 - B/T (kvpress's default)
+    int64_t repeatChunk = 2048;     // KVzip: context positions repeated per reconstruction pass
     double think = 0.0;             // ThinK, over any method: share of each kept key's channels pruned
                                     // (zeroed), by the window queries' and the kept keys' channel energy
     static constexpr int64_t kMaxQuerySinks = 64;  // the capture keeps this many first queries
@@ -92,7 +93,7 @@ struct PressParams {
     bool usesSinks() const;
     // The scorers AdaKV, ChunkKV and CAKE rank by with --scorer.
     static const std::vector<std::string>& scorerNames();
-    // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer, criticalkv).
+    // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer, criticalkv, criticaladakv).
     bool takesScorer() const;
     // Whether the method or its scorer ranks by `name` (e.g. "noncausal": the method
     // itself, Compactor, or a wrapper whose scorer is one of them).

@@ -226,6 +226,7 @@ WorkbenchCapture Workbench::captureIds(const std::string& text, bool addBos, con
     std::shared_ptr<Capture> capture = Capture::fromPrefill(
         *state_->loaded.model, ids, [&](double f, const std::string& w) { check(0.9 * f, "prefill: " + w); },
         fullHeads, newTokens + after);
+    capture->setRepeatPrompt(RepeatPrompt::from(*state_->loaded.tokenizer));
     WorkbenchCapture result;
     result.stats = AttentionStats::fromCapture(
         *capture, [&](double f, const std::string& w) { check(0.9 + 0.1 * f, w); });
@@ -248,7 +249,11 @@ WorkbenchCapture Workbench::captureIds(const std::string& text, bool addBos, con
 void Workbench::prepareMethod(const PressParams& params, const Progress& progress) const {
     if (!state_->capture) return;
     state_->capture->keepScoresFor(*state_->loaded.model, params, [&](double f, const std::string& w) {
-        if (progress) progress(f, params.method + "'s statistics (a replay of the prompt): " + w);
+        if (progress) {
+            progress(f, params.method + (params.ranksBy("kvzip") ? "'s statistics (the prompt's reconstruction): "
+                                                                  : "'s statistics (a replay of the prompt): ") +
+                            w);
+        }
     });
 }
 
@@ -293,6 +298,13 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
         if (m == "leverage") return presses::leverageScores(c, layer, params);
         return m == "noncausal" ? presses::nonCausalScores(c, layer, params) : presses::compactorScores(c, layer, params);
     }
+    if (m == "kvzip") {
+        if (c.prompt().empty() || params.sinks >= c.promptLength()) return {};
+        c.keepScoresFor(*state_->loaded.model, params);
+        // A budget that holds the prompt needs no reconstruction: nothing ranked, no scores.
+        if (!c.reconstructionScores(0, params.repeatChunk, params.sinks).defined()) return {};
+        return presses::reconstructionScores(c, layer, params);
+    }
     // SimLayerKV judges each layer by the last query's attention.
     if (m == "simlayerkv") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
     // A budget that holds the whole prompt keeps everything, whatever the window:
@@ -310,6 +322,11 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
             c.keepScoresFor(*state_->loaded.model, params);
             if (c.prompt().empty() || !c.nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return {};
         }
+        if (params.ranksBy("kvzip")) {
+            if (c.prompt().empty()) return {};
+            c.keepScoresFor(*state_->loaded.model, params);
+            if (!c.reconstructionScores(0, params.repeatChunk, params.sinks).defined()) return {};
+        }
         presses::HeadScores rows = presses::scorerScores(c, layer, params);
         if (m == "chunkkv") {
             // Each ranked position shows its chunk's summed scores, what the chunk is ranked by.
@@ -324,7 +341,8 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
         return rows;
     }
     presses::HeadScores prefix;
-    if (m == "snapkv" || m == "pyramidkv" || m == "adakv" || m == "cake" || m == "perlayer" || m == "criticalkv") {
+    if (m == "snapkv" || m == "pyramidkv" || m == "adakv" || m == "cake" || m == "perlayer" || m == "criticalkv" ||
+        m == "criticaladakv") {
         prefix = presses::windowVotes(c, layer, params.window, params.gqa);
         for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
     } else if (m == "chunkkv") {

@@ -62,7 +62,8 @@ ReportTable ReportTables::settings(const ReportData& d) {
         const PressParams& p = r.params;
         std::string knobs = ReportText::dash();
         if (p.method == "pyramidkv") knobs = "beta " + ReportText::number("%g", p.beta) + ", " + sessions::ParamText::of(p.schedule);
-        if (p.method == "adakv") knobs = "alpha " + ReportText::number("%g", p.alpha);
+        if (p.method == "adakv" || p.method == "criticaladakv") knobs = "alpha " + ReportText::number("%g", p.alpha);
+        if (p.method == "kvzip") knobs = std::to_string(p.sinks) + " sinks, repeat chunk " + std::to_string(p.repeatChunk);
         if (p.method == "streamingllm") knobs = std::to_string(p.sinks) + " sinks";
         if (p.method == "lagkv") knobs = std::to_string(p.sinks) + " sinks, lag " + std::to_string(p.lag);
         if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);
@@ -92,6 +93,8 @@ ReportTable ReportTables::settings(const ReportData& d) {
             knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "scored by " + p.scorer;
             if (p.scorer == "expected" || p.scorer == "cur") knobs += ", " + std::to_string(p.sinks) + " sinks";
             if (p.scorer == "expected") knobs += ", " + std::to_string(p.future) + " future";
+            if (p.scorer == "kvzip")
+                knobs += ", " + std::to_string(p.sinks) + " sinks, repeat chunk " + std::to_string(p.repeatChunk);
             if (!compactor.empty()) knobs += ", " + compactor;
         }
         const bool pooled = p.method == "snapkv" || p.method == "pyramidkv" ||

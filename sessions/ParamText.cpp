@@ -62,7 +62,8 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"sketch", p.sketch},
                               {"attn_chunk", p.attnChunk},
                               {"blend", p.blend},
-                              {"think", p.think}};
+                              {"think", p.think},
+                              {"repeat_chunk", p.repeatChunk}};
     return j.dump();
 }
 
@@ -98,6 +99,8 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.attnChunk = j.value("attn_chunk", p.attnChunk);
         p.blend = j.value("blend", p.blend);
         p.think = j.value("think", p.think);
+        // Written since schema 7.
+        p.repeatChunk = j.value("repeat_chunk", p.repeatChunk);
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

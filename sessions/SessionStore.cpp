@@ -63,8 +63,8 @@ void checkSessionName(const std::string& name) {
 // `prefix` ("r." in a join), as a store of schema `schema` holds them: a read-only
 // schema 2 store has no lag, chunk_size or future column, one before schema 5 no
 // scorer, tau1, tau2, gamma or lazy column, one before schema 6 no sketch, attn_chunk,
-// blend or think column: their defaults stand in.
-constexpr int kParamColumns = 25;
+// blend or think column, one before schema 7 no repeat_chunk column: their defaults stand in.
+constexpr int kParamColumns = 26;
 std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     std::string out;
     for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
@@ -82,8 +82,9 @@ std::string paramColumns(int64_t schema, const std::string& prefix = "") {
         out += ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
                "lazy, " + prefix + "layer_weights";
     }
-    if (schema < 6) return out + ", 48, 256, -1.0, 0.0";  // PressParams' defaults
-    return out + ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend, " + prefix + "think";
+    if (schema < 6) return out + ", 48, 256, -1.0, 0.0, 2048";  // PressParams' defaults
+    out += ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend, " + prefix + "think";
+    return schema < 7 ? out + ", 2048" : out + ", " + prefix + "repeat_chunk";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
@@ -111,7 +112,8 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 21, p.sketch)
         .bind(first + 22, p.attnChunk)
         .bind(first + 23, p.blend)
-        .bind(first + 24, p.think);
+        .bind(first + 24, p.think)
+        .bind(first + 25, p.repeatChunk);
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -145,6 +147,7 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     p.attnChunk = s.getInt(first + 22);
     p.blend = s.getDouble(first + 23);
     p.think = s.getDouble(first + 24);
+    p.repeatChunk = s.getInt(first + 25);
     return p;
 }
 
@@ -761,7 +764,7 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)

@@ -1,4 +1,4 @@
-// Schema versions 1 to 5. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// Schema versions 1 to 7. Times are Unix milliseconds (UTC). REAL columns hold NULL
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 
@@ -210,6 +210,11 @@ ALTER TABLE runs ADD COLUMN think REAL NOT NULL DEFAULT 0.0;
 ALTER TABLE selection_heads ADD COLUMN pruned_channels BLOB;
 )SQL";
 
+// Version 7: KVzip's reconstruction chunk; runs saved before hold its default.
+const char* kVersion7 = R"SQL(
+ALTER TABLE runs ADD COLUMN repeat_chunk INTEGER NOT NULL DEFAULT 2048;
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -227,6 +232,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion4, "add the files of Hugging Face folder models"); },
         [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV, per-layer and scorer settings"); },
         [](Database& db) { db.exec(kVersion6, "add the LeverageScore, non-causal attention, Compactor and ThinK settings"); },
+        [](Database& db) { db.exec(kVersion7, "add KVzip's reconstruction chunk"); },
     };
     return all;
 }

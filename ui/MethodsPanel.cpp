@@ -108,8 +108,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     };
     const PressParams defaults;
     sinks_ = spin("sinks", 0, 1 << 20, int(defaults.sinks),
-                  "StreamingLLM, LagKV, Expected Attention, CUR, SimLayerKV, Compactor (and a wrapper\n"
-                  "scored by Expected Attention, CUR or Compactor): the first positions, always kept");
+                  "StreamingLLM, LagKV, Expected Attention, CUR, SimLayerKV, Compactor, KVzip (and a wrapper\n"
+                  "scored by Expected Attention, CUR, Compactor or KVzip): the first positions, always kept");
     form->addRow("Sinks", sinks_);
     lag_ = spin("lag", 1, 1 << 20, int(defaults.lag),
                 "LagKV: positions per partition; each is scored against the next, the last full one\n"
@@ -124,7 +124,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     scorer_->setObjectName("scorer");
     scorer_->addItem("(own)");
     for (const std::string& s : PressParams::scorerNames()) scorer_->addItem(QString::fromStdString(s));
-    scorer_->setToolTip("AdaKV, ChunkKV, CAKE, per-layer: the scores they rank by; (own): SnapKV's votes\n"
+    scorer_->setToolTip("AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the scores they rank by; (own): SnapKV's votes\n"
                         "for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE");
     form->addRow("Scorer", scorer_);
     auto real = [&](const char* name, double lo, double hi, double step, int decimals, double value, const char* tip) {
@@ -169,6 +169,10 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
                   "ThinK, over any method: the share of each kept prompt key's channels pruned (zeroed), those of\n"
                   "lowest window-query x key energy; the Memory panel leaves them out of the KV bytes");
     form->addRow("ThinK channels", think_);
+    repeatChunk_ = spin("repeatChunk", 1, 1 << 20, int(defaults.repeatChunk),
+                        "KVzip: the prompt positions the model repeats per reconstruction pass (each pass\n"
+                        "reads the whole prompt's KV; the first use runs the prompt a second time)");
+    form->addRow("Repeat chunk", repeatChunk_);
     layerWeights_ = new QLineEdit;
     layerWeights_->setObjectName("layerWeights");
     layerWeights_->setPlaceholderText("equal");
@@ -179,7 +183,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     compared_->setObjectName("comparedMethods");
     compared_->setPopupMode(QToolButton::InstantPopup);
     compared_->setToolTip("The methods the kept positions' hover compares at the same budget and window\n"
-                          "(\"kept by\"); H2O is off by default: its first use replays the prompt");
+                          "(\"kept by\"); H2O, noncausal, Compactor, CriticalKV, CriticalAdaKV and KVzip are off by\n"
+                          "default: their first use runs the model again (a replay, W_o, a reconstruction)");
     comparedMenu_ = new QMenu(compared_);
     for (const std::string& m : PressParams::methodNames()) {
         if (m == "full") continue;
@@ -243,7 +248,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     connect(beta_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(alpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(gqa_, &QComboBox::currentTextChanged, this, changed);
-    for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_})
+    for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_, repeatChunk_})
         connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
     for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_, think_})
         connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
@@ -283,6 +288,7 @@ PressParams MethodsPanel::params() const {
     p.lazy = lazy_->value();
     p.sketch = sketch_->value();
     p.attnChunk = attnChunk_->value();
+    p.repeatChunk = repeatChunk_->value();
     // Below 0 (the spin box's "auto" and the step above it) is the compression ratio.
     p.blend = blend_->value() < 0.0 ? -1.0 : blend_->value();
     p.think = think_->value();
@@ -324,6 +330,7 @@ void MethodsPanel::setParams(const PressParams& p) {
     lazy_->setValue(p.lazy);
     sketch_->setValue(int(p.sketch));
     attnChunk_->setValue(int(p.attnChunk));
+    repeatChunk_->setValue(int(p.repeatChunk));
     blend_->setValue(p.blend < 0.0 ? blend_->minimum() : p.blend);
     think_->setValue(p.think);
     QStringList weights;
@@ -377,7 +384,8 @@ void MethodsPanel::budgetModeChanged() {
 QStringList MethodsPanel::defaultComparedMethods() {
     QStringList all;
     for (const std::string& m : PressParams::methodNames())
-        if (m != "full" && m != "h2o" && m != "noncausal" && m != "compactor" && m != "criticalkv")
+        if (m != "full" && m != "h2o" && m != "noncausal" && m != "compactor" && m != "criticalkv" &&
+            m != "criticaladakv" && m != "kvzip")
             all << QString::fromStdString(m);
     return all;
 }
@@ -416,7 +424,7 @@ void MethodsPanel::updateEnabled() {
     chunk_->setEnabled(m == "chunkkv");
     future_->setEnabled(m == "expected" || scorer == "expected");
     beta_->setEnabled(m == "pyramidkv");
-    alpha_->setEnabled(m == "adakv");
+    alpha_->setEnabled(m == "adakv" || m == "criticaladakv");
     scorer_->setEnabled(probe.takesScorer());
     tau1_->setEnabled(m == "cake");
     tau2_->setEnabled(m == "cake");
@@ -425,6 +433,7 @@ void MethodsPanel::updateEnabled() {
     sketch_->setEnabled(probe.ranksBy("leverage"));
     attnChunk_->setEnabled(probe.ranksBy("noncausal"));
     blend_->setEnabled(probe.ranksBy("compactor"));
+    repeatChunk_->setEnabled(probe.ranksBy("kvzip"));
     layerWeights_->setEnabled(m == "perlayer");
     // ThinK scores the key channels by the window's queries, whatever the method.
     window_->setEnabled(probe.usesWindow() || think_->value() > 0.0);

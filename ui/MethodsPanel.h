@@ -77,6 +77,7 @@ private:
     QDoubleSpinBox* lazy_;  // SimLayerKV
     QSpinBox* sketch_;      // LeverageScore, Compactor
     QSpinBox* attnChunk_;   // non-causal attention, Compactor
+    QSpinBox* repeatChunk_; // KVzip
     QDoubleSpinBox* blend_;  // Compactor (its minimum, -1, reads "auto")
     QDoubleSpinBox* think_;  // ThinK, over any method
     QLineEdit* layerWeights_;  // per-layer: "4,2,1,1", empty for equal shares

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/Error.h"
+#include "engine/compress/ContextReconstruction.h"
 #include "engine/model/LlamaModel.h"
 #include "core/PressParams.h"
 #include "kernels/LayerSelection.h"
@@ -120,6 +121,10 @@ private:
     const KvCache& cache_;
     int64_t chunk_, lo_, hi_;
 };
+
+std::string reconstructionKey(int64_t chunk, int64_t sinks) {
+    return "kvzip:" + std::to_string(chunk) + ":" + std::to_string(sinks);
+}
 
 std::string nonCausalKey(int64_t chunk, int64_t lo, int64_t hi) {
     return "noncausal:" + std::to_string(chunk) + ":" + std::to_string(lo) + ":" + std::to_string(hi);
@@ -311,7 +316,9 @@ bool Capture::needsReplayFor(const PressParams& params) const {
     if (params.method == "h2o") return !hasH2oScores();
     const int64_t T = promptLength_;
     if (params.resolveBudget(T) >= T) return false;  // keeps everything: nothing ranked
-    if (params.method == "criticalkv" && !outputValueNorms(0).defined()) return true;
+    if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined()) return true;
+    // (Bad settings say so in keepScoresFor's validation.)
+    if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined()) return true;
     if (!params.ranksBy("noncausal")) return false;
     const auto [lo, hi] = params.rankedSpan(T);
     return params.attnChunk >= 1 && lo < hi && !nonCausalAttention(0, params.attnChunk, lo, hi).defined();
@@ -325,9 +332,11 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     std::lock_guard<std::mutex> lock(statsMutex_);
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_) {
-        throw Error(std::string(h2o ? "H2O's scores need"
-                                    : params.method == "criticalkv" ? "CriticalKV's projected value norms need"
-                                                                    : "the non-causal attention needs") +
+        throw Error(std::string(h2o                              ? "H2O's scores need"
+                                : params.method == "criticalkv" || params.method == "criticaladakv"
+                                    ? "CriticalKV's projected value norms need"
+                                : params.ranksBy("kvzip")        ? "KVzip's reconstruction needs"
+                                                                 : "the non-causal attention needs") +
                     " the model that made the capture (another one is loaded)");
     }
     c10::InferenceMode guard;
@@ -342,7 +351,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         h2oReady_ = true;
         return;
     }
-    if (params.method == "criticalkv" && !outputValueNorms(0).defined()) {
+    if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined()) {
         // Each query head's slice of W_o [E, H * D] applied to its KV head's values, L1 over E.
         const int64_t T = promptLength_, D = headDim_, G = queryHeads_ / kvHeads_;
         // All layers first, then stored together: a failure or a cancel halfway leaves none
@@ -374,6 +383,17 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         }
         memoStore("wov-l1", all);
     }
+    if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined()) {
+        if (repeatPrompt_.empty())
+            throw Error("KVzip needs its repeat prompt in the model's tokens, which this capture was not given");
+        std::vector<at::Tensor> all =
+            ContextReconstruction::scores(model, *cache_, prompt_, repeatPrompt_, params.sinks, params.repeatChunk, progress);
+        for (int64_t l = 0; l < layers(); ++l) {
+            all[l] = all[l].contiguous();
+            requireFinite(all[l], l, "KV head", "KVzip's reconstruction scores", "the reconstruction produced");
+        }
+        memoStore(reconstructionKey(params.repeatChunk, params.sinks), all);
+    }
     if (!params.ranksBy("noncausal")) return;
     const auto [lo, hi] = params.rankedSpan(promptLength_);
     if (nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return;
@@ -399,6 +419,10 @@ void Capture::memoStore(const std::string& name, const std::vector<at::Tensor>& 
 }
 
 at::Tensor Capture::outputValueNorms(int64_t layer) const { return memoFound("wov-l1", layer); }
+
+at::Tensor Capture::reconstructionScores(int64_t layer, int64_t chunk, int64_t sinks) const {
+    return memoFound(reconstructionKey(chunk, sinks), layer);
+}
 
 at::Tensor Capture::nonCausalAttention(int64_t layer, int64_t chunk, int64_t lo, int64_t hi) const {
     return memoFound(nonCausalKey(chunk, lo, hi), layer);

@@ -28,6 +28,9 @@
 //   LeverageScore's scores  L * KV * T * 4 for each (sketch, seed, span) used
 //   CriticalKV's projected value norms  L * H * T * 4, once (T x D x E x 2 flops per query
 //                   head and layer, with W_o dequantised one layer at a time)
+//   KVzip's reconstruction scores  L * KV * T * 4 for each (chunk, sinks) used, from a run of
+//                   the repeat prompt and the prompt again after the prompt's KV (about two
+//                   prefills' attention and one prefill's MLPs; ContextReconstruction)
 //   CAKE's window statistics  L * H * (T - W) * 2 * 4 for each window W used (the
 //                   window attention's mean and variance per query head and column),
 //                   and its indicator L * KV * T * 4 for each (W, gamma) used
@@ -48,6 +51,7 @@
 
 #include "core/PressParams.h"
 #include "engine/compress/QueryStatistics.h"
+#include "engine/compress/RepeatPrompt.h"
 #include "engine/model/KvCache.h"
 #include "engine/model/ModelWeights.h"
 
@@ -112,8 +116,8 @@ public:
     // Non-causal attention (Compactor, --method noncausal, or a wrapper's scorer): a replay
     // per (chunk, span) the params ask for, unless the budget keeps the whole prompt.
     void keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress = {}) const;
-    // Whether keepScoresFor(params) has work to do: a replay of the prompt, or CriticalKV's
-    // projected value norms (for a progress bar's title).
+    // Whether keepScoresFor(params) has work to do: a replay of the prompt, KVzip's
+    // reconstruction, or CriticalKV's projected value norms (for a progress bar's title).
     bool needsReplayFor(const PressParams& params) const;
 
     // CriticalKV: per layer, each query head's ||W_o^(h) v_t||_1 over the prompt positions (its
@@ -129,6 +133,16 @@ public:
     // (the missing query rows' uniform share, as both codes pad), averaged over the KV
     // head's query heads: [KV, hi - lo] fp32. Undefined until keepScoresFor made it.
     at::Tensor nonCausalAttention(int64_t layer, int64_t chunk, int64_t lo, int64_t hi) const;
+
+    // KVzip's repeat prompt in the tokens of the model that made the capture: whoever makes
+    // a capture from a prefill sets it from the model's tokenizer (RepeatPrompt::from), so
+    // that keepScoresFor can run the reconstruction. Before any other thread reads it.
+    void setRepeatPrompt(RepeatPrompt prompt) { repeatPrompt_ = std::move(prompt); }
+    const RepeatPrompt& repeatPrompt() const { return repeatPrompt_; }
+    // KVzip: per layer, each KV head's highest attention from the prompt's reconstruction in
+    // chunks of `chunk` after `sinks` (ContextReconstruction; the sinks score 1), [KV, T]
+    // fp32. Undefined until keepScoresFor made it.
+    at::Tensor reconstructionScores(int64_t layer, int64_t chunk, int64_t sinks) const;
 
     // The prompt's pre-RoPE query statistics (Expected Attention); null for a capture
     // from tensors.
@@ -172,6 +186,7 @@ private:
     mutable std::atomic<bool> h2oReady_{false};
     std::map<std::pair<int64_t, int64_t>, at::Tensor> fullQueries_;  // (layer, head) -> [T, D] fp32
     std::vector<int32_t> prompt_;
+    RepeatPrompt repeatPrompt_;
     at::Tensor lastLogits_;
     double prefillSeconds_ = 0.0;
     mutable std::mutex votesMutex_;

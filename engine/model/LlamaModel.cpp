@@ -160,6 +160,28 @@ void LlamaModel::replay(const std::vector<int32_t>& tokens, const KvCache& fille
                layers - 1);
 }
 
+void LlamaModel::runAfter(const std::vector<int32_t>& tokens, const KvCache& filled, ForwardObserver& observer,
+                          const ProgressFn& progress) {
+    if (filled.layers() < config_.nLayers) {
+        throw Error("running after a cache needs all " + std::to_string(config_.nLayers) + " layers' keys and values");
+    }
+    KvCache own(config_.nLayers, config_.nKvHeads, config_.headDim, std::max<int64_t>(1, int64_t(tokens.size())), dtype_,
+                device_);
+    runChunked(tokens, filled.length(), false, progress,
+               [&](int64_t p0) -> AttentionStep {
+                   return [&, p0](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+                       observer.onKeys(l, k, p0);
+                       observer.onQueries(l, q, p0);
+                       own.append(l, k.transpose(0, 1), v.transpose(0, 1));
+                       // One layer's copy at a time: [KV, filled + own, D].
+                       const at::Tensor keys = at::cat({filled.keys(l), own.keys(l)}, 1);
+                       const at::Tensor values = at::cat({filled.values(l), own.values(l)}, 1);
+                       return observedAttention(l, q, keys, values, p0, &observer);
+                   };
+               },
+               -1);
+}
+
 at::Tensor LlamaModel::observedAttention(int64_t layer, const at::Tensor& q, const at::Tensor& keys,
                                          const at::Tensor& values, int64_t firstPosition,
                                          ForwardObserver* observer) const {

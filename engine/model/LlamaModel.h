@@ -22,6 +22,9 @@ public:
     // Queries after RoPE of the tokens being run, [T, heads, headDim], the first at
     // position `firstPosition`.
     virtual void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) = 0;
+    // Keys after RoPE of the tokens being run, [T, kvHeads, headDim] (runAfter only,
+    // before the same chunk's onQueries).
+    virtual void onKeys(int64_t layer, const at::Tensor& k, int64_t firstPosition) {}
     // Attention probabilities summed over the queries run, per query head and key:
     // fp32 [heads, keys] (what H2O accumulates). Asked for only when this returns true.
     virtual bool wantsAttentionColumnSums() const { return false; }
@@ -53,6 +56,14 @@ public:
     // (all when < 0).
     void replay(const std::vector<int32_t>& tokens, const KvCache& filled, ForwardObserver& observer,
                 const ProgressFn& progress = {}, int64_t stopAfterLayer = -1);
+
+    // Runs `tokens` as if appended to `filled`, at positions filled.length() onwards,
+    // without writing to it (other threads may be reading it): each chunk attends over
+    // filled's entries and the tokens' own keys so far, which a scratch cache of
+    // tokens.size() rows holds until it returns. For what `observer` collects (KVzip's
+    // reconstruction of the prompt); it hears each chunk's keys, then its queries.
+    void runAfter(const std::vector<int32_t>& tokens, const KvCache& filled, ForwardObserver& observer,
+                  const ProgressFn& progress = {});
 
     // One decode step on a compressed cache: appends the token's keys and values
     // to every head and attends over each head's own entries. Returns fp32 [vocab].

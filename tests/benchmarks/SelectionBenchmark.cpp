@@ -49,7 +49,9 @@ const std::shared_ptr<Capture>& tinyllamaPrefill8k() {
         at::set_num_threads(2);
         std::vector<int32_t> prompt(8192);
         for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7919 + 13) % 31999 + 1);
-        return Capture::fromPrefill(*tinyllamaModel().model, prompt);
+        auto made = Capture::fromPrefill(*tinyllamaModel().model, prompt);
+        made->setRepeatPrompt(RepeatPrompt::from(*tinyllamaModel().tokenizer));
+        return made;
     }();
     return capture;
 }
@@ -126,6 +128,30 @@ void BM_NonCausalReplay8k(benchmark::State& state) {
         capture->keepScoresFor(*tinyllamaModel().model, p);
     }
     state.counters["prefill_s"] = capture->prefillSeconds();
+}
+// KVzip's reconstruction of the 8192-token prompt (4 chunks of 2048 after the sinks, each run
+// after the whole prompt's KV), once per (chunk, sinks): the time beside the capture's prefill.
+void BM_KvzipReconstruction8k(benchmark::State& state) {
+    at::set_num_threads(2);
+    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+    PressParams p;
+    p.method = "kvzip";
+    p.budget = 1024;
+    int64_t i = 0;
+    for (auto _ : state) {
+        p.sinks = 4 + i++;
+        capture->keepScoresFor(*tinyllamaModel().model, p);
+    }
+    state.counters["prefill_s"] = capture->prefillSeconds();
+}
+// KVzip after its reconstruction: a new budget ranks L x KV x T scores at once.
+void BM_KvzipSelectAndGather8k(benchmark::State& state) {
+    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+    PressParams p;
+    p.method = "kvzip";
+    p.budget = 1024;
+    capture->keepScoresFor(*tinyllamaModel().model, p);
+    selectAndGather(state, "kvzip", capture);
 }
 // The first selection with a setting not seen before (`vary` makes a new one each
 // iteration), which computes the scores it then keeps.
@@ -210,6 +236,8 @@ BENCHMARK(BM_CompactorSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LeverageFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_NonCausalReplay8k)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_KvzipReconstruction8k)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_KvzipSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_LagKvFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_CakeFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_QueryStatistics8k)->Unit(benchmark::kMillisecond)->Iterations(3);

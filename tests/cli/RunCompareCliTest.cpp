@@ -69,14 +69,14 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 20u * 3u);  // full once, twenty methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 22u * 3u);  // full once, twenty-two methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
                                               "cake", "simlayerkv", "perlayer", "leverage", "noncausal",
-                                              "compactor", "criticalkv"}));
+                                              "compactor", "criticalkv", "criticaladakv", "kvzip"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -223,7 +223,7 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method cur --budget 4"),
                        {"--budget 4 must exceed --sinks 4 (the budget includes the sinks)"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, not --method snapkv"});
+                       {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, not --method snapkv"});
     expectOneLineError(runCli(base + "--method adakv --budget 64 --scorer attention"),
                        {"--scorer 'attention' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake, "
                         "leverage, noncausal, compactor"});
@@ -245,6 +245,11 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method leverage --budget 64 --sketch 0"), {"--sketch '0' is not an integer in [1,"});
     expectOneLineError(runCli(base + "--method noncausal --budget 64 --attn-chunk x"),
                        {"--attn-chunk 'x' is not an integer"});
+    expectOneLineError(runCli(base + "--method kvzip --budget 64 --repeat-chunk 0"),
+                       {"--repeat-chunk '0' is not an integer in [1,"});
+    expectOneLineError(runCli(base + "--method kvzip --budget 4"), {"--budget 4 must exceed --sinks 4"});
+    expectOneLineError(runCli(base + "--method criticaladakv --budget 64 --alpha 2"),
+                       {"--alpha 2 must be in [0, 1]"});
     expectOneLineError(runCli(base + "--method compactor --budget 64 --blend -1"),
                        {"--blend '-1' must be >= 0 (or auto: the compression ratio)"});
     expectOneLineError(runCli(base + "--method compactor --budget 64 --blend much"), {"--blend 'much' is not a number"});
@@ -254,7 +259,7 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--budget 36 must exceed --window + --sinks 36"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,knorm --budgets 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, and --methods names none of them"});
+                       {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, and --methods names none of them"});
     // Named explicitly, a method whose settings do not fit the prompt fails the comparison.
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,lagkv --budgets 64"),
@@ -273,7 +278,7 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "chunkkv", "expected", "cur", "cake",
                                               "simlayerkv", "perlayer", "leverage", "noncausal", "compactor",
-                                              "criticalkv"}));
+                                              "criticalkv", "criticaladakv", "kvzip"}));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/Error.h"
@@ -175,6 +176,75 @@ TEST_P(CriticalKvShapes, QueryHeadModeRescalesByEachHeadsOwnNorms) {
             for (int64_t t = T - p.window; t < T; ++t) want.push_back(int32_t(t));
             std::sort(want.begin(), want.end());
             EXPECT_EQ(s.kept[l][h], want) << "layer " << l << " query head " << h;
+        }
+    }
+}
+
+// CriticalAdaKV (kvpress's CriticalAdaKVPress) with KNorm's scores (-||k_t||): AdaKV's
+// allocation sets each head's budget b_h (each head's floor(alpha P) best, then the layer's
+// heads x (P - floor(alpha P)) best of all heads, ties to the lower head and position; P = B - W),
+// and each head keeps its max(floor(alpha P), floor(b_h / 2)) best by the score, then the rest
+// of b_h by (score + 1e-4) x n_t, beside the window.
+TEST_P(CriticalKvShapes, CriticalAdaKvKeepsTheDefinition) {
+    Fixture f(GetParam());
+    const Capture& c = *f.capture;
+    const int64_t T = c.promptLength(), KV = c.kvHeads(), D = c.headDim();
+    PressParams p;
+    p.method = "criticaladakv";
+    p.scorer = "knorm";
+    p.window = 16;
+    p.budget = 60;
+    EXPECT_TRUE(c.needsReplayFor(p));
+    c.keepScoresFor(*f.model, p);
+    EXPECT_FALSE(c.needsReplayFor(p));
+    for (double alpha : {0.2, 0.5}) {
+        for (int64_t B : {int64_t(30), int64_t(60), int64_t(150)}) {
+            p.alpha = alpha;
+            p.budget = B;
+            const Selection s = Press::create("criticaladakv")->select(c, p);
+            const int64_t P = B - p.window, safe = int64_t(std::floor(alpha * double(P) + 1e-9));
+            for (int64_t l = 0; l < 2; ++l) {
+                const auto n = f.norms(l);
+                const at::Tensor k = c.keys(l).to(at::kDouble).contiguous();
+                std::vector<std::vector<double>> score(KV, std::vector<double>(T));
+                std::vector<int32_t> ranked;
+                for (int64_t t = 0; t < T - p.window; ++t) ranked.push_back(int32_t(t));
+                for (int64_t h = 0; h < KV; ++h)
+                    for (int64_t t = 0; t < T; ++t) {
+                        double norm = 0.0;
+                        for (int64_t d = 0; d < D; ++d) norm += k[h][t][d].item<double>() * k[h][t][d].item<double>();
+                        score[h][t] = -std::sqrt(norm);
+                    }
+                // AdaKV's allocation.
+                std::vector<std::vector<char>> taken(KV, std::vector<char>(T, 0));
+                std::vector<int64_t> headBudget(KV, 0);
+                for (int64_t h = 0; h < KV; ++h)
+                    for (int32_t t : bestOf(ranked, score[h], safe)) taken[h][t] = 1, ++headBudget[h];
+                std::vector<std::tuple<double, int64_t, int64_t>> rest;
+                for (int64_t h = 0; h < KV; ++h)
+                    for (int32_t t : ranked)
+                        if (!taken[h][t]) rest.emplace_back(score[h][t], h, t);
+                std::stable_sort(rest.begin(), rest.end(),
+                                 [](const auto& a, const auto& b) { return std::get<0>(a) > std::get<0>(b); });
+                for (int64_t i = 0; i < KV * (P - safe); ++i) ++headBudget[std::get<1>(rest[size_t(i)])];
+                for (int64_t h = 0; h < KV; ++h) {
+                    const int64_t first = std::max(safe, headBudget[h] / 2);
+                    const std::vector<int32_t> stage1 = bestOf(ranked, score[h], first);
+                    std::vector<int32_t> others;
+                    std::vector<double> rescaled(T);
+                    for (int32_t t : ranked) {
+                        if (std::find(stage1.begin(), stage1.end(), t) != stage1.end()) continue;
+                        others.push_back(t);
+                        rescaled[t] = (score[h][t] + 1e-4) * n[h][t];
+                    }
+                    const std::vector<int32_t> stage2 = bestOf(others, rescaled, headBudget[h] - first);
+                    std::vector<int32_t> want = stage1;
+                    want.insert(want.end(), stage2.begin(), stage2.end());
+                    for (int64_t t = T - p.window; t < T; ++t) want.push_back(int32_t(t));
+                    std::sort(want.begin(), want.end());
+                    EXPECT_EQ(s.kept[l][h], want) << "alpha " << alpha << " B " << B << " layer " << l << " head " << h;
+                }
+            }
         }
     }
 }

@@ -172,6 +172,7 @@ TEST(CudaEngine, PrefillCaptureAndCompressedDecodeMatchTheCpu) {
     const std::vector<int32_t> prompt = promptOf(300);
     const auto cpu = Capture::fromPrefill(*cpuModel.model, prompt);
     const auto gpu = Capture::fromPrefill(*gpuModel.model, prompt);
+    gpu->setRepeatPrompt(RepeatPrompt::from(*gpuModel.tokenizer));  // KVzip reconstructs on the GPU
     ASSERT_TRUE(gpu->keys(0).is_cuda());
     EXPECT_FALSE(gpu->hasH2oScores());
     gpu->keepScoresFor(*gpuModel.model, "h2o");
@@ -189,7 +190,8 @@ TEST(CudaEngine, PrefillCaptureAndCompressedDecodeMatchTheCpu) {
         p.method = method;
         p.budget = 100;
         p.lag = 16;  // LagKV's tail (lag to 2 lag - 1, and the sinks) must fit the budget
-        // The methods that replay the prompt (non-causal attention) do it on the GPU first.
+        // The methods that replay the prompt (non-causal attention) or reconstruct it (KVzip) do it
+        // on the GPU first.
         gpu->keepScoresFor(*gpuModel.model, p);
         // The GPU's selection, gathered on both devices: the decode must agree.
         const Selection s = Press::create(method)->select(*gpu, p);

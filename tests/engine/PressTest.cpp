@@ -647,7 +647,7 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     // The methods and wrappers of CAKE, SimLayerKV and --scorer.
     PressParams scored = params("snapkv", 48);
     scored.scorer = "knorm";
-    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake, perlayer and criticalkv, not --method snapkv"});
+    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, not --method snapkv"});
     scored.method = "adakv";
     scored.scorer = "h2o";
     expectError([&] { select(*capture, scored); },
@@ -766,7 +766,7 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
                a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
                a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
                a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk &&
-               a.blend == b.blend && a.think == b.think;
+               a.blend == b.blend && a.think == b.think && a.repeatChunk == b.repeatChunk;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -902,6 +902,19 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     chunkNonCausal.scorer = "noncausal";
     chunkNonCausal.attnChunk = 64;
     all.push_back(chunkNonCausal);
+    PressParams kvzip;
+    kvzip.method = "kvzip";
+    kvzip.budget = 100;
+    kvzip.sinks = 2;
+    kvzip.repeatChunk = 300;
+    all.push_back(kvzip);
+    PressParams critical;
+    critical.method = "criticaladakv";
+    critical.budget = 100;
+    critical.alpha = 0.35;
+    critical.scorer = "kvzip";
+    critical.repeatChunk = 512;
+    all.push_back(critical);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

@@ -7,11 +7,21 @@
 // them. Heads end up with different lengths; the compressed cache stores them so.
 #pragma once
 
+#include <vector>
+
 #include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
 
 namespace kvlens {
 
 class AdaKvPress : public Press {
+public:
+    // One layer's kept positions per head, ascending, from its per-head `scores` (NaN: always
+    // kept; normalised in place per head to sum to 1 when `normalise`): the NaN ones, each
+    // head's floor(alpha x P) best, then the rest of heads x P by a top-k over all heads.
+    static std::vector<std::vector<int32_t>> keepLayer(presses::HeadScores& scores, int64_t budget, double alpha,
+                                                       bool normalise);
+
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

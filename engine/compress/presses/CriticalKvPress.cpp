@@ -8,52 +8,62 @@
 
 namespace kvlens {
 
-void CriticalKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
-    const int64_t T = capture.promptLength(), G = capture.queryHeads() / capture.kvHeads();
-    const bool perQueryHead = s.gqa == GqaMode::QueryHead;
-    for (int64_t l = 0; l < capture.layers(); ++l) {
-        const at::Tensor norms = capture.outputValueNorms(l);  // [H, T]; outside memoScores' lock
-        if (!norms.defined()) {
-            throw Error(capture.prompt().empty()
-                            ? "--method criticalkv needs the model's output projection, which tensors given with "
-                              "--inputs do not have"
-                            : "--method criticalkv: the projected value norms have not been computed "
-                              "(Capture::keepScoresFor before selecting)");
+std::vector<int32_t> CriticalKvPress::keepHead(const std::vector<float>& row, const double* n, int64_t budget,
+                                               int64_t firstAtLeast) {
+    std::vector<float> ranked;
+    std::vector<int32_t> where, kept;
+    for (size_t j = 0; j < row.size(); ++j) {
+        if (std::isnan(row[j])) {
+            kept.push_back(int32_t(j));
+        } else {
+            ranked.push_back(row[j]);
+            where.push_back(int32_t(j));
         }
-        // Per selection head: its query head's norms, or the mean of its KV head's group.
-        const at::Tensor perHead =
-            (perQueryHead ? norms : norms.view({capture.kvHeads(), G, T}).mean(1)).to(at::kCPU, at::kDouble).contiguous();
+    }
+    const int64_t k = std::clamp<int64_t>(budget, 0, int64_t(ranked.size()));
+    const int64_t first = std::min(k, std::max(firstAtLeast, static_cast<int64_t>(double(k) * kFirstStageRatio)));
+    // Stage 1: the scorer's best; stage 2: the rest by the score rescaled by the norm.
+    std::vector<char> taken(ranked.size(), 0);
+    for (int32_t i : presses::topPositions(ranked, first)) taken[size_t(i)] = 1;
+    std::vector<int32_t> candidates;
+    std::vector<float> candidateScores;
+    for (size_t i = 0; i < ranked.size(); ++i) {
+        if (taken[i]) continue;
+        candidates.push_back(int32_t(i));
+        candidateScores.push_back(float((double(ranked[i]) + kEpsilon) * n[where[i]]));
+    }
+    for (int32_t c : presses::topPositions(candidateScores, k - first)) taken[size_t(candidates[size_t(c)])] = 1;
+    for (size_t i = 0; i < ranked.size(); ++i)
+        if (taken[i]) kept.push_back(where[i]);
+    std::sort(kept.begin(), kept.end());
+    return kept;
+}
+
+at::Tensor CriticalKvPress::headNorms(const Capture& capture, int64_t layer, GqaMode mode, const std::string& method) {
+    const int64_t T = capture.promptLength(), G = capture.queryHeads() / capture.kvHeads();
+    const at::Tensor norms = capture.outputValueNorms(layer);  // [H, T]; outside memoScores' lock
+    if (!norms.defined()) {
+        throw Error(capture.prompt().empty()
+                        ? "--method " + method + " needs the model's output projection, which tensors given with "
+                                                 "--inputs do not have"
+                        : "--method " + method + ": the projected value norms have not been computed "
+                                                 "(Capture::keepScoresFor before selecting)");
+    }
+    // Per selection head: its query head's norms, or the mean of its KV head's group.
+    return (mode == GqaMode::QueryHead ? norms : norms.view({capture.kvHeads(), G, T}).mean(1))
+        .to(at::kCPU, at::kDouble)
+        .contiguous();
+}
+
+void CriticalKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
+    const int64_t T = capture.promptLength();
+    for (int64_t l = 0; l < capture.layers(); ++l) {
+        const at::Tensor perHead = headNorms(capture, l, s.gqa, p.method);
         const presses::HeadScores scores = presses::scorerScores(capture, l, p);  // NaN: always kept
         for (size_t h = 0; h < scores.size(); ++h) {
-            const std::vector<float>& row = scores[h];
-            std::vector<float> ranked;
-            std::vector<int32_t> where, kept;
-            for (size_t j = 0; j < row.size(); ++j) {
-                if (std::isnan(row[j])) {
-                    kept.push_back(int32_t(j));
-                } else {
-                    ranked.push_back(row[j]);
-                    where.push_back(int32_t(j));
-                }
-            }
-            const int64_t k = std::min<int64_t>(budget - int64_t(kept.size()), int64_t(ranked.size()));
-            const int64_t first = static_cast<int64_t>(double(k) * kFirstStageRatio);
-            // Stage 1: the scorer's best; stage 2: the rest by the score rescaled by the norm.
-            std::vector<char> taken(ranked.size(), 0);
-            for (int32_t i : presses::topPositions(ranked, first)) taken[size_t(i)] = 1;
-            const double* n = perHead.data_ptr<double>() + h * T;
-            std::vector<int32_t> candidates;
-            std::vector<float> candidateScores;
-            for (size_t i = 0; i < ranked.size(); ++i) {
-                if (taken[i]) continue;
-                candidates.push_back(int32_t(i));
-                candidateScores.push_back(float((double(ranked[i]) + kEpsilon) * n[where[i]]));
-            }
-            for (int32_t c : presses::topPositions(candidateScores, k - first)) taken[size_t(candidates[size_t(c)])] = 1;
-            for (size_t i = 0; i < ranked.size(); ++i)
-                if (taken[i]) kept.push_back(where[i]);
-            std::sort(kept.begin(), kept.end());
-            s.kept[l][h] = std::move(kept);
+            int64_t fixed = 0;
+            for (float v : scores[h]) fixed += std::isnan(v) ? 1 : 0;
+            s.kept[l][h] = keepHead(scores[h], perHead.data_ptr<double>() + h * T, budget - fixed);
         }
     }
 }

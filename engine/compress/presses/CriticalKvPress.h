@@ -6,6 +6,9 @@
 // head's query heads). The norms come from the model's weights (Capture::keepScoresFor).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "engine/compress/presses/Press.h"
 
 namespace kvlens {
@@ -14,6 +17,16 @@ class CriticalKvPress : public Press {
 public:
     static constexpr double kEpsilon = 1e-4;
     static constexpr double kFirstStageRatio = 0.5;
+
+    // One head's kept positions, ascending: those `scores` marks NaN (always kept), then of the
+    // `k` ranked ones (at most what is ranked) the first max(firstAtLeast, floor(k x 0.5)) by the
+    // score alone and the rest by (score + 1e-4) x norms[j]; ties to the lower position.
+    // The projected value norms per selection head of `layer`, [heads, T] fp64 on the CPU: a
+    // query head's own, or the mean of a KV head's group. Throws naming `method` when the
+    // capture has none.
+    static at::Tensor headNorms(const Capture& capture, int64_t layer, GqaMode mode, const std::string& method);
+    static std::vector<int32_t> keepHead(const std::vector<float>& scores, const double* norms, int64_t k,
+                                         int64_t firstAtLeast = 0);
 
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,

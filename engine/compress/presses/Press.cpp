@@ -6,6 +6,7 @@
 #include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/CakePress.h"
 #include "engine/compress/presses/CompactorPress.h"
+#include "engine/compress/presses/CriticalAdaKvPress.h"
 #include "engine/compress/presses/CriticalKvPress.h"
 #include "engine/compress/presses/ChunkKvPress.h"
 #include "engine/compress/presses/CurPress.h"
@@ -14,6 +15,7 @@
 #include "engine/compress/presses/H2oPress.h"
 #include "engine/compress/presses/KeyDiffPress.h"
 #include "engine/compress/presses/KnormPress.h"
+#include "engine/compress/presses/KvzipPress.h"
 #include "engine/compress/presses/LagKvPress.h"
 #include "engine/compress/presses/LeverageScorePress.h"
 #include "engine/compress/presses/NonCausalAttentionPress.h"
@@ -50,6 +52,8 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "noncausal") return std::make_unique<NonCausalAttentionPress>();
     if (method == "compactor") return std::make_unique<CompactorPress>();
     if (method == "criticalkv") return std::make_unique<CriticalKvPress>();
+    if (method == "criticaladakv") return std::make_unique<CriticalAdaKvPress>();
+    if (method == "kvzip") return std::make_unique<KvzipPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

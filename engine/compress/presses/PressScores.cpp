@@ -211,6 +211,19 @@ HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& p
     return rows;
 }
 
+HeadScores reconstructionScores(const Capture& capture, int64_t layer, const PressParams& p) {
+    const at::Tensor scores = capture.reconstructionScores(layer, p.repeatChunk, p.sinks);
+    if (!scores.defined()) {
+        throw Error(capture.prompt().empty()
+                        ? "KVzip needs the model to reconstruct the prompt, which tensors given with --inputs do not have"
+                        : "KVzip: the prompt's reconstruction has not been run (Capture::keepScoresFor before selecting)");
+    }
+    HeadScores rows = toRows(scores);
+    const size_t sinks = static_cast<size_t>(std::clamp<int64_t>(p.sinks, 0, capture.promptLength()));
+    for (auto& head : rows) std::fill(head.begin(), head.begin() + sinks, std::numeric_limits<float>::quiet_NaN());
+    return rows;
+}
+
 namespace {
 
 // Per layer, flat: the window's attention mean over its rows per query head and prefix
@@ -320,6 +333,7 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
     else if (scorer == "leverage") rows = leverageScores(capture, layer, p);
     else if (scorer == "noncausal") rows = nonCausalScores(capture, layer, p);
     else if (scorer == "compactor") rows = compactorScores(capture, layer, p);
+    else if (scorer == "kvzip") rows = reconstructionScores(capture, layer, p);
     else throw Error("--scorer '" + scorer + "' has no scores here");
     for (auto& row : rows) std::fill(row.end() - p.window, row.end(), nan);
     return rows;

@@ -76,6 +76,11 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
 constexpr int64_t kCurWindow = 16;
 HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& params);
 
+// KVzip's score per KV head over all T positions (NaN for the first `params.sinks`, always
+// kept): the highest attention of the prompt's reconstruction (Capture::reconstructionScores,
+// which keepScoresFor must have made).
+HeadScores reconstructionScores(const Capture& capture, int64_t layer, const PressParams& params);
+
 // CAKE (Qin et al., ICLR 2025) on `layer`, from the attention A[h, i, j] of the last
 // `params.window` prompt queries i (causal, fp32) over the prefix keys j < T - W:
 // the layer's spatial dispersion, the entropy -sum A log(A + 1e-10) over every query

@@ -1,0 +1,30 @@
+#include "engine/compress/presses/CriticalAdaKvPress.h"
+
+#include <cmath>
+
+#include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/CriticalKvPress.h"
+#include "engine/compress/presses/PressScores.h"
+
+namespace kvlens {
+
+void CriticalAdaKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
+    const int64_t T = capture.promptLength();
+    const bool normalise = p.scorerInEffect() == "snapkv";
+    for (int64_t l = 0; l < capture.layers(); ++l) {
+        const at::Tensor norms = CriticalKvPress::headNorms(capture, l, s.gqa, p.method);
+        presses::HeadScores scores = presses::scorerScores(capture, l, p);  // NaN: always kept
+        // AdaKV's allocation, on the scores normalised as it ranks them.
+        const std::vector<std::vector<int32_t>> allocated = AdaKvPress::keepLayer(scores, budget, p.alpha, normalise);
+        int64_t fixed = 0;  // the same on every head: the window and the scorer's sinks
+        for (float v : scores[0]) fixed += std::isnan(v) ? 1 : 0;
+        const int64_t safeguard =
+            static_cast<int64_t>(std::floor(p.alpha * double(std::max<int64_t>(0, budget - fixed)) + 1e-9));
+        for (size_t h = 0; h < scores.size(); ++h) {
+            const int64_t headBudget = static_cast<int64_t>(allocated[h].size()) - fixed;
+            s.kept[l][h] = CriticalKvPress::keepHead(scores[h], norms.data_ptr<double>() + h * T, headBudget, safeguard);
+        }
+    }
+}
+
+}  // namespace kvlens

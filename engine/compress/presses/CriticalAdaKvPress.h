@@ -1,0 +1,20 @@
+// CriticalAdaKV (Feng et al., 2025, the CriticalKV paper's AdaKV form), as kvpress's
+// CriticalAdaKVPress wraps a scorer: AdaKV's allocation (AdaKvPress::keepLayer: each head's
+// floor(alpha x P) safeguard, the layer's heads x P shared by a top-k over all heads) sets
+// each head's budget; the head then keeps, as CriticalKV does, its safeguard and the first
+// half of its budget (truncated) by the scorer alone, and the rest by (score + 1e-4) x
+// ||W_o v||_1 (CriticalKvPress::keepHead). The scores are ranked as AdaKV ranks them
+// (SnapKV's votes normalised per head to sum to 1, any other scorer's as they are).
+#pragma once
+
+#include "engine/compress/presses/Press.h"
+
+namespace kvlens {
+
+class CriticalAdaKvPress : public Press {
+protected:
+    void fill(const Capture& capture, const PressParams& params, int64_t budget,
+              Selection& selection) const override;
+};
+
+}  // namespace kvlens

@@ -68,15 +68,9 @@ std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<in
 }
 
 void prepareMethod(LoadedModel& loaded, const Capture& capture, const PressParams& params) {
-    if (!capture.needsReplayFor(params)) return;
-    const std::string what =
-        params.method == "h2o"          ? "H2O's accumulated attention: a replay of "
-        : params.method == "criticalkv" || params.method == "criticaladakv"
-            ? "CriticalKV's projected value norms (W_o on every value) of "
-        : params.ranksBy("kvzip") ? "KVzip's reconstruction (chunks of " + std::to_string(params.repeatChunk) + ") of "
-                                        : "non-causal attention (chunks of " + std::to_string(params.attnChunk) +
-                                              "): a replay of ";
-    ProgressBar bar(what + std::to_string(capture.promptLength()) + " tokens");
+    const std::string what = capture.pendingWork(params);
+    if (what.empty()) return;
+    ProgressBar bar(what + ", " + std::to_string(capture.promptLength()) + " tokens");
     capture.keepScoresFor(*loaded.model, params, [&](double f, const std::string& w) { bar.update(f, w); });
     bar.finish();
 }

@@ -28,8 +28,8 @@ struct PressParams {
     // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor,
     // criticalkv, criticaladakv, kvzip
     std::string method = "snapkv";
-    // AdaKV, ChunkKV, CAKE, per-layer: the method whose scores they rank by ("" = their
-    // own: SnapKV's votes for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE).
+    // AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the method whose scores they
+    // rank by ("" = their own: SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE).
     std::string scorer;
     // Per-layer: each layer's relative share of L x (B - W - sinks) (empty: equal shares).
     std::vector<double> layerWeights;
@@ -91,7 +91,7 @@ struct PressParams {
     // Methods that always keep the first `sinks` positions (a wrapper too when its
     // scorer keeps sinks).
     bool usesSinks() const;
-    // The scorers AdaKV, ChunkKV and CAKE rank by with --scorer.
+    // The scorers the methods that take --scorer rank by.
     static const std::vector<std::string>& scorerNames();
     // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer, criticalkv, criticaladakv).
     bool takesScorer() const;

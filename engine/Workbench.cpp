@@ -248,12 +248,9 @@ WorkbenchCapture Workbench::captureIds(const std::string& text, bool addBos, con
 
 void Workbench::prepareMethod(const PressParams& params, const Progress& progress) const {
     if (!state_->capture) return;
+    const std::string what = state_->capture->pendingWork(params);
     state_->capture->keepScoresFor(*state_->loaded.model, params, [&](double f, const std::string& w) {
-        if (progress) {
-            progress(f, params.method + (params.ranksBy("kvzip") ? "'s statistics (the prompt's reconstruction): "
-                                                                  : "'s statistics (a replay of the prompt): ") +
-                            w);
-        }
+        if (progress) progress(f, what + ": " + w);
     });
 }
 

@@ -150,7 +150,8 @@ public:
     // over every position; the chunk's summed votes (chunkkv, prefix only); the
     // expected attention times ||v|| (expected), the lag-relative score (lagkv) and the
     // windowed key x value norm shares (cur), NaN
-    // where they always keep (sinks, LagKV's tail); for adakv, chunkkv, cake, perlayer and criticalkv with a
+    // where they always keep (sinks, LagKV's tail); KVzip's reconstruction scores (kvzip, NaN for the
+    // sinks); for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv with a
     // --scorer (cake's own: its eviction indicator), that scorer's (chunk sums for
     // chunkkv), NaN for the window and the scorer's sinks; the last query's mean
     // attention for simlayerkv; the z-scored leverage, non-causal attention and their

@@ -124,8 +124,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     scorer_->setObjectName("scorer");
     scorer_->addItem("(own)");
     for (const std::string& s : PressParams::scorerNames()) scorer_->addItem(QString::fromStdString(s));
-    scorer_->setToolTip("AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the scores they rank by; (own): SnapKV's votes\n"
-                        "for AdaKV, ChunkKV and per-layer, CAKE's eviction indicator for CAKE");
+    scorer_->setToolTip("AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the scores they rank by;\n"
+                        "(own): SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE");
     form->addRow("Scorer", scorer_);
     auto real = [&](const char* name, double lo, double hi, double step, int decimals, double value, const char* tip) {
         auto* box = new QDoubleSpinBox;

@@ -311,17 +311,26 @@ void Capture::keepScoresFor(LlamaModel& model, const std::string& method, const 
     keepScoresFor(model, params, progress);
 }
 
-bool Capture::needsReplayFor(const PressParams& params) const {
-    if (prompt_.empty()) return false;
-    if (params.method == "h2o") return !hasH2oScores();
+bool Capture::needsReplayFor(const PressParams& params) const { return !pendingWork(params).empty(); }
+
+std::string Capture::pendingWork(const PressParams& params) const {
+    if (prompt_.empty()) return "";
+    if (params.method == "h2o") return hasH2oScores() ? "" : "H2O's accumulated attention (a replay of the prompt)";
     const int64_t T = promptLength_;
-    if (params.resolveBudget(T) >= T) return false;  // keeps everything: nothing ranked
-    if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined()) return true;
+    if (params.resolveBudget(T) >= T) return "";  // keeps everything: nothing ranked
+    std::string work;
+    auto add = [&](const std::string& w) { work += (work.empty() ? "" : " and ") + w; };
+    if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined())
+        add("CriticalKV's projected value norms (W_o on every value)");
     // (Bad settings say so in keepScoresFor's validation.)
-    if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined()) return true;
-    if (!params.ranksBy("noncausal")) return false;
-    const auto [lo, hi] = params.rankedSpan(T);
-    return params.attnChunk >= 1 && lo < hi && !nonCausalAttention(0, params.attnChunk, lo, hi).defined();
+    if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined())
+        add("KVzip's reconstruction of the prompt (chunks of " + std::to_string(params.repeatChunk) + ")");
+    if (params.ranksBy("noncausal")) {
+        const auto [lo, hi] = params.rankedSpan(T);
+        if (params.attnChunk >= 1 && lo < hi && !nonCausalAttention(0, params.attnChunk, lo, hi).defined())
+            add("non-causal attention (chunks of " + std::to_string(params.attnChunk) + ", a replay of the prompt)");
+    }
+    return work;
 }
 
 void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress) const {

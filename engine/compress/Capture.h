@@ -119,10 +119,13 @@ public:
     // Whether keepScoresFor(params) has work to do: a replay of the prompt, KVzip's
     // reconstruction, or CriticalKV's projected value norms (for a progress bar's title).
     bool needsReplayFor(const PressParams& params) const;
+    // What keepScoresFor(params) would compute, in words for a progress bar ("KVzip's
+    // reconstruction of the prompt (chunks of 2048)", joined by " and "); "" for nothing.
+    std::string pendingWork(const PressParams& params) const;
 
     // CriticalKV: per layer, each query head's ||W_o^(h) v_t||_1 over the prompt positions (its
     // slice of the model's output projection applied to the values of its KV head), [H, T]
-    // fp32; undefined until keepScoresFor(criticalkv) made them from the model's weights.
+    // fp32; undefined until keepScoresFor(criticalkv or criticaladakv) made them from the model's weights.
     at::Tensor outputValueNorms(int64_t layer) const;
     void keepScoresFor(LlamaModel& model, const std::string& method, const ProgressFn& progress = {}) const;
 

@@ -20,11 +20,7 @@ void ContextReconstruction::beginChunk(int64_t start, int64_t end) {
     for (at::Tensor& k : inputKeys_) k = at::Tensor();
 }
 
-void ContextReconstruction::onKeys(int64_t layer, const at::Tensor& k, int64_t) {
-    const at::Tensor own = k.to(at::kFloat).transpose(0, 1);  // [KV, m, D]
-    at::Tensor& so = inputKeys_[layer];
-    so = so.defined() ? at::cat({so, own}, 1) : own.contiguous();
-}
+void ContextReconstruction::onKeys(int64_t layer, const at::Tensor& keysSoFar) { inputKeys_[layer] = keysSoFar; }
 
 void ContextReconstruction::onQueries(int64_t layer, const at::Tensor& q, int64_t p0) {
     const int64_t T = cache_.length(), m = q.size(0), H = q.size(1), D = q.size(2);
@@ -33,7 +29,7 @@ void ContextReconstruction::onQueries(int64_t layer, const at::Tensor& q, int64_
     const at::Tensor own = inputKeys_[layer];  // [KV, i0 + m, D]: heard just before
     const at::Tensor context = cache_.keys(layer);
     const at::Tensor keys = at::cat({context.narrow(1, 0, S).to(at::kFloat), context.narrow(1, start_, C).to(at::kFloat),
-                                     own.narrow(1, 0, i0 + m)},
+                                     own.narrow(1, 0, i0 + m).to(at::kFloat)},
                                     1);  // [KV, S + C + i0 + m, D]
     const int64_t n = keys.size(1);
     const at::Tensor keysT = keys.transpose(1, 2);

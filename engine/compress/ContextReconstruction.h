@@ -29,7 +29,7 @@ public:
                                           const RepeatPrompt& repeat, int64_t sinks, int64_t chunk,
                                           const ProgressFn& progress = {});
 
-    void onKeys(int64_t layer, const at::Tensor& k, int64_t firstPosition) override;
+    void onKeys(int64_t layer, const at::Tensor& keysSoFar) override;
     void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override;
 
 private:
@@ -39,7 +39,7 @@ private:
 
     const KvCache& cache_;
     int64_t sinks_, start_ = 0, end_ = 0;
-    std::vector<at::Tensor> inputKeys_;  // per layer, the input's keys so far, fp32 [KV, n, D]
+    std::vector<at::Tensor> inputKeys_;  // per layer, the input's keys so far [KV, n, D] (runAfter's view)
     std::vector<at::Tensor> scores_;     // per layer [KV, T] fp32
 };
 

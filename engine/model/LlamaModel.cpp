@@ -170,16 +170,16 @@ void LlamaModel::runAfter(const std::vector<int32_t>& tokens, const KvCache& fil
     runChunked(tokens, filled.length(), false, progress,
                [&](int64_t p0) -> AttentionStep {
                    return [&, p0](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-                       observer.onKeys(l, k, p0);
-                       observer.onQueries(l, q, p0);
                        own.append(l, k.transpose(0, 1), v.transpose(0, 1));
+                       observer.onKeys(l, own.keys(l));
+                       observer.onQueries(l, q, p0);
                        // One layer's copy at a time: [KV, filled + own, D].
                        const at::Tensor keys = at::cat({filled.keys(l), own.keys(l)}, 1);
                        const at::Tensor values = at::cat({filled.values(l), own.values(l)}, 1);
                        return observedAttention(l, q, keys, values, p0, &observer);
                    };
                },
-               -1);
+               config_.nLayers - 1);  // every layer, no logits
 }
 
 at::Tensor LlamaModel::observedAttention(int64_t layer, const at::Tensor& q, const at::Tensor& keys,

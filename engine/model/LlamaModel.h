@@ -22,9 +22,10 @@ public:
     // Queries after RoPE of the tokens being run, [T, heads, headDim], the first at
     // position `firstPosition`.
     virtual void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) = 0;
-    // Keys after RoPE of the tokens being run, [T, kvHeads, headDim] (runAfter only,
-    // before the same chunk's onQueries).
-    virtual void onKeys(int64_t layer, const at::Tensor& k, int64_t firstPosition) {}
+    // runAfter only, before each chunk's onQueries: the keys after RoPE of every token run
+    // after the filled cache so far, this chunk's last, [kvHeads, n, headDim] (a view of the
+    // scratch cache, valid until the next chunk).
+    virtual void onKeys(int64_t layer, const at::Tensor& keysSoFar) {}
     // Attention probabilities summed over the queries run, per query head and key:
     // fp32 [heads, keys] (what H2O accumulates). Asked for only when this returns true.
     virtual bool wantsAttentionColumnSums() const { return false; }

@@ -241,6 +241,13 @@ TEST(KvzipPress, EachMissingPieceIsNamedInOneLine) {
     p.budget = 4;
     expectError([&] { f.capture->keepScoresFor(*f.model, p); },
                 "--budget 4 must exceed --sinks 4 (the budget includes the sinks)");
+    // What a progress bar says is pending, for a wrapper needing two things.
+    PressParams both;
+    both.method = "criticalkv";
+    both.scorer = "kvzip";
+    both.budget = 60;
+    EXPECT_EQ(f.capture->pendingWork(both), "CriticalKV's projected value norms (W_o on every value) and KVzip's "
+                                            "reconstruction of the prompt (chunks of 2048)");
     // A budget that holds the prompt keeps it all: no reconstruction.
     p.budget = 200;
     EXPECT_FALSE(f.capture->needsReplayFor(p));

@@ -13,9 +13,12 @@ void CriticalAdaKvPress::fill(const Capture& capture, const PressParams& p, int6
     const bool normalise = p.scorerInEffect() == "snapkv";
     for (int64_t l = 0; l < capture.layers(); ++l) {
         const at::Tensor norms = CriticalKvPress::headNorms(capture, l, s.gqa, p.method);
-        presses::HeadScores scores = presses::scorerScores(capture, l, p);  // NaN: always kept
-        // AdaKV's allocation, on the scores normalised as it ranks them.
-        const std::vector<std::vector<int32_t>> allocated = AdaKvPress::keepLayer(scores, budget, p.alpha, normalise);
+        const presses::HeadScores scores = presses::scorerScores(capture, l, p);  // NaN: always kept
+        // AdaKV's allocation, on the scores normalised as it ranks them; the two stages on the
+        // scores as CriticalKV ranks them (the same scale in stage 2's score + 1e-4).
+        presses::HeadScores forAllocation = scores;
+        const std::vector<std::vector<int32_t>> allocated =
+            AdaKvPress::keepLayer(forAllocation, budget, p.alpha, normalise);
         int64_t fixed = 0;  // the same on every head: the window and the scorer's sinks
         for (float v : scores[0]) fixed += std::isnan(v) ? 1 : 0;
         const int64_t safeguard =

@@ -3,8 +3,11 @@
 // floor(alpha x P) safeguard, the layer's heads x P shared by a top-k over all heads) sets
 // each head's budget; the head then keeps, as CriticalKV does, its safeguard and the first
 // half of its budget (truncated) by the scorer alone, and the rest by (score + 1e-4) x
-// ||W_o v||_1 (CriticalKvPress::keepHead). The scores are ranked as AdaKV ranks them
-// (SnapKV's votes normalised per head to sum to 1, any other scorer's as they are).
+// ||W_o v||_1 (CriticalKvPress::keepHead). The allocation ranks the scores as AdaKV does
+// (SnapKV's votes normalised per head to sum to 1, any other scorer's as they are); the two
+// stages rank them as CriticalKV does (as the scorer gives them: SnapKV's pooled vote sums),
+// so that stage 2's score + 1e-4 weighs the same in both. kvpress's scorers give the mean
+// attention over the window instead of its sum: the 1e-4 weighs W times more there.
 #pragma once
 
 #include "engine/compress/presses/Press.h"

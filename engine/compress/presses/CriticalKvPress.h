@@ -21,12 +21,12 @@ public:
     // One head's kept positions, ascending: those `scores` marks NaN (always kept), then of the
     // `k` ranked ones (at most what is ranked) the first max(firstAtLeast, floor(k x 0.5)) by the
     // score alone and the rest by (score + 1e-4) x norms[j]; ties to the lower position.
+    static std::vector<int32_t> keepHead(const std::vector<float>& scores, const double* norms, int64_t k,
+                                         int64_t firstAtLeast = 0);
     // The projected value norms per selection head of `layer`, [heads, T] fp64 on the CPU: a
     // query head's own, or the mean of a KV head's group. Throws naming `method` when the
     // capture has none.
     static at::Tensor headNorms(const Capture& capture, int64_t layer, GqaMode mode, const std::string& method);
-    static std::vector<int32_t> keepHead(const std::vector<float>& scores, const double* norms, int64_t k,
-                                         int64_t firstAtLeast = 0);
 
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,

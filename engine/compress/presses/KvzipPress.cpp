@@ -2,44 +2,56 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "engine/compress/presses/PressScores.h"
 
 namespace kvlens {
 
 void KvzipPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
-    const int64_t L = capture.layers();
-    struct Candidate {
-        float score;
-        int32_t layer, head, pos;
-    };
-    std::vector<Candidate> ranked;
+    const int64_t L = capture.layers(), T = capture.promptLength();
+    // The share of every head: its sinks (NaN) beside B - sinks of the pool over all layers.
     int64_t pool = 0;
+    std::vector<float> ranked;  // every ranked score, 4 bytes an entry (L x KV x T at most)
+    ranked.reserve(size_t(L * capture.kvHeads() * T));
     for (int64_t l = 0; l < L; ++l) {
-        const presses::HeadScores scores = presses::reconstructionScores(capture, l, p);  // NaN: the sinks
-        for (size_t h = 0; h < scores.size(); ++h) {
+        for (const std::vector<float>& row : presses::reconstructionScores(capture, l, p)) {
             int64_t fixed = 0;
-            for (size_t j = 0; j < scores[h].size(); ++j) {
-                if (std::isnan(scores[h][j])) {
-                    s.kept[l][h].push_back(int32_t(j));
+            for (float v : row) {
+                if (std::isnan(v)) {
                     ++fixed;
                 } else {
-                    ranked.push_back({scores[h][j], int32_t(l), int32_t(h), int32_t(j)});
+                    ranked.push_back(v);
                 }
             }
             pool += std::max<int64_t>(0, budget - fixed);
         }
     }
     const int64_t take = std::min<int64_t>(pool, int64_t(ranked.size()));
-    auto better = [](const Candidate& a, const Candidate& b) {
-        if (a.score != b.score) return a.score > b.score;
-        if (a.layer != b.layer) return a.layer < b.layer;
-        return a.head != b.head ? a.head < b.head : a.pos < b.pos;
-    };
-    std::nth_element(ranked.begin(), ranked.begin() + take, ranked.end(), better);
-    for (int64_t i = 0; i < take; ++i) s.kept[ranked[i].layer][ranked[i].head].push_back(ranked[i].pos);
+    // The take-th highest score: everything above it is kept, and of the scores equal to it
+    // the first ones in (layer, head, position) order.
+    float threshold = 0.0f;
+    int64_t ties = 0;
+    if (take > 0) {
+        std::nth_element(ranked.begin(), ranked.begin() + (take - 1), ranked.end(), std::greater<float>());
+        threshold = ranked[size_t(take - 1)];
+        ties = take - std::count_if(ranked.begin(), ranked.end(), [&](float v) { return v > threshold; });
+    }
+    ranked = std::vector<float>();
     for (int64_t l = 0; l < L; ++l) {
-        for (auto& head : s.kept[l]) std::sort(head.begin(), head.end());
+        const presses::HeadScores scores = presses::reconstructionScores(capture, l, p);
+        for (size_t h = 0; h < scores.size(); ++h) {
+            std::vector<int32_t>& kept = s.kept[l][h];
+            for (size_t j = 0; j < scores[h].size(); ++j) {
+                const float v = scores[h][j];
+                if (std::isnan(v) || (take > 0 && v > threshold)) {
+                    kept.push_back(int32_t(j));
+                } else if (take > 0 && v == threshold && ties > 0) {
+                    kept.push_back(int32_t(j));
+                    --ties;
+                }
+            }
+        }
         // The funnel's per-layer figure: the layer's mean entries per head.
         const int64_t heads = static_cast<int64_t>(s.kept[l].size());
         s.layerBudgets[l] = heads > 0 ? (s.entries(l) + heads / 2) / heads : 0;

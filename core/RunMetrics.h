@@ -26,7 +26,8 @@ struct RunMetrics {
     std::vector<std::vector<int64_t>> bytesPerHead;  // [layer][selection head]
     double ratio = 0.0;  // bytes / fullBytes
     // What the compressed cache's buffers really took right after the gather: the kept
-    // entries plus the room for the decode steps (not kept by the session store).
+    // entries plus the room for the decode steps (and ThinK's zeroed channels, which the
+    // bytes above leave out); 0: not recorded (runs stored before schema 7).
     int64_t allocatedBytes = 0;
     // The SnapKV paper's hit rate (engine/analysis/HitRate.h): the share of each
     // query head's top-hitK attended prompt positions, over the hitSteps steps of

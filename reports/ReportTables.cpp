@@ -119,13 +119,16 @@ ReportTable ReportTables::metrics(const ReportData& d) {
     t.name = "metrics";
     t.title = "What each run costs against the full cache";
     t.caption = "Best of each column in bold (among the compressed runs; full is the reference): least KV "
-                "memory, highest agreement and hit rate, lowest KL. Agreement and agreed@div compare the two "
+                "memory and allocation, highest agreement and hit rate, lowest KL. Agreement and agreed@div compare the two "
                 "greedy continuations; KL and top-1 are teacher-forced along the full continuation. " +
-                std::string(ReportText::dash()) + ": not measured.";
+                std::string(ReportText::dash()) + ": not measured. KV memory counts the entries kept (less "
+                "ThinK's pruned channels); allocated is what the compressed cache's buffers took, room for the "
+                "decode steps included (" + std::string(ReportText::dash()) + ": not recorded, runs stored before "
+                "the store kept it).";
     t.header = {"run", "method", "budget", "KV memory", "ratio", "agreed@div", "token agreement", "mean KL (nats)",
-                "top-1", "hit rate"};
+                "top-1", "hit rate", "allocated"};
     t.columnIds = {"run", "method", "budget", "kv_bytes", "ratio", "agreed_prefix", "token_agreement", "mean_kl",
-                   "top1_agreement", "hit_rate"};
+                   "top1_agreement", "hit_rate", "kv_bytes_allocated"};
     for (const auto& r : d.runs) {
         const RunMetrics& m = r.metrics;
         const double hit = ReportData::hitRate(m);
@@ -136,7 +139,9 @@ ReportTable ReportTables::metrics(const ReportData& d) {
                           num(ReportText::percent(m.tokenAgreement), m.tokenAgreement),
                           num(ReportText::number("%.4g", m.meanKl), m.meanKl),
                           num(ReportText::percent(m.top1Agreement), m.top1Agreement),
-                          num(ReportText::percent(hit), hit)});
+                          num(ReportText::percent(hit), hit),
+                          m.allocatedBytes > 0 ? num(ReportText::bytes(m.allocatedBytes), double(m.allocatedBytes))
+                                               : num(ReportText::dash(), std::nan(""))});
     }
     markBest(t, d, 3, false);
     markBest(t, d, 4, false);
@@ -145,6 +150,7 @@ ReportTable ReportTables::metrics(const ReportData& d) {
     markBest(t, d, 7, false);
     markBest(t, d, 8, true);
     markBest(t, d, 9, true);
+    markBest(t, d, 10, false);
     return t;
 }
 

@@ -822,8 +822,8 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         *db_,
         "INSERT INTO metrics (run_id, agreed_prefix, token_agreement, mean_kl, top1_agreement, "
         "full_bytes, bytes, ratio, select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, "
-        "bytes_per_head, full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "bytes_per_head, full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps, "
+        "allocated_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the metrics");
     metrics.bind(1, id).bind(2, m.agreedPrefix).bind(3, m.tokenAgreement).bind(4, m.meanKl);
     metrics.bind(5, m.top1Agreement).bind(6, m.fullBytes).bind(7, m.bytes).bind(8, m.ratio);
@@ -833,7 +833,13 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
     metrics.bindBlob(14, ArrayCodec::encodeRows(m.bytesPerHead))
         .bindBlob(15, ArrayCodec::encode(m.fullTokens));
     metrics.bindBlob(16, ArrayCodec::encode(m.tokens)).bind(17, m.hitRate);
-    metrics.bindBlob(18, ArrayCodec::encode(m.hitRatePerLayer)).bind(19, m.hitK).bind(20, m.hitSteps).run();
+    metrics.bindBlob(18, ArrayCodec::encode(m.hitRatePerLayer)).bind(19, m.hitK).bind(20, m.hitSteps);
+    if (m.allocatedBytes > 0) {
+        metrics.bind(21, m.allocatedBytes);
+    } else {
+        metrics.bindNull(21);
+    }
+    metrics.run();
 
     Statement stat(
         *db_, "INSERT INTO layer_stats (run_id, name, layer, head, value) VALUES (?, ?, ?, ?, ?)",
@@ -943,8 +949,8 @@ RunRecord SessionStore::run(int64_t id) {
                     "SELECT agreed_prefix, token_agreement, mean_kl, top1_agreement, full_bytes, "
                     "bytes, ratio, "
                     "select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, bytes_per_head, "
-                    "full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps "
-                    "FROM metrics WHERE run_id = ?",
+                    "full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps, " +
+                        std::string(runsSchema_ < 7 ? "NULL" : "allocated_bytes") + " FROM metrics WHERE run_id = ?",
                     "read the metrics of run " + std::to_string(id));
         s.bind(1, id);
         if (!s.step()) throw Error(what + ": the store is damaged (the run has no metrics)");
@@ -969,6 +975,7 @@ RunRecord SessionStore::run(int64_t id) {
         m.hitRatePerLayer = ArrayCodec::decodeDoubles(s.getBlob(16), what + " metrics.hit_rate_per_layer");
         m.hitK = s.getInt(17);
         m.hitSteps = s.getInt(18);
+        m.allocatedBytes = s.isNull(19) ? 0 : s.getInt(19);
     }
     {
         Statement s(

@@ -615,6 +615,7 @@ void MainWindow::onSelected(const SelectionResult& r) {
     funnelView_->setLayerBudgets(s.layerBudgets, label);
     if (capture_) memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
     memoryPanel_->setNote(MemoryPanel::channelsText(s, model_ ? model_->headDim : 0));
+    memoryPanel_->setAllocation(QString());  // the last decode's, not this selection's
     if (model_) {
         memoryPanel_->setDevice(QString::fromStdString(model_->device),
                                 r.gpuBytes >= 0 ? std::optional<int64_t>(r.gpuBytes) : std::nullopt);
@@ -680,6 +681,8 @@ void MainWindow::onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs) {
     const WorkbenchOutputs& o = *outputs_;
     outputsPanel_->setOutputs(o.fullPieces, o.pieces, o.metrics, DisplayText::method(o.params));
     outputsPanel_->setCacheEntries(o.metrics.cacheEntries, o.params.budget, o.decodeEvery);
+    memoryPanel_->setAllocation(
+        MemoryPanel::allocationText(o.metrics.allocatedBytes, o.metrics.bytes, int64_t(o.metrics.tokens.size())));
     status_->setStyleSheet("");
     status_->setText(QString("Decoded %1 tokens: agreement %2, mean KL %3")
                          .arg(o.metrics.tokens.size())
@@ -908,6 +911,8 @@ void MainWindow::showStoredRun(qint64 runId) {
             memoryPanel_->setMemory(full, run.metrics.bytesPerLayer, label);
         }
         memoryPanel_->setNote(MemoryPanel::channelsText(run.selection, 0));  // the run's model may not be loaded
+        memoryPanel_->setAllocation(MemoryPanel::allocationText(run.metrics.allocatedBytes, run.metrics.bytes,
+                                                                int64_t(run.metrics.tokens.size())));
         // The continuations token by token need the tokenizer, on the engine thread.
         storedRun_ = std::make_shared<const sessions::RunRecord>(run);
         if (model_) {

@@ -34,6 +34,11 @@ MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
     note_->setWordWrap(true);
     note_->hide();
     layout->addWidget(note_);
+    allocation_ = new QLabel(this);
+    allocation_->setObjectName("allocation");
+    allocation_->setWordWrap(true);
+    allocation_->hide();
+    layout->addWidget(allocation_);
     chart_ = new MemoryChart(this);
     layout->addWidget(chart_, 1);
     process_ = new QLabel(this);
@@ -82,6 +87,23 @@ void MemoryPanel::setNote(const QString& note) {
 
 QString MemoryPanel::note() const { return note_->text(); }
 
+void MemoryPanel::setAllocation(const QString& text) {
+    allocation_->setText(text);
+    allocation_->setVisible(!text.isEmpty());
+}
+
+QString MemoryPanel::allocation() const { return allocation_->text(); }
+
+QString MemoryPanel::allocationText(int64_t allocated, int64_t kept, int64_t steps) {
+    if (allocated <= 0) return "Allocated: not recorded (a run stored before the store kept it)";
+    return QString("Allocated: %1, the compressed cache's buffers with room for %2 decode step%3 (the kept "
+                   "entries %4)")
+        .arg(DisplayText::bytes(allocated))
+        .arg(steps)
+        .arg(steps == 1 ? "" : "s")
+        .arg(DisplayText::bytes(kept));
+}
+
 QString MemoryPanel::channelsText(const Selection& s, int64_t headDim) {
     if (s.prunedChannels.empty() || s.prunedChannels[0].empty()) return QString();
     const int64_t n = s.pruned(0, 0);
@@ -94,6 +116,7 @@ QString MemoryPanel::channelsText(const Selection& s, int64_t headDim) {
 
 void MemoryPanel::clear(const QString& why) {
     setNote(QString());
+    setAllocation(QString());
     label_->clear();
     totals_->setText("KV: \u2014");
     chart_->setMessage(why);

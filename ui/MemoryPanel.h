@@ -40,6 +40,14 @@ public:
     // that the bytes above leave them out while the allocated memory keeps them; "" without.
     static QString channelsText(const Selection& selection, int64_t headDim);
 
+    // What the last decode's compressed cache really allocated, beside the logical KV above
+    // (allocationText; empty: hidden, as after a new selection).
+    void setAllocation(const QString& text);
+    QString allocation() const;
+    // "Allocated: 6.1 MB, the compressed cache's buffers with room for 64 decode steps (the
+    // kept entries 5.8 MB)"; says when the allocation was not recorded (bytes <= 0).
+    static QString allocationText(int64_t allocatedBytes, int64_t keptBytes, int64_t decodeSteps);
+
     // "KV: 184.5 MB → 23.1 MB (12.5%, 8.0x smaller)".
     static QString totalsText(int64_t fullBytes, int64_t compressedBytes);
     // This process's resident set (VmRSS of /proc/self/status) in bytes; -1 where unknown.
@@ -62,6 +70,7 @@ private:
     QLabel* label_ = nullptr;
     QLabel* totals_ = nullptr;
     QLabel* note_ = nullptr;
+    QLabel* allocation_ = nullptr;
     MemoryChart* chart_ = nullptr;
     QLabel* process_ = nullptr;
     QLabel* gpu_ = nullptr;

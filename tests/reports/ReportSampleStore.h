@@ -104,6 +104,8 @@ inline sessions::RunRecord reportRun(int64_t sessionId, int64_t promptId, const 
     m.fullBytes = int64_t(ReportSample::kLayers) * ReportSample::kKvHeads * T * 2 * 16 * 4;
     m.bytes = method == "full" ? m.fullBytes : m.fullBytes / T * budget;
     m.ratio = double(m.bytes) / double(m.fullBytes);
+    // The buffers with room for the decode steps; the full run as one stored before schema 7.
+    m.allocatedBytes = method == "full" ? 0 : m.bytes + m.fullBytes / T * ReportSample::kNewTokens;
     m.hitRate = hitRate;
     if (!std::isnan(hitRate)) {
         for (int l = 0; l < ReportSample::kLayers; ++l) m.hitRatePerLayer.push_back(hitRate + 0.01 * (l - 1));

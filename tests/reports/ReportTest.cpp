@@ -243,14 +243,15 @@ TEST_F(ReportTest, EveryNumberInTheTablesIsTheStoredOne) {
     const auto metrics = numericCells(tableHtml(html, "metrics"));
     ASSERT_EQ(metrics.size(), ids_.size());
     const std::vector<std::string> columns = {"kv_bytes", "ratio", "agreed_prefix", "token_agreement",
-                                              "mean_kl", "top1_agreement", "hit_rate"};
+                                              "mean_kl", "top1_agreement", "hit_rate", "kv_bytes_allocated"};
     std::map<std::string, double> best;  // among compressed runs
     for (const auto& [id, r] : stored) {
         const RunMetrics& m = r.metrics;
         const std::map<std::string, double> expect = {
             {"kv_bytes", double(m.bytes)},     {"ratio", m.ratio},   {"agreed_prefix", double(m.agreedPrefix)},
             {"token_agreement", m.tokenAgreement}, {"mean_kl", m.meanKl}, {"top1_agreement", m.top1Agreement},
-            {"hit_rate", m.hitRate}};
+            {"hit_rate", m.hitRate},
+            {"kv_bytes_allocated", m.allocatedBytes > 0 ? double(m.allocatedBytes) : std::nan("")}};
         ASSERT_EQ(metrics.at(id).size(), columns.size() + 1) << "run " << id;
         EXPECT_EQ(readValue(metrics.at(id).at("run").value), double(id));
         for (const std::string& c : columns) {
@@ -262,7 +263,7 @@ TEST_F(ReportTest, EveryNumberInTheTablesIsTheStoredOne) {
                 EXPECT_EQ(shown, expect.at(c)) << "run " << id << " " << c;
             }
             if (r.params.method == "full" || std::isnan(expect.at(c))) continue;
-            const bool lower = c == "kv_bytes" || c == "ratio" || c == "mean_kl";
+            const bool lower = c == "kv_bytes" || c == "ratio" || c == "mean_kl" || c == "kv_bytes_allocated";
             if (!best.count(c) || (lower ? expect.at(c) < best[c] : expect.at(c) > best[c])) best[c] = expect.at(c);
         }
         EXPECT_EQ(metrics.at(id).at("ratio").text, percent(m.ratio));
@@ -289,18 +290,20 @@ TEST_F(ReportTest, EveryNumberInTheTablesIsTheStoredOne) {
     std::istringstream csv(slurp(dir + "/figures/metrics.csv"));
     std::string line;
     std::getline(csv, line);
-    EXPECT_EQ(line, "run,method,budget,kv_bytes,ratio,agreed_prefix,token_agreement,mean_kl,top1_agreement,hit_rate");
+    EXPECT_EQ(line, "run,method,budget,kv_bytes,ratio,agreed_prefix,token_agreement,mean_kl,top1_agreement,hit_rate,"
+                    "kv_bytes_allocated");
     size_t rows = 0;
     while (std::getline(csv, line)) {
         std::vector<std::string> f;
         std::stringstream s(line);
         for (std::string field; std::getline(s, field, ',');) f.push_back(field);
         if (line.back() == ',') f.push_back("");
-        ASSERT_EQ(f.size(), 10u) << line;
+        ASSERT_EQ(f.size(), 11u) << line;
         const RunMetrics& m = stored.at(std::stoll(f[0])).metrics;
         const double expect[] = {double(m.bytes), m.ratio, double(m.agreedPrefix), m.tokenAgreement,
-                                 m.meanKl, m.top1Agreement, m.hitRate};
-        for (int k = 0; k < 7; ++k) {
+                                 m.meanKl, m.top1Agreement, m.hitRate,
+                                 m.allocatedBytes > 0 ? double(m.allocatedBytes) : std::nan("")};
+        for (int k = 0; k < 8; ++k) {
             if (std::isnan(expect[k])) {
                 EXPECT_EQ(f[3 + k], "") << line;
             } else {

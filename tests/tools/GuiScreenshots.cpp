@@ -173,6 +173,20 @@ int main(int argc, char** argv) {
         w.methodsPanel()->setBudgetEntries(96);
         if (!waitFor(shownThink, 1, 600000, "the Compactor + ThinK selection")) return 1;
         if (!shoot(w, out + "/compactor_think.png")) return 1;
+        // KVzip: the budget shared over every layer and head by the prompt's reconstruction (the
+        // Memory panel's uneven bars), decoded so that the panel shows what the compressed cache
+        // allocated beside the kept entries.
+        e.think = 0.0;
+        e.method = "kvzip";
+        w.methodsPanel()->setParams(e);
+        QSignalSpy shownKvzip(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(96);
+        if (!waitFor(shownKvzip, 1, 600000, "the KVzip selection")) return 1;
+        QSignalSpy decodedKvzip(&w, &MainWindow::outputsReady);
+        w.decodeOutputs();
+        if (!waitFor(decodedKvzip, 1, 600000, "the KVzip decode")) return 1;
+        w.dock("memoryDock")->raise();
+        if (!shoot(w, out + "/kvzip.png")) return 1;
         e.think = 0.0;
         e.method = "snapkv";
         w.methodsPanel()->setParams(e);

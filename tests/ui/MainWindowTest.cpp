@@ -3,6 +3,7 @@
 // selection; the layout survives a restart; bad models, prompts over the context and
 // stores that cannot be opened give one message and leave the window working.
 #include "ui/MainWindow.h"
+#include "ui/MemoryPanel.h"
 
 #include <gtest/gtest.h>
 
@@ -173,6 +174,12 @@ TEST(MainWindowTest, SaveKeepsTheParametersAskedLast) {
     const auto runs = store.runs(store.session("default").id);
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].params.budget, 77);
+    // The decode's allocation is shown beside the logical KV and kept with the run.
+    const sessions::RunRecord run = store.run(runs[0].id);
+    EXPECT_GT(run.metrics.allocatedBytes, 0);
+    EXPECT_EQ(w.memoryPanel()->allocation(),
+              MemoryPanel::allocationText(run.metrics.allocatedBytes, run.metrics.bytes,
+                                          int64_t(run.metrics.tokens.size())));
 }
 
 // Opens the tiny GGUF `model` in a window on `f`'s store, runs a short prompt and

@@ -121,8 +121,6 @@ int runRun(const std::vector<std::string>& argv) {
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     std::unique_ptr<DecodeCompressor> decode;
     if (args.has("--decode-every")) {
-        if (args.has("--save"))
-            throw Error("--decode-every: such runs are not saved yet (the store keeps no decode schedule)");
         decode = std::make_unique<DecodeCompressor>(params, args.getInt("--decode-every", 1, -(1 << 20), 1 << 20));
     }
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here

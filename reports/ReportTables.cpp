@@ -89,6 +89,10 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (!p.takesScorer() && !compactor.empty()) knobs = compactor;
         if (p.think > 0.0)
             knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "ThinK " + ReportText::number("%g", p.think);
+        if (r.metrics.decodeEvery > 0) {
+            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "compressed every " +
+                    std::to_string(r.metrics.decodeEvery) + " decode steps";
+        }
         if (!p.scorer.empty()) {
             knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "scored by " + p.scorer;
             if (p.scorer == "expected" || p.scorer == "cur") knobs += ", " + std::to_string(p.sinks) + " sinks";

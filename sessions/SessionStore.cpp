@@ -823,7 +823,8 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         "INSERT INTO metrics (run_id, agreed_prefix, token_agreement, mean_kl, top1_agreement, "
         "full_bytes, bytes, ratio, select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, "
         "bytes_per_head, full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps, "
-        "allocated_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "allocated_bytes, decode_every, cache_entries) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the metrics");
     metrics.bind(1, id).bind(2, m.agreedPrefix).bind(3, m.tokenAgreement).bind(4, m.meanKl);
     metrics.bind(5, m.top1Agreement).bind(6, m.fullBytes).bind(7, m.bytes).bind(8, m.ratio);
@@ -838,6 +839,12 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         metrics.bind(21, m.allocatedBytes);
     } else {
         metrics.bindNull(21);
+    }
+    metrics.bind(22, m.decodeEvery);
+    if (m.cacheEntries.empty()) {
+        metrics.bindNull(23);
+    } else {
+        metrics.bindBlob(23, ArrayCodec::encode(m.cacheEntries));
     }
     metrics.run();
 
@@ -950,7 +957,8 @@ RunRecord SessionStore::run(int64_t id) {
                     "bytes, ratio, "
                     "select_s, gather_s, decode_s, kl_per_step, bytes_per_layer, bytes_per_head, "
                     "full_token_ids, token_ids, hit_rate, hit_rate_per_layer, hit_k, hit_steps, " +
-                        std::string(runsSchema_ < 7 ? "NULL" : "allocated_bytes") + " FROM metrics WHERE run_id = ?",
+                        std::string(runsSchema_ < 7 ? "NULL, 0, NULL" : "allocated_bytes, decode_every, cache_entries") +
+                        " FROM metrics WHERE run_id = ?",
                     "read the metrics of run " + std::to_string(id));
         s.bind(1, id);
         if (!s.step()) throw Error(what + ": the store is damaged (the run has no metrics)");
@@ -976,6 +984,8 @@ RunRecord SessionStore::run(int64_t id) {
         m.hitK = s.getInt(17);
         m.hitSteps = s.getInt(18);
         m.allocatedBytes = s.isNull(19) ? 0 : s.getInt(19);
+        m.decodeEvery = s.getInt(20);
+        if (!s.isNull(21)) m.cacheEntries = ArrayCodec::decodeInt64s(s.getBlob(21), what + " metrics.cache_entries");
     }
     {
         Statement s(

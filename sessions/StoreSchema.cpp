@@ -210,11 +210,15 @@ ALTER TABLE runs ADD COLUMN think REAL NOT NULL DEFAULT 0.0;
 ALTER TABLE selection_heads ADD COLUMN pruned_channels BLOB;
 )SQL";
 
-// Version 7: KVzip's reconstruction chunk (runs saved before hold its default) and the bytes
-// the compressed cache's buffers really took (NULL: not recorded, runs saved before).
+// Version 7: KVzip's reconstruction chunk (runs saved before hold its default), the bytes
+// the compressed cache's buffers really took (NULL: not recorded, runs saved before), and
+// compression during decoding: the steps between two compressions (0: none) and the longest
+// head's entries after each step (int64; NULL without).
 const char* kVersion7 = R"SQL(
 ALTER TABLE runs ADD COLUMN repeat_chunk INTEGER NOT NULL DEFAULT 2048;
 ALTER TABLE metrics ADD COLUMN allocated_bytes INTEGER;
+ALTER TABLE metrics ADD COLUMN decode_every INTEGER NOT NULL DEFAULT 0 CHECK (decode_every >= 0);
+ALTER TABLE metrics ADD COLUMN cache_entries BLOB;
 )SQL";
 
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
@@ -234,7 +238,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion4, "add the files of Hugging Face folder models"); },
         [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV, per-layer and scorer settings"); },
         [](Database& db) { db.exec(kVersion6, "add the LeverageScore, non-causal attention, Compactor and ThinK settings"); },
-        [](Database& db) { db.exec(kVersion7, "add KVzip's reconstruction chunk and the allocated bytes"); },
+        [](Database& db) { db.exec(kVersion7, "add KVzip's reconstruction chunk, the allocated bytes and the decode's compression"); },
     };
     return all;
 }

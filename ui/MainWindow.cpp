@@ -305,9 +305,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(w, &EngineWorker::runSaved, this, &MainWindow::onRunSaved);
     connect(w, &EngineWorker::piecesReady, this,
             [this](qint64 runId, const std::vector<std::string>& full, const std::vector<std::string>& mine) {
-                if (storedRun_ && storedRun_->id == runId)
+                if (storedRun_ && storedRun_->id == runId) {
                     outputsPanel_->setOutputs(full, mine, storedRun_->metrics,
                                               QString("run %1: %2").arg(runId).arg(DisplayText::method(storedRun_->params)));
+                    // A run decoded with compression: its cache size over the steps, as when it ran.
+                    outputsPanel_->setCacheEntries(storedRun_->metrics.cacheEntries, storedRun_->params.budget,
+                                                   storedRun_->metrics.decodeEvery);
+                }
             });
     connect(w, &EngineWorker::failed, this, [this](const QString& job, const QString& message) {
         if (job == "select") {
@@ -671,8 +675,8 @@ void MainWindow::decodeOutputs() {
         reportError("decode", "cannot decode: no prompt has been run yet");
         return;
     }
-    // A compressed decode replaces a queued one: it must not be saved as the pending run.
-    if (modelPanel_->decodeEvery() > 0) pendingSave_.reset();
+    // A decode of another schedule replaces a queued one: it must not be saved as the pending run.
+    if (pendingSave_ && pendingSave_->decodeEvery != modelPanel_->decodeEvery()) pendingSave_.reset();
     worker_->evaluate(methodsPanel_->params(), modelPanel_->newTokens(), modelPanel_->decodeEvery());
 }
 
@@ -691,8 +695,8 @@ void MainWindow::onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs) {
     log(status_->text());
     emit outputsReady();
     // Saved only when this is the decode that Save asked for.
-    if (pendingSave_ && o.decodeEvery == 0 && sameParams(pendingSave_->first, o.params) &&
-        int64_t(o.metrics.tokens.size()) == pendingSave_->second) {
+    if (pendingSave_ && o.decodeEvery == pendingSave_->decodeEvery && sameParams(pendingSave_->params, o.params) &&
+        int64_t(o.metrics.tokens.size()) == pendingSave_->tokens) {
         pendingSave_.reset();
         saveOutputs(o);
     }
@@ -714,20 +718,15 @@ void MainWindow::saveRun() {
                             "compression); its measurements are in the niah session it came from");
         return;
     }
-    if (modelPanel_->decodeEvery() > 0) {
-        reportError("save", "cannot save a run decoded with compression every " +
-                                QString::number(modelPanel_->decodeEvery()) +
-                                " steps yet (the store keeps no decode schedule): set compress every to off");
-        return;
-    }
     const PressParams p = methodsPanel_->params();
-    if (outputs_ && outputs_->decodeEvery == 0 && sameParams(outputs_->params, p) &&
+    const int64_t every = modelPanel_->decodeEvery();
+    if (outputs_ && outputs_->decodeEvery == every && sameParams(outputs_->params, p) &&
         int64_t(outputs_->metrics.tokens.size()) == modelPanel_->newTokens()) {
         saveOutputs(*outputs_);
         return;
     }
-    pendingSave_ = std::make_pair(p, modelPanel_->newTokens());
-    worker_->evaluate(p, modelPanel_->newTokens());
+    pendingSave_ = PendingSave{p, modelPanel_->newTokens(), every};
+    worker_->evaluate(p, modelPanel_->newTokens(), every);
 }
 
 void MainWindow::saveOutputs(const WorkbenchOutputs& o) {

@@ -173,7 +173,13 @@ private:
     std::shared_ptr<const WorkbenchOutputs> outputs_;
     std::shared_ptr<const sessions::RunRecord> storedRun_;  // the stored run shown, if any
     // The parameters and decode length Save asked for, until that decode arrives.
-    std::optional<std::pair<PressParams, int64_t>> pendingSave_;
+    // The run Save asked for and is waiting to decode: its parameters, tokens and compression
+    // during decoding (every N steps, 0: none).
+    struct PendingSave {
+        PressParams params;
+        int64_t tokens = 0, decodeEvery = 0;
+    };
+    std::optional<PendingSave> pendingSave_;
     // A save waiting for its model file's SHA-256; the hashes computed, by path|size|mtime.
     // The (layer, query head) of the attention map shown; -1: none.
     int shownMapLayer_ = -1, shownMapHead_ = -1;

@@ -170,6 +170,7 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
         if (decode) m.cacheEntries.push_back(longest(*free));
     }
     m.decodeSeconds = now() - t0;
+    m.decodeEvery = decode ? decode->every() : 0;
 
     m.agreedPrefix = 0;
     while (m.agreedPrefix < n_ && m.tokens[m.agreedPrefix] == fullTokens_[m.agreedPrefix]) ++m.agreedPrefix;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/CliHarness.h"
+#include "sessions/SessionStore.h"
 
 namespace {
 
@@ -174,8 +175,18 @@ TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
                        {"--decode-every: cake has no form for compression during decoding here"});
     expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 0"), {"--decode-every 0 must be at least 1"});
     expectOneLineError(runCli(text + "--method knorm --budget 10% --decode-every 2"), {"--decode-every needs --budget in entries"});
-    expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 2 --save"),
-                       {"--decode-every: such runs are not saved yet"});
+    // Saved, such a run keeps its schedule and the cache's size after each step.
+    const std::string store = kvlens::test::testOutputPath("decode-every-" + std::to_string(::getpid()) + ".db");
+    std::remove(store.c_str());
+    const Result savedRun = runCli(text + "--method knorm --budget 48 --decode-every 2 --save --store " + store);
+    ASSERT_EQ(savedRun.exitCode, 0) << savedRun.err;
+    kvlens::sessions::SessionStore opened(store, kvlens::sessions::SessionStore::Access::ReadOnly);
+    const auto runs = opened.runs(opened.session("default").id);
+    ASSERT_EQ(runs.size(), 1u);
+    const kvlens::RunMetrics m = opened.run(runs[0].id).metrics;
+    EXPECT_EQ(m.decodeEvery, 2);
+    EXPECT_EQ(m.cacheEntries.size(), 3u);  // -n 4: the first three answer tokens fed
+    EXPECT_GT(m.allocatedBytes, 0);
 }
 
 TEST(RunCli, BadMethodSettingsGiveOneLine) {

@@ -106,6 +106,10 @@ inline sessions::RunRecord reportRun(int64_t sessionId, int64_t promptId, const 
     m.ratio = double(m.bytes) / double(m.fullBytes);
     // The buffers with room for the decode steps; the full run as one stored before schema 7.
     m.allocatedBytes = method == "full" ? 0 : m.bytes + m.fullBytes / T * ReportSample::kNewTokens;
+    if (method == "streamingllm") {  // decoded with its rolling form, compressed every 4 steps
+        m.decodeEvery = 4;
+        for (int i = 0; i + 1 < ReportSample::kNewTokens; ++i) m.cacheEntries.push_back(budget + i % 4);
+    }
     m.hitRate = hitRate;
     if (!std::isnan(hitRate)) {
         for (int l = 0; l < ReportSample::kLayers; ++l) m.hitRatePerLayer.push_back(hitRate + 0.01 * (l - 1));

@@ -326,6 +326,16 @@ TEST_F(ReportTest, EveryNumberInTheTablesIsTheStoredOne) {
             EXPECT_EQ(readValue(settings.at(id).at("window").value), double(r.params.window)) << id;
         }
     }
+    // The run decoded with compression (StreamingLLM's, every 4 steps) says so among its knobs, alone.
+    {
+        const std::string table = tableHtml(html, "settings");
+        const std::string phrase = "compressed every 4 decode steps";
+        const size_t at = table.find(phrase);
+        ASSERT_NE(at, std::string::npos);
+        EXPECT_EQ(table.find(phrase, at + 1), std::string::npos);
+        const size_t row = table.rfind("<tr", at), end = table.find("</tr>", at);
+        EXPECT_NE(table.substr(row, end - row).find(">streamingllm<"), std::string::npos);
+    }
 
     // Overlap: the mean over layers of the per-layer, per-query-head Jaccard index.
     const auto overlap = numericCells(tableHtml(html, "overlap_mean"));

@@ -219,7 +219,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
                 "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
                 "ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP COLUMN tau2; "
                 "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
-                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 2;",
+                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
     const PressParams defaults;
@@ -290,7 +290,7 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
                 "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights;"
-                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 4;",
+                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 4;",
                 "make a version 4 store");
     }
     const PressParams defaults;
@@ -353,7 +353,7 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP "
-                "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
+                "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
                 "PRAGMA user_version = 5;",
                 "make a version 5 store");
     }
@@ -376,7 +376,7 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
     EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
 }
 
-TEST(SessionStore, KvzipsRepeatChunkAndTheAllocatedBytesComeBackAsSaved) {
+TEST(SessionStore, KvzipsRepeatChunkTheAllocatedBytesAndTheDecodesCompressionComeBackAsSaved) {
     const std::string path = test::storePath("v7settings.db");
     int64_t id = 0, session = 0;
     {
@@ -388,6 +388,8 @@ TEST(SessionStore, KvzipsRepeatChunkAndTheAllocatedBytesComeBackAsSaved) {
         run.params.repeatChunk = 300;
         run.selection.params = run.params;
         run.metrics.allocatedBytes = 123456;
+        run.metrics.decodeEvery = 4;
+        run.metrics.cacheEntries = {96, 97, 98, 99, 96, 97};
         id = store.saveRun(run);
     }
     {
@@ -398,15 +400,19 @@ TEST(SessionStore, KvzipsRepeatChunkAndTheAllocatedBytesComeBackAsSaved) {
             EXPECT_EQ(p.repeatChunk, 300);
         }
         EXPECT_EQ(r.metrics.allocatedBytes, 123456);
+        EXPECT_EQ(r.metrics.decodeEvery, 4);
+        EXPECT_EQ(r.metrics.cacheEntries, (std::vector<int64_t>{96, 97, 98, 99, 96, 97}));
     }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
-        db.exec("ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; PRAGMA user_version = 6;", "make a version 6 store");
+        db.exec("ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; PRAGMA user_version = 6;", "make a version 6 store");
     }
     {
         SessionStore store(path, SessionStore::Access::ReadOnly);
         EXPECT_EQ(store.runs(session).at(0).params.repeatChunk, PressParams().repeatChunk);
         EXPECT_EQ(store.run(id).metrics.allocatedBytes, 0);  // not recorded
+        EXPECT_EQ(store.run(id).metrics.decodeEvery, 0);
+        EXPECT_TRUE(store.run(id).metrics.cacheEntries.empty());
         Database db(path, path, SQLITE_OPEN_READONLY);
         EXPECT_EQ(db.pragmaInt("user_version"), 6);
     }
@@ -493,7 +499,7 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
                 "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "
-                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 3;",
+                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 3;",
                 "make a version 3 store");
     }
     {

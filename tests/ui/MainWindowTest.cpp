@@ -428,15 +428,21 @@ TEST(MainWindowTest, StoreThatCannotBeOpenedIsOneMessage) {
     QSignalSpy saved(&w, &MainWindow::runSaved);
     w.saveRun();
     ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
-    // A decode compressed every N steps has no place in the store yet: refused in one line.
+    // A decode compressed every N steps is saved with its schedule and its cache sizes.
+    PressParams knorm = w.methodsPanel()->params();
+    knorm.method = "knorm";
+    knorm.budget = 40;
+    w.methodsPanel()->setParams(knorm);
     w.modelPanel()->findChild<QSpinBox*>("decodeEvery")->setValue(4);
-    QSignalSpy refused(&w, &MainWindow::errorShown);
     w.saveRun();
-    ASSERT_EQ(refused.size(), 1);
-    EXPECT_EQ(refused.first().at(0).toString(),
-              "cannot save a run decoded with compression every 4 steps yet (the store keeps no decode schedule): "
-              "set compress every to off");
-    EXPECT_EQ(saved.size(), 1);
+    ASSERT_TRUE(waitFor(saved, 2, 60000, "the run decoded with compression"));
+    sessions::SessionStore store(f.dir.filePath("good.sqlite").toStdString());
+    const sessions::RunRecord run = store.run(saved.at(1).at(0).toLongLong());
+    EXPECT_EQ(run.params.method, "knorm");
+    EXPECT_EQ(run.metrics.decodeEvery, 4);
+    ASSERT_EQ(int64_t(run.metrics.cacheEntries.size()), w.modelPanel()->newTokens() - 1);
+    for (int64_t e : run.metrics.cacheEntries) EXPECT_LE(e, 40 + 3);
+    EXPECT_EQ(store.run(saved.at(0).at(0).toLongLong()).metrics.decodeEvery, 0);
 }
 
 }  // namespace

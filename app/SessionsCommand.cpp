@@ -199,6 +199,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                                  {"mean_kl", real(r.meanKl)},
                                  {"top1_agreement", real(r.top1Agreement)},
                                  {"hit_rate", real(r.hitRate)},
+                                 {"decode_every", r.decodeEvery},
                                  {"created_ms", r.createdMs}});
         }
         std::printf("%s\n",
@@ -236,6 +237,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
             (long long)r.agreedPrefix, (long long)r.newTokens, 100.0 * r.tokenAgreement, r.meanKl,
             100.0 * r.top1Agreement, 100.0 * r.hitRate, formatTime(r.createdMs).c_str(),
             r.status == "complete" ? "" : ("  " + r.status).c_str());
+        if (r.decodeEvery > 0) std::printf("%5s compressed every %lld decode steps\n", "", (long long)r.decodeEvery);
     }
     return 0;
 }

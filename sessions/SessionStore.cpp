@@ -1009,7 +1009,7 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
             "SELECT r.id, r.prompt_id, r.created_ms, r.new_tokens, r.status, p.token_count, "
             "m.bytes, m.full_bytes, m.ratio, m.token_agreement, m.mean_kl, m.top1_agreement, "
             "m.agreed_prefix, m.hit_rate, ") +
-            paramColumns(runsSchema_, "r.") +
+            (runsSchema_ < 7 ? "0, " : "COALESCE(m.decode_every, 0), ") + paramColumns(runsSchema_, "r.") +
             " FROM runs r JOIN prompts p ON p.id = r.prompt_id "
             "LEFT JOIN metrics m ON m.run_id = r.id WHERE r.session_id = ? ORDER BY r.id",
         "list runs");
@@ -1031,7 +1031,8 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
         r.top1Agreement = s.getDouble(11);
         r.agreedPrefix = s.getInt(12);
         r.hitRate = s.getDouble(13);
-        r.params = readParams(s, 14, path_ + ": run " + std::to_string(r.id));
+        r.decodeEvery = s.getInt(14);
+        r.params = readParams(s, 15, path_ + ": run " + std::to_string(r.id));
         out.push_back(r);
     }
     return out;

@@ -96,6 +96,7 @@ struct RunSummary {
     double ratio = 0.0, tokenAgreement = 0.0, meanKl = 0.0, top1Agreement = 0.0;
     int64_t agreedPrefix = 0;
     double hitRate = 0.0;  // NaN: not measured
+    int64_t decodeEvery = 0;  // compressed every this many decode steps (0: once, after the prompt)
 };
 
 // One needle-in-a-haystack run (kvlens niah --save): a generated sample, one method

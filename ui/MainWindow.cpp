@@ -513,7 +513,14 @@ void MainWindow::loadModel() {
     worker_->load(o);
 }
 
+void MainWindow::dropPendingSave(const QString& why) {
+    if (!pendingSave_) return;
+    pendingSave_.reset();
+    reportError("save", "the save waiting for its decode was dropped: " + why + "; save again");
+}
+
 void MainWindow::clearPromptViews(const QString& why) {
+    dropPendingSave("a new prompt or model replaced its capture");
     shownSelection_.reset();
     outputs_.reset();
     storedRun_.reset();
@@ -619,7 +626,10 @@ void MainWindow::onSelected(const SelectionResult& r) {
     funnelView_->setLayerBudgets(s.layerBudgets, label);
     if (capture_) memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
     memoryPanel_->setNote(MemoryPanel::channelsText(s, model_ ? model_->headDim : 0));
-    memoryPanel_->setAllocation(QString());  // the last decode's, not this selection's
+    // The last decode's allocation while it is this selection's, as a focus change reselects.
+    memoryPanel_->setAllocation(outputs_ && sameParams(outputs_->params, s.params)
+                                    ? MemoryPanel::allocationText(outputs_->metrics.allocatedBytes, outputs_->metrics.bytes)
+                                    : QString());
     if (model_) {
         memoryPanel_->setDevice(QString::fromStdString(model_->device),
                                 r.gpuBytes >= 0 ? std::optional<int64_t>(r.gpuBytes) : std::nullopt);
@@ -675,8 +685,8 @@ void MainWindow::decodeOutputs() {
         reportError("decode", "cannot decode: no prompt has been run yet");
         return;
     }
-    // A decode of another schedule replaces a queued one: it must not be saved as the pending run.
-    if (pendingSave_ && pendingSave_->decodeEvery != modelPanel_->decodeEvery()) pendingSave_.reset();
+    // This decode may replace the one a save waits for (the worker keeps one queued).
+    dropPendingSave("a new decode replaced it");
     worker_->evaluate(methodsPanel_->params(), modelPanel_->newTokens(), modelPanel_->decodeEvery());
 }
 
@@ -685,8 +695,10 @@ void MainWindow::onEvaluated(std::shared_ptr<const WorkbenchOutputs> outputs) {
     const WorkbenchOutputs& o = *outputs_;
     outputsPanel_->setOutputs(o.fullPieces, o.pieces, o.metrics, DisplayText::method(o.params));
     outputsPanel_->setCacheEntries(o.metrics.cacheEntries, o.params.budget, o.decodeEvery);
-    memoryPanel_->setAllocation(
-        MemoryPanel::allocationText(o.metrics.allocatedBytes, o.metrics.bytes, int64_t(o.metrics.tokens.size())));
+    // Shown under the selection it belongs to (one asked for since, or a stored run, has its own).
+    memoryPanel_->setAllocation(shownSelection_ && sameParams(shownSelection_->params, o.params)
+                                    ? MemoryPanel::allocationText(o.metrics.allocatedBytes, o.metrics.bytes)
+                                    : QString());
     status_->setStyleSheet("");
     status_->setText(QString("Decoded %1 tokens: agreement %2, mean KL %3")
                          .arg(o.metrics.tokens.size())
@@ -889,6 +901,7 @@ void MainWindow::showNeedleCapture() {
     const int64_t n = run.newTokens;
     needleOpen_.reset();
     // The answer on the compressed cache beside the full cache's, as the sweep measured it.
+    dropPendingSave("a needle sample's decode replaced it");
     worker_->evaluate(params, n);
 }
 
@@ -910,8 +923,9 @@ void MainWindow::showStoredRun(qint64 runId) {
             memoryPanel_->setMemory(full, run.metrics.bytesPerLayer, label);
         }
         memoryPanel_->setNote(MemoryPanel::channelsText(run.selection, 0));  // the run's model may not be loaded
-        memoryPanel_->setAllocation(MemoryPanel::allocationText(run.metrics.allocatedBytes, run.metrics.bytes,
-                                                                int64_t(run.metrics.tokens.size())));
+        memoryPanel_->setAllocation(run.status == "complete"
+                                        ? MemoryPanel::allocationText(run.metrics.allocatedBytes, run.metrics.bytes)
+                                        : QString());
         // The continuations token by token need the tokenizer, on the engine thread.
         storedRun_ = std::make_shared<const sessions::RunRecord>(run);
         if (model_) {

@@ -180,6 +180,8 @@ private:
         int64_t tokens = 0, decodeEvery = 0;
     };
     std::optional<PendingSave> pendingSave_;
+    // Forgets the save waiting for its decode, saying why in one line (nothing when none waits).
+    void dropPendingSave(const QString& why);
     // A save waiting for its model file's SHA-256; the hashes computed, by path|size|mtime.
     // The (layer, query head) of the attention map shown; -1: none.
     int shownMapLayer_ = -1, shownMapHead_ = -1;

@@ -94,14 +94,11 @@ void MemoryPanel::setAllocation(const QString& text) {
 
 QString MemoryPanel::allocation() const { return allocation_->text(); }
 
-QString MemoryPanel::allocationText(int64_t allocated, int64_t kept, int64_t steps) {
+QString MemoryPanel::allocationText(int64_t allocated, int64_t kept) {
     if (allocated <= 0) return "Allocated: not recorded (a run stored before the store kept it)";
-    return QString("Allocated: %1, the compressed cache's buffers with room for %2 decode step%3 (the kept "
-                   "entries %4)")
-        .arg(DisplayText::bytes(allocated))
-        .arg(steps)
-        .arg(steps == 1 ? "" : "s")
-        .arg(DisplayText::bytes(kept));
+    return QString("Allocated: %1, the compressed cache's buffers after the gather, room for the decode included "
+                   "(the kept entries %2)")
+        .arg(DisplayText::bytes(allocated), DisplayText::bytes(kept));
 }
 
 QString MemoryPanel::channelsText(const Selection& s, int64_t headDim) {

@@ -44,9 +44,9 @@ public:
     // (allocationText; empty: hidden, as after a new selection).
     void setAllocation(const QString& text);
     QString allocation() const;
-    // "Allocated: 6.1 MB, the compressed cache's buffers with room for 64 decode steps (the
-    // kept entries 5.8 MB)"; says when the allocation was not recorded (bytes <= 0).
-    static QString allocationText(int64_t allocatedBytes, int64_t keptBytes, int64_t decodeSteps);
+    // "Allocated: 6.1 MB, the compressed cache's buffers after the gather, room for the decode
+    // included (the kept entries 5.8 MB)"; says when the allocation was not recorded (bytes <= 0).
+    static QString allocationText(int64_t allocatedBytes, int64_t keptBytes);
 
     // "KV: 184.5 MB → 23.1 MB (12.5%, 8.0x smaller)".
     static QString totalsText(int64_t fullBytes, int64_t compressedBytes);

@@ -48,8 +48,9 @@ QList<QStandardItem*> runRow(const sessions::RunSummary& r) {
     const bool failed = r.status != "complete";
     QList<QStandardItem*> row;
     row << cell(QString::number(r.id), qlonglong(r.id), true);
-    auto* method = cell(DisplayText::method(r.params) + (failed ? " (failed)" : ""),
-                        DisplayText::method(r.params), false);
+    const QString every = r.decodeEvery > 0 ? QString(", every %1").arg(r.decodeEvery) : QString();
+    auto* method = cell(DisplayText::method(r.params) + every + (failed ? " (failed)" : ""),
+                        DisplayText::method(r.params) + every, false);
     method->setToolTip(QString::fromStdString(sessions::ParamText::toJson(r.params)));
     row << method;
     row << cell(QString::number(r.promptTokens), qlonglong(r.promptTokens), true);

@@ -187,6 +187,13 @@ TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     EXPECT_EQ(m.decodeEvery, 2);
     EXPECT_EQ(m.cacheEntries.size(), 3u);  // -n 4: the first three answer tokens fed
     EXPECT_GT(m.allocatedBytes, 0);
+    // Listed as such.
+    const Result shown = runCli("sessions show default --store " + store);
+    ASSERT_EQ(shown.exitCode, 0) << shown.err;
+    EXPECT_NE(shown.out.find("compressed every 2 decode steps"), std::string::npos) << shown.out;
+    const Result listed = runCli("sessions show default --json --store " + store);
+    ASSERT_EQ(listed.exitCode, 0) << listed.err;
+    EXPECT_EQ(nlohmann::json::parse(listed.out)["runs"][0]["decode_every"], 2);
 }
 
 TEST(RunCli, BadMethodSettingsGiveOneLine) {

@@ -131,7 +131,7 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
     EXPECT_TRUE(heard.empty());  // SnapKV needs nothing more
     w.prepareMethod(h2o, [&](double, const std::string& what) { heard.push_back(what); });
     ASSERT_FALSE(heard.empty());
-    EXPECT_EQ(heard.front().rfind("h2o's statistics (a replay of the prompt): ", 0), 0u) << heard.front();
+    EXPECT_EQ(heard.front().rfind("H2O's accumulated attention (a replay of the prompt): ", 0), 0u) << heard.front();
     {
         PressParams h = p;
         h.method = "h2o";

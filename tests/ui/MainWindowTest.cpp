@@ -178,8 +178,31 @@ TEST(MainWindowTest, SaveKeepsTheParametersAskedLast) {
     const sessions::RunRecord run = store.run(runs[0].id);
     EXPECT_GT(run.metrics.allocatedBytes, 0);
     EXPECT_EQ(w.memoryPanel()->allocation(),
-              MemoryPanel::allocationText(run.metrics.allocatedBytes, run.metrics.bytes,
-                                          int64_t(run.metrics.tokens.size())));
+              MemoryPanel::allocationText(run.metrics.allocatedBytes, run.metrics.bytes));
+}
+
+// A decode asked for while a save waits for its own may replace it in the worker's queue: the
+// save is dropped in one line rather than lost in silence or made later from another decode.
+TEST(MainWindowTest, ADecodeAskedWhileASaveWaitsDropsTheSaveInOneLine) {
+    Fixture f;
+    MainWindow w(f.options());
+    w.show();
+    loadAndRun(w, "random:tiny", kPrompt);
+    QSignalSpy saved(&w, &MainWindow::runSaved);
+    QSignalSpy decoded(&w, &MainWindow::outputsReady);
+    QSignalSpy error(&w, &MainWindow::errorShown);
+    w.saveRun();
+    w.decodeOutputs();
+    ASSERT_EQ(error.size(), 1);
+    EXPECT_EQ(error.first().at(0).toString(),
+              "the save waiting for its decode was dropped: a new decode replaced it; save again");
+    ASSERT_TRUE(waitFor(decoded, 1, 60000, "the decode"));
+    while (decoded.wait(500)) {
+    }
+    EXPECT_EQ(saved.size(), 0);
+    // Saving again works.
+    w.saveRun();
+    ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
 }
 
 // Opens the tiny GGUF `model` in a window on `f`'s store, runs a short prompt and

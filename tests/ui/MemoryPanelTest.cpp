@@ -57,20 +57,17 @@ TEST(MemoryPanel, ThinksPrunedChannelsAreNamedUnderTheTotals) {
 
 // What the last decode's cache allocated, beside the logical KV: shown until cleared.
 TEST(MemoryPanel, TheAllocatedBytesOfTheLastDecodeAreALineOfTheirOwn) {
-    EXPECT_EQ(MemoryPanel::allocationText(6'100'000, 5'800'000, 64),
-              "Allocated: 6.1 MB, the compressed cache's buffers with room for 64 decode steps (the kept entries "
-              "5.8 MB)");
-    EXPECT_EQ(MemoryPanel::allocationText(1000, 1000, 1),
-              "Allocated: 1.0 KB, the compressed cache's buffers with room for 1 decode step (the kept entries "
-              "1.0 KB)");
-    EXPECT_EQ(MemoryPanel::allocationText(0, 5'800'000, 64),
+    EXPECT_EQ(MemoryPanel::allocationText(6'100'000, 5'800'000),
+              "Allocated: 6.1 MB, the compressed cache's buffers after the gather, room for the decode included "
+              "(the kept entries 5.8 MB)");
+    EXPECT_EQ(MemoryPanel::allocationText(0, 5'800'000),
               "Allocated: not recorded (a run stored before the store kept it)");
     MemoryPanel panel;
     panel.show();
     EXPECT_FALSE(panel.findChild<QLabel*>("allocation")->isVisible());
-    panel.setAllocation(MemoryPanel::allocationText(6'100'000, 5'800'000, 64));
+    panel.setAllocation(MemoryPanel::allocationText(6'100'000, 5'800'000));
     EXPECT_TRUE(panel.findChild<QLabel*>("allocation")->isVisible());
-    EXPECT_EQ(panel.allocation(), MemoryPanel::allocationText(6'100'000, 5'800'000, 64));
+    EXPECT_EQ(panel.allocation(), MemoryPanel::allocationText(6'100'000, 5'800'000));
     panel.clear("No run yet");
     EXPECT_FALSE(panel.findChild<QLabel*>("allocation")->isVisible());
 }

@@ -98,7 +98,7 @@ int runRun(const std::vector<std::string>& argv) {
             "           shared over all layers and heads by the highest attention each entry got)\n"
             "  --scorer: what adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv rank by: snapkv (their own\n"
             "           but cake's), tova, knorm, keydiff, expected, cur, cake (cake's own eviction indicator),\n"
-            "           leverage, noncausal, compactor, kvzip\n"
+            "           leverage, noncausal, compactor, kvzip, h2o (its accumulated attention: a replay)\n"
             "  --think R: ThinK over any method: prunes (zeroes) the share R of each kept prompt key's channels\n"
             "           of lowest window-query x key energy; the KV bytes leave them out, kv_bytes_allocated not\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"

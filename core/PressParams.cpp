@@ -45,7 +45,7 @@ const std::vector<std::string>& PressParams::methodNames() {
 
 const std::vector<std::string>& PressParams::scorerNames() {
     static const std::vector<std::string> names = {"snapkv",   "tova", "knorm",     "keydiff",  "expected",
-                                                   "cur",      "cake", "leverage", "noncausal", "compactor", "kvzip"};
+                                                   "cur",      "cake", "leverage", "noncausal", "compactor", "kvzip", "h2o"};
     return names;
 }
 

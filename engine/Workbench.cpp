@@ -324,6 +324,11 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
             c.keepScoresFor(*state_->loaded.model, params);
             if (!c.reconstructionScores(0, params.repeatChunk, params.sinks).defined()) return {};
         }
+        if (params.ranksBy("h2o")) {
+            if (c.prompt().empty()) return {};
+            c.keepScoresFor(*state_->loaded.model, params);
+            if (!c.hasH2oScores()) return {};
+        }
         presses::HeadScores rows = presses::scorerScores(c, layer, params);
         if (m == "chunkkv") {
             // Each ranked position shows its chunk's summed scores, what the chunk is ranked by.

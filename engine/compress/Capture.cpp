@@ -320,6 +320,7 @@ std::string Capture::pendingWork(const PressParams& params) const {
     if (params.resolveBudget(T) >= T) return "";  // keeps everything: nothing ranked
     std::string work;
     auto add = [&](const std::string& w) { work += (work.empty() ? "" : " and ") + w; };
+    if (params.ranksBy("h2o") && !hasH2oScores()) add("H2O's accumulated attention (a replay of the prompt)");
     if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined())
         add("CriticalKV's projected value norms (W_o on every value)");
     // (Bad settings say so in keepScoresFor's validation.)
@@ -337,7 +338,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     if (!needsReplayFor(params)) return;
     // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
     if (params.method != "h2o") params.validate(promptLength_, windowCapacity());
-    const bool h2o = params.method == "h2o";
+    const bool h2o = params.ranksBy("h2o");
     std::lock_guard<std::mutex> lock(statsMutex_);
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_) {
@@ -349,8 +350,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
                     " the model that made the capture (another one is loaded)");
     }
     c10::InferenceMode guard;
-    if (h2o) {
-        if (hasH2oScores()) return;
+    if (h2o && !hasH2oScores()) {
         ColumnSumAccumulator sums(layers(), promptLength_);
         model.replay(prompt_, *cache_, sums, progress);
         for (int64_t l = 0; l < layers(); ++l) {
@@ -358,8 +358,8 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         }
         h2oScores_ = std::move(sums.sums);
         h2oReady_ = true;
-        return;
     }
+    if (params.method == "h2o") return;
     if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined()) {
         // Each query head's slice of W_o [E, H * D] applied to its KV head's values, L1 over E.
         const int64_t T = promptLength_, D = headDim_, G = queryHeads_ / kvHeads_;

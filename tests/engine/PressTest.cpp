@@ -649,9 +649,14 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     scored.scorer = "knorm";
     expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, not --method snapkv"});
     scored.method = "adakv";
+    scored.scorer = "lru";
+    expectError([&] { select(*capture, scored); },
+                {"--scorer 'lru' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake"});
+    // H2O as a scorer needs every prompt query: tensors given with --inputs have none.
     scored.scorer = "h2o";
     expectError([&] { select(*capture, scored); },
-                {"--scorer 'h2o' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake"});
+                {"--scorer h2o needs the attention of every prompt query, which only a model prefill records "
+                 "(not tensors given with --inputs)"});
     for (double tau : {0.0, -1.0}) {
         PressParams cake = params("cake", 48);
         cake.tau2 = tau;

@@ -325,6 +325,19 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
         return rows;
     }
     if (scorer == "cake") return cakeIndicator(capture, layer, p);
+    if (scorer == "h2o") {
+        // H2O's accumulated attention over the prefix, per KV head (as --method h2o ranks it).
+        if (!capture.hasH2oScores()) {
+            throw Error(capture.prompt().empty()
+                            ? "--scorer h2o needs the attention of every prompt query, which only a model prefill "
+                              "records (not tensors given with --inputs)"
+                            : "--scorer h2o: the capture's accumulated attention has not been computed "
+                              "(Capture::keepScoresFor before selecting)");
+        }
+        rows = accumulatedAttention(capture, layer, p.window, GqaMode::KvHead);
+        for (auto& row : rows) row.resize(static_cast<size_t>(T), nan);
+        return rows;
+    }
     if (scorer == "tova") rows = HeadScores(static_cast<size_t>(capture.kvHeads()), lastQueryAttention(capture, layer));
     else if (scorer == "knorm") rows = keyNormScores(capture, layer);
     else if (scorer == "keydiff") rows = keyDiffScores(capture, layer);

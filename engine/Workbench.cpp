@@ -314,20 +314,16 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
         if (((scorer == "expected" || scorer == "leverage" || scorer == "compactor") && !c.queryStatistics()) ||
             fixed >= c.promptLength() || params.window > c.windowCapacity())
             return {};
-        if (params.ranksBy("noncausal")) {
+        // Scorers that need a run of the model (a replay, a reconstruction): none on tensors, and
+        // none when the budget holds the prompt (nothing ranked, nothing computed).
+        if (params.ranksBy("noncausal") || params.ranksBy("kvzip") || params.ranksBy("h2o")) {
+            if (c.prompt().empty()) return {};
+            c.keepScoresFor(*state_->loaded.model, params);
             const auto [lo, hi] = params.rankedSpan(c.promptLength());
-            c.keepScoresFor(*state_->loaded.model, params);
-            if (c.prompt().empty() || !c.nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return {};
-        }
-        if (params.ranksBy("kvzip")) {
-            if (c.prompt().empty()) return {};
-            c.keepScoresFor(*state_->loaded.model, params);
-            if (!c.reconstructionScores(0, params.repeatChunk, params.sinks).defined()) return {};
-        }
-        if (params.ranksBy("h2o")) {
-            if (c.prompt().empty()) return {};
-            c.keepScoresFor(*state_->loaded.model, params);
-            if (!c.hasH2oScores()) return {};
+            if ((params.ranksBy("noncausal") && !c.nonCausalAttention(0, params.attnChunk, lo, hi).defined()) ||
+                (params.ranksBy("kvzip") && !c.reconstructionScores(0, params.repeatChunk, params.sinks).defined()) ||
+                (params.ranksBy("h2o") && !c.hasH2oScores()))
+                return {};
         }
         presses::HeadScores rows = presses::scorerScores(c, layer, params);
         if (m == "chunkkv") {

@@ -104,55 +104,44 @@ void BM_ExpectedSelectAndGather8k(benchmark::State& state) {
 void BM_LeverageSelectAndGather8k(benchmark::State& state) {
     selectAndGather(state, "leverage", tinyllamaPrefill8k());
 }
-// Compactor after its replay (BM_NonCausalReplay8k times that): the leverage and
-// attention scores are kept, a new budget blends them again (the blend follows 1 - B/T).
-void BM_CompactorSelectAndGather8k(benchmark::State& state) {
+// A method after what it computes on first use (kept with the capture): a new budget selects
+// again from the kept scores. Compactor's blend follows 1 - B/T, so each budget blends again;
+// KVzip ranks L x KV x T scores at once.
+void selectAfterFirstUse(benchmark::State& state, const std::string& method) {
     const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
     PressParams p;
-    p.method = "compactor";
+    p.method = method;
     p.budget = 1024;
     capture->keepScoresFor(*tinyllamaModel().model, p);
-    selectAndGather(state, "compactor", capture);
+    selectAndGather(state, method, capture);
 }
-// The non-causal attention's replay of the 8192-token prompt (every layer), once per
-// (chunk, span): chunks of 256 + i, so each iteration is a first use.
+void BM_CompactorSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "compactor"); }
+// What a method computes on first use for a setting not seen before, on the 8192-token prompt
+// (every layer), once per iteration (`vary` makes each one new): the time beside the prefill.
+void firstUseOfTheModel(benchmark::State& state, const std::string& method,
+                        const std::function<void(PressParams&, int64_t)>& vary) {
+    at::set_num_threads(2);
+    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+    PressParams p;
+    p.method = method;
+    p.budget = 1024;
+    int64_t i = 0;
+    for (auto _ : state) {
+        vary(p, i++);
+        capture->keepScoresFor(*tinyllamaModel().model, p);
+    }
+    state.counters["prefill_s"] = capture->prefillSeconds();
+}
+// The non-causal attention's replay, once per (chunk, span): chunks of 257 + i.
 void BM_NonCausalReplay8k(benchmark::State& state) {
-    at::set_num_threads(2);
-    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
-    PressParams p;
-    p.method = "noncausal";
-    p.budget = 1024;
-    int64_t i = 0;
-    for (auto _ : state) {
-        p.attnChunk = 257 + i++;
-        capture->keepScoresFor(*tinyllamaModel().model, p);
-    }
-    state.counters["prefill_s"] = capture->prefillSeconds();
+    firstUseOfTheModel(state, "noncausal", [](PressParams& p, int64_t i) { p.attnChunk = 257 + i; });
 }
-// KVzip's reconstruction of the 8192-token prompt (4 chunks of 2048 after the sinks, each run
-// after the whole prompt's KV), once per (chunk, sinks): the time beside the capture's prefill.
+// KVzip's reconstruction (4 chunks of 2048 after the sinks, each run after the whole prompt's
+// KV), once per (chunk, sinks): sinks 4 + i.
 void BM_KvzipReconstruction8k(benchmark::State& state) {
-    at::set_num_threads(2);
-    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
-    PressParams p;
-    p.method = "kvzip";
-    p.budget = 1024;
-    int64_t i = 0;
-    for (auto _ : state) {
-        p.sinks = 4 + i++;
-        capture->keepScoresFor(*tinyllamaModel().model, p);
-    }
-    state.counters["prefill_s"] = capture->prefillSeconds();
+    firstUseOfTheModel(state, "kvzip", [](PressParams& p, int64_t i) { p.sinks = 4 + i; });
 }
-// KVzip after its reconstruction: a new budget ranks L x KV x T scores at once.
-void BM_KvzipSelectAndGather8k(benchmark::State& state) {
-    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
-    PressParams p;
-    p.method = "kvzip";
-    p.budget = 1024;
-    capture->keepScoresFor(*tinyllamaModel().model, p);
-    selectAndGather(state, "kvzip", capture);
-}
+void BM_KvzipSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "kvzip"); }
 // The first selection with a setting not seen before (`vary` makes a new one each
 // iteration), which computes the scores it then keeps.
 void firstUse(benchmark::State& state, const std::string& method, const Capture& capture,

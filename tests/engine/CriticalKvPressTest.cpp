@@ -20,6 +20,7 @@
 #include "engine/model/LlamaModel.h"
 #include "engine/model/ModelSpec.h"
 #include "engine/model/ModelWeights.h"
+#include "NormReference.h"
 
 namespace kvlens {
 namespace {
@@ -188,7 +189,7 @@ TEST_P(CriticalKvShapes, QueryHeadModeRescalesByEachHeadsOwnNorms) {
 TEST_P(CriticalKvShapes, CriticalAdaKvKeepsTheDefinition) {
     Fixture f(GetParam());
     const Capture& c = *f.capture;
-    const int64_t T = c.promptLength(), KV = c.kvHeads(), D = c.headDim();
+    const int64_t T = c.promptLength(), KV = c.kvHeads();
     PressParams p;
     p.method = "criticaladakv";
     p.scorer = "knorm";
@@ -205,16 +206,13 @@ TEST_P(CriticalKvShapes, CriticalAdaKvKeepsTheDefinition) {
             const int64_t P = B - p.window, safe = int64_t(std::floor(alpha * double(P) + 1e-9));
             for (int64_t l = 0; l < 2; ++l) {
                 const auto n = f.norms(l);
-                const at::Tensor k = c.keys(l).to(at::kDouble).contiguous();
-                std::vector<std::vector<double>> score(KV, std::vector<double>(T));
+                std::vector<std::vector<double>> score(KV);
                 std::vector<int32_t> ranked;
                 for (int64_t t = 0; t < T - p.window; ++t) ranked.push_back(int32_t(t));
-                for (int64_t h = 0; h < KV; ++h)
-                    for (int64_t t = 0; t < T; ++t) {
-                        double norm = 0.0;
-                        for (int64_t d = 0; d < D; ++d) norm += k[h][t][d].item<double>() * k[h][t][d].item<double>();
-                        score[h][t] = -std::sqrt(norm);
-                    }
+                for (int64_t h = 0; h < KV; ++h) {
+                    score[h] = test::squaredNorms(c.keys(l), h, T);
+                    for (double& v : score[h]) v = -std::sqrt(v);
+                }
                 // AdaKV's allocation.
                 std::vector<std::vector<char>> taken(KV, std::vector<char>(T, 0));
                 std::vector<int64_t> headBudget(KV, 0);

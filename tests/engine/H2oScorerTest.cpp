@@ -18,22 +18,11 @@
 #include "engine/model/LlamaModel.h"
 #include "engine/model/ModelSpec.h"
 #include "engine/model/ModelWeights.h"
+#include "QueryRecorder.h"
 
 namespace kvlens {
 namespace {
 
-class AllQueries : public ForwardObserver {
-public:
-    AllQueries(int64_t layers, int64_t positions) : queries(layers), positions_(positions) {}
-    void onQueries(int64_t layer, const at::Tensor& q, int64_t p0) override {
-        if (!queries[layer].defined()) queries[layer] = at::zeros({positions_, q.size(1), q.size(2)}, at::kDouble);
-        queries[layer].narrow(0, p0, q.size(0)).copy_(q.to(at::kDouble));
-    }
-    std::vector<at::Tensor> queries;
-
-private:
-    int64_t positions_;
-};
 
 class H2oScorerShapes : public ::testing::TestWithParam<int64_t> {};
 
@@ -64,7 +53,7 @@ TEST_P(H2oScorerShapes, AWrapperRanksH2osAccumulatedAttention) {
     EXPECT_FALSE(capture->needsReplayFor(p));
 
     KvCache fresh = model.makeCache(T);
-    AllQueries rec(config.nLayers, T);
+    test::QueryRecorder rec(config.nLayers, T);
     model.forward(prompt, fresh, false, {}, &rec);
     const Selection s = Press::create("adakv")->select(*capture, p);
     for (int64_t l = 0; l < config.nLayers; ++l) {

@@ -25,23 +25,10 @@
 #include "engine/model/LlamaModel.h"
 #include "engine/model/ModelSpec.h"
 #include "engine/model/ModelWeights.h"
+#include "QueryRecorder.h"
 
 namespace kvlens {
 namespace {
-
-// Every query of a forward pass, per layer, [positions, H, D].
-class QueryRecorder : public ForwardObserver {
-public:
-    QueryRecorder(int64_t layers, int64_t positions) : queries(layers), positions_(positions) {}
-    void onQueries(int64_t layer, const at::Tensor& q, int64_t p0) override {
-        if (!queries[layer].defined()) queries[layer] = at::zeros({positions_, q.size(1), q.size(2)}, at::kDouble);
-        queries[layer].narrow(0, p0, q.size(0)).copy_(q.to(at::kDouble));
-    }
-    std::vector<at::Tensor> queries;
-
-private:
-    int64_t positions_;
-};
 
 struct Fixture {
     ModelConfig config;
@@ -82,7 +69,7 @@ struct Fixture {
             all.insert(all.end(), input.begin(), input.end());
             const int64_t N = int64_t(all.size()), R = int64_t(input.size());
             KvCache cache = model->makeCache(N);
-            QueryRecorder rec(config.nLayers, N);
+            test::QueryRecorder rec(config.nLayers, N);
             model->forward(all, cache, false, {}, &rec);
             for (int64_t l = 0; l < config.nLayers; ++l) {
                 const at::Tensor k = cache.keys(l).to(at::kDouble).contiguous();  // [KV, N, D]

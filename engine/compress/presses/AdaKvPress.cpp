@@ -24,7 +24,7 @@ std::vector<std::vector<int32_t>> AdaKvPress::keepLayer(presses::HeadScores& sco
     int64_t fixed = 0;  // the same on every head: the window and the scorer's sinks
     for (float v : scores[0]) fixed += std::isnan(v) ? 1 : 0;
     const int64_t P = std::max<int64_t>(0, budget - fixed);
-    const int64_t floorPerHead = static_cast<int64_t>(std::floor(alpha * double(P) + 1e-9));
+    const int64_t floorPerHead = safeguard(alpha, P);
     for (int64_t h = 0; h < heads; ++h) {
         std::vector<float>& row = scores[h];
         if (normalise) {

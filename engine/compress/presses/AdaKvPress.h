@@ -7,6 +7,7 @@
 // them. Heads end up with different lengths; the compressed cache stores them so.
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "engine/compress/presses/Press.h"
@@ -21,6 +22,10 @@ public:
     // head's floor(alpha x P) best, then the rest of heads x P by a top-k over all heads.
     static std::vector<std::vector<int32_t>> keepLayer(presses::HeadScores& scores, int64_t budget, double alpha,
                                                        bool normalise);
+    // Each head's guaranteed share of a pool of P ranked entries per head: floor(alpha x P).
+    static int64_t safeguard(double alpha, int64_t pool) {
+        return static_cast<int64_t>(std::floor(alpha * double(pool) + 1e-9));
+    }
 
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,

@@ -1,5 +1,6 @@
 #include "engine/compress/presses/CriticalAdaKvPress.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/compress/presses/AdaKvPress.h"
@@ -21,8 +22,7 @@ void CriticalAdaKvPress::fill(const Capture& capture, const PressParams& p, int6
             AdaKvPress::keepLayer(forAllocation, budget, p.alpha, normalise);
         int64_t fixed = 0;  // the same on every head: the window and the scorer's sinks
         for (float v : scores[0]) fixed += std::isnan(v) ? 1 : 0;
-        const int64_t safeguard =
-            static_cast<int64_t>(std::floor(p.alpha * double(std::max<int64_t>(0, budget - fixed)) + 1e-9));
+        const int64_t safeguard = AdaKvPress::safeguard(p.alpha, std::max<int64_t>(0, budget - fixed));
         for (size_t h = 0; h < scores.size(); ++h) {
             const int64_t headBudget = static_cast<int64_t>(allocated[h].size()) - fixed;
             s.kept[l][h] = CriticalKvPress::keepHead(scores[h], norms.data_ptr<double>() + h * T, headBudget, safeguard);

@@ -248,7 +248,8 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
             kernels::synchronizeDevice(device);
             m.gatherMs = 1e3 * (now() - t0);
             m.kvBytes = cache.bytes();
-            int32_t token = greedy(capture->lastLogits());
+            const at::Tensor own = capture->prefilledCache(p).lastLogits;  // Finch's after its own prefill
+            int32_t token = greedy(own.defined() ? own : capture->lastLogits());
             t0 = now();
             for (int64_t i = 0; i < decodeTokens; ++i) token = greedy(model.decode(token, cache));
             kernels::synchronizeDevice(device);
@@ -360,7 +361,7 @@ int runBench(const std::vector<std::string>& argv) {
     valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
                        "--schedule", "--sinks", "--lag", "--chunk", "--future", "--scorer", "--tau1",
                        "--tau2", "--gamma", "--lazy", "--layer-weights", "--sketch", "--attn-chunk",
-                       "--blend", "--think", "--repeat-chunk"});
+                       "--blend", "--think", "--repeat-chunk", "--finch-chunk"});
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -395,7 +396,7 @@ int runBench(const std::vector<std::string>& argv) {
     for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
                              "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future",
                              "--scorer", "--tau1", "--tau2", "--gamma", "--lazy", "--layer-weights",
-                             "--sketch", "--attn-chunk", "--blend", "--think", "--repeat-chunk"}) {
+                             "--sketch", "--attn-chunk", "--blend", "--think", "--repeat-chunk", "--finch-chunk"}) {
         if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
     }
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);

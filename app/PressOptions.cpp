@@ -16,7 +16,7 @@ const std::set<std::string>& PressOptions::flags() {
                                             "--chunk",  "--future", "--scorer", "--tau1",
                                             "--tau2",   "--gamma",  "--lazy", "--layer-weights",
                                             "--sketch", "--attn-chunk", "--blend", "--think",
-                                            "--repeat-chunk"};
+                                            "--repeat-chunk", "--finch-chunk"};
     return f;
 }
 
@@ -44,6 +44,7 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     p.sketch = args.getInt("--sketch", p.sketch, 1, 1 << 12);
     p.attnChunk = args.getInt("--attn-chunk", p.attnChunk, 1, 1 << 20);
     p.repeatChunk = args.getInt("--repeat-chunk", p.repeatChunk, 1, 1 << 20);
+    p.finchChunk = args.getInt("--finch-chunk", p.finchChunk, 1, 1 << 20);
     p.think = args.getDouble("--think", p.think);
     if (args.has("--blend") && args.get("--blend") != "auto") {
         p.blend = args.getDouble("--blend", p.blend);

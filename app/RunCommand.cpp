@@ -45,6 +45,7 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
             {"sketch", p.sketch},
             {"attn_chunk", p.attnChunk},
             {"repeat_chunk", p.repeatChunk},
+            {"finch_chunk", p.finchChunk},
             {"blend", p.blend >= 0.0 ? nlohmann::json(p.blend) : nlohmann::json("auto")},
             {"think", p.think}};
 }
@@ -82,7 +83,7 @@ int runRun(const std::vector<std::string>& argv) {
             "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
             "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
             "       [--lazy X] [--layer-weights W,W,...] [--sketch K] [--attn-chunk C] [--blend X|auto]\n"
-            "       [--think R] [--repeat-chunk C]\n"
+            "       [--think R] [--repeat-chunk C] [--finch-chunk C]\n"
             "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
             "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
             "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv (--alpha, --scorer), random,\n"
@@ -95,7 +96,10 @@ int runRun(const std::vector<std::string>& argv) {
             "           criticalkv (--window, --scorer: half by the scorer, half rescaled by ||W_o v||_1),\n"
             "           criticaladakv (criticalkv on AdaKV's head budgets: --alpha, --window, --scorer),\n"
             "           kvzip (--sinks, --repeat-chunk 2048: the prompt reconstructed after itself, the budget\n"
-            "           shared over all layers and heads by the highest attention each entry got)\n"
+            "           shared over all layers and heads by the highest attention each entry got),\n"
+            "           finch (--window: the question, the prompt's last W tokens; --finch-chunk 512: the context\n"
+            "           prefilled in chunks, each followed by the question, evicting to its share after each;\n"
+            "           its own cache, keys re-rotated to positions 0 .. B-1)\n"
             "  --scorer: what adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv rank by: snapkv (their own\n"
             "           but cake's), tova, knorm, keydiff, expected, cur, cake (cake's own eviction indicator),\n"
             "           leverage, noncausal, compactor, kvzip, h2o (its accumulated attention: a replay)\n"

@@ -181,7 +181,7 @@ const char* kHelp =
     "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n"
     "  --method   full, snapkv, pyramidkv, streamingllm, adakv, random, tova, knorm, keydiff,\n"
     "             lagkv, chunkkv, cur, cake, simlayerkv, perlayer (h2o, expected, leverage,\n"
-    "             noncausal, compactor, criticalkv, criticaladakv and kvzip need a model: use kvlens run)\n"
+    "             noncausal, compactor, criticalkv, criticaladakv, kvzip and finch need a model: use kvlens run)\n"
     "  --scorer   what adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv rank by: snapkv, tova, knorm,\n"
     "             keydiff, cur, cake\n"
     "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"

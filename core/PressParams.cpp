@@ -39,7 +39,8 @@ const std::vector<std::string>& PressParams::methodNames() {
                                                    "adakv",  "random", "tova",      "knorm",        "keydiff",
                                                    "lagkv",  "chunkkv", "expected",     "cur",
                                                    "cake",   "simlayerkv", "perlayer", "leverage",
-                                                   "noncausal", "compactor", "criticalkv", "criticaladakv", "kvzip"};
+                                                   "noncausal", "compactor", "criticalkv", "criticaladakv", "kvzip",
+                                                   "finch"};
     return names;
 }
 
@@ -80,7 +81,7 @@ std::string PressParams::scorerInEffect() const {
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
            method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "compactor" || method == "criticalkv" || method == "criticaladakv";
+           method == "compactor" || method == "criticalkv" || method == "criticaladakv" || method == "finch";
 }
 
 bool PressParams::usesSinks() const {
@@ -151,7 +152,8 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
             throw Error("--window " + std::to_string(window) + " must be below the prompt length " +
                         std::to_string(promptLength) + " (or the budget must hold the whole prompt)");
         }
-        if (!keepsAll && window > maxWindow) {
+        // (Finch runs its question itself: its window is not the capture's window queries.)
+        if (!keepsAll && window > maxWindow && method != "finch") {
             throw Error("--window " + std::to_string(window) + " is above the " +
                         std::to_string(maxWindow) + " window queries the capture holds");
         }
@@ -198,6 +200,13 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     if (ranksBy("kvzip") && repeatChunk < 1)
         throw Error("--repeat-chunk " + std::to_string(repeatChunk) +
                     " must be at least 1 (the context positions KVzip repeats per reconstruction pass)");
+    if (method == "finch") {
+        if (finchChunk < 1)
+            throw Error("--finch-chunk " + std::to_string(finchChunk) +
+                        " must be at least 1 (the context positions Finch prefills per step)");
+        // Finch prefills its own cache (re-rotated keys): there is no gathered key to prune.
+        if (think > 0.0) throw Error("--think cannot prune Finch's cache: Finch prefills its own, with re-rotated keys");
+    }
     if (ranksBy("noncausal") && attnChunk < 1)
         throw Error("--attn-chunk " + std::to_string(attnChunk) + " must be at least 1");
     if (ranksBy("compactor") && !(std::isfinite(blend) && (blend >= 0.0 || blend == -1.0))) {
@@ -281,6 +290,7 @@ std::string PressParams::describe() const {
     if (ranksBy("leverage")) s << " sketch=" << sketch;
     if (ranksBy("noncausal")) s << " attn-chunk=" << attnChunk;
     if (ranksBy("kvzip")) s << " repeat-chunk=" << repeatChunk;
+    if (method == "finch") s << " finch-chunk=" << finchChunk;
     if (ranksBy("compactor") && blend >= 0.0) s << " blend=" << exact(blend);
     if (method == "random" || ranksBy("leverage")) s << " seed=" << seed;
     if (think > 0.0) s << " think=" << exact(think);
@@ -351,6 +361,8 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.attnChunk = static_cast<int64_t>(std::llround(number(word, 11)));
         } else if (is("repeat-chunk=")) {
             p.repeatChunk = static_cast<int64_t>(std::llround(number(word, 13)));
+        } else if (is("finch-chunk=")) {
+            p.finchChunk = static_cast<int64_t>(std::llround(number(word, 12)));
         } else if (is("think=")) {
             p.think = number(word, 6);
         } else if (is("blend=")) {

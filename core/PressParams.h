@@ -26,7 +26,7 @@ const char* scheduleName(PyramidSchedule schedule);
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
     // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor,
-    // criticalkv, criticaladakv, kvzip
+    // criticalkv, criticaladakv, kvzip, finch
     std::string method = "snapkv";
     // AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the method whose scores they
     // rank by ("" = their own: SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE).
@@ -57,6 +57,7 @@ struct PressParams {
     double blend = -1.0;            // Compactor: weight of the leverage scores beside the non-causal
                                     // attention's; < 0: the compression ratio 1 - B/T (kvpress's default)
     int64_t repeatChunk = 2048;     // KVzip: context positions repeated per reconstruction pass
+    int64_t finchChunk = 512;       // Finch: context positions prefilled per step (then evicted to its share)
     double think = 0.0;             // ThinK, over any method: share of each kept key's channels pruned
                                     // (zeroed), by the window queries' and the kept keys' channel energy
     static constexpr int64_t kMaxQuerySinks = 64;  // the capture keeps this many first queries

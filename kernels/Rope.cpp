@@ -94,4 +94,28 @@ void rope(at::Tensor& q, at::Tensor& k, int64_t firstPosition, const at::Tensor&
     ropeComposite(k, cos, sin, ropeDim, halves);
 }
 
+void ropeShift(at::Tensor& k, const std::vector<int64_t>& shift, const at::Tensor& invFreq, int64_t ropeDim,
+               bool halves) {
+    const int64_t T = k.size(0), half = ropeDim / 2;
+    TORCH_CHECK(static_cast<int64_t>(shift.size()) == T, "ropeShift: one shift per row");
+    const at::Tensor inv = invFreq.to(at::kCPU, at::kFloat).contiguous();
+    const float* f = inv.data_ptr<float>();
+    std::vector<float> cs(T * half), sn(T * half);
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t i = 0; i < half; ++i) {
+            const float angle = static_cast<float>(shift[t]) * f[i];
+            cs[t * half + i] = std::cos(angle);
+            sn[t * half + i] = std::sin(angle);
+        }
+    }
+    if (k.device().is_cpu() && k.stride(2) == 1 &&
+        (k.scalar_type() == at::kFloat || k.scalar_type() == at::kBFloat16)) {
+        ropeCpu(k, cs.data(), sn.data(), ropeDim, halves);
+        return;
+    }
+    const at::Tensor cos = at::from_blob(cs.data(), {T, 1, half}, at::kFloat).to(k.device());
+    const at::Tensor sin = at::from_blob(sn.data(), {T, 1, half}, at::kFloat).to(k.device());
+    ropeComposite(k, cos, sin, ropeDim, halves);
+}
+
 }  // namespace kvlens::kernels

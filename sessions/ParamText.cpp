@@ -63,7 +63,8 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"attn_chunk", p.attnChunk},
                               {"blend", p.blend},
                               {"think", p.think},
-                              {"repeat_chunk", p.repeatChunk}};
+                              {"repeat_chunk", p.repeatChunk},
+                              {"finch_chunk", p.finchChunk}};
     return j.dump();
 }
 
@@ -101,6 +102,8 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.think = j.value("think", p.think);
         // Written since schema 7.
         p.repeatChunk = j.value("repeat_chunk", p.repeatChunk);
+        // Written since schema 8.
+        p.finchChunk = j.value("finch_chunk", p.finchChunk);
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

@@ -63,8 +63,9 @@ void checkSessionName(const std::string& name) {
 // `prefix` ("r." in a join), as a store of schema `schema` holds them: a read-only
 // schema 2 store has no lag, chunk_size or future column, one before schema 5 no
 // scorer, tau1, tau2, gamma or lazy column, one before schema 6 no sketch, attn_chunk,
-// blend or think column, one before schema 7 no repeat_chunk column: their defaults stand in.
-constexpr int kParamColumns = 26;
+// blend or think column, one before schema 7 no repeat_chunk column, one before schema 8 no
+// finch_chunk column: their defaults stand in.
+constexpr int kParamColumns = 27;
 std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     std::string out;
     for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
@@ -82,9 +83,11 @@ std::string paramColumns(int64_t schema, const std::string& prefix = "") {
         out += ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
                "lazy, " + prefix + "layer_weights";
     }
-    if (schema < 6) return out + ", 48, 256, -1.0, 0.0, 2048";  // PressParams' defaults
+    if (schema < 6) return out + ", 48, 256, -1.0, 0.0, 2048, " + std::to_string(d.finchChunk);  // PressParams' defaults
     out += ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend, " + prefix + "think";
-    return schema < 7 ? out + ", 2048" : out + ", " + prefix + "repeat_chunk";
+    if (schema < 7) return out + ", 2048, " + std::to_string(d.finchChunk);
+    out += ", " + prefix + "repeat_chunk";
+    return schema < 8 ? out + ", " + std::to_string(d.finchChunk) : out + ", " + prefix + "finch_chunk";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
@@ -113,7 +116,8 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 22, p.attnChunk)
         .bind(first + 23, p.blend)
         .bind(first + 24, p.think)
-        .bind(first + 25, p.repeatChunk);
+        .bind(first + 25, p.repeatChunk)
+        .bind(first + 26, p.finchChunk);
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -148,6 +152,7 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     p.blend = s.getDouble(first + 23);
     p.think = s.getDouble(first + 24);
     p.repeatChunk = s.getInt(first + 25);
+    p.finchChunk = s.getInt(first + 26);
     return p;
 }
 

@@ -221,6 +221,12 @@ ALTER TABLE metrics ADD COLUMN decode_every INTEGER NOT NULL DEFAULT 0 CHECK (de
 ALTER TABLE metrics ADD COLUMN cache_entries BLOB;
 )SQL";
 
+// Version 8: Finch's chunk (the context positions its prefill reads per step); runs saved
+// before hold its default.
+const char* kVersion8 = R"SQL(
+ALTER TABLE runs ADD COLUMN finch_chunk INTEGER NOT NULL DEFAULT 512;
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -239,6 +245,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion5, "add the CAKE, SimLayerKV, per-layer and scorer settings"); },
         [](Database& db) { db.exec(kVersion6, "add the LeverageScore, non-causal attention, Compactor and ThinK settings"); },
         [](Database& db) { db.exec(kVersion7, "add KVzip's reconstruction chunk, the allocated bytes and the decode's compression"); },
+        [](Database& db) { db.exec(kVersion8, "add Finch's chunk"); },
     };
     return all;
 }

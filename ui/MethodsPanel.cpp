@@ -173,6 +173,10 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
                         "KVzip: the prompt positions the model repeats per reconstruction pass (each pass\n"
                         "reads the whole prompt's KV; the first use runs the prompt a second time)");
     form->addRow("Repeat chunk", repeatChunk_);
+    finchChunk_ = spin("finchChunk", 1, 1 << 20, int(defaults.finchChunk),
+                       "Finch: the context positions prefilled per step, each followed by the question (the\n"
+                       "last --window tokens) and an eviction to the step's share; each budget runs its own prefill");
+    form->addRow("Finch chunk", finchChunk_);
     layerWeights_ = new QLineEdit;
     layerWeights_->setObjectName("layerWeights");
     layerWeights_->setPlaceholderText("equal");
@@ -248,7 +252,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     connect(beta_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(alpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(gqa_, &QComboBox::currentTextChanged, this, changed);
-    for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_, repeatChunk_})
+    for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_, repeatChunk_, finchChunk_})
         connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
     for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_, think_})
         connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
@@ -289,6 +293,7 @@ PressParams MethodsPanel::params() const {
     p.sketch = sketch_->value();
     p.attnChunk = attnChunk_->value();
     p.repeatChunk = repeatChunk_->value();
+    p.finchChunk = finchChunk_->value();
     // Below 0 (the spin box's "auto" and the step above it) is the compression ratio.
     p.blend = blend_->value() < 0.0 ? -1.0 : blend_->value();
     p.think = think_->value();
@@ -331,6 +336,7 @@ void MethodsPanel::setParams(const PressParams& p) {
     sketch_->setValue(int(p.sketch));
     attnChunk_->setValue(int(p.attnChunk));
     repeatChunk_->setValue(int(p.repeatChunk));
+    finchChunk_->setValue(int(p.finchChunk));
     blend_->setValue(p.blend < 0.0 ? blend_->minimum() : p.blend);
     think_->setValue(p.think);
     QStringList weights;
@@ -385,7 +391,7 @@ QStringList MethodsPanel::defaultComparedMethods() {
     QStringList all;
     for (const std::string& m : PressParams::methodNames())
         if (m != "full" && m != "h2o" && m != "noncausal" && m != "compactor" && m != "criticalkv" &&
-            m != "criticaladakv" && m != "kvzip")
+            m != "criticaladakv" && m != "kvzip" && m != "finch")
             all << QString::fromStdString(m);
     return all;
 }
@@ -434,6 +440,7 @@ void MethodsPanel::updateEnabled() {
     attnChunk_->setEnabled(probe.ranksBy("noncausal"));
     blend_->setEnabled(probe.ranksBy("compactor"));
     repeatChunk_->setEnabled(probe.ranksBy("kvzip"));
+    finchChunk_->setEnabled(m == "finch");
     layerWeights_->setEnabled(m == "perlayer");
     // ThinK scores the key channels by the window's queries, whatever the method.
     window_->setEnabled(probe.usesWindow() || think_->value() > 0.0);

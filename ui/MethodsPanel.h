@@ -78,6 +78,7 @@ private:
     QSpinBox* sketch_;      // LeverageScore, Compactor
     QSpinBox* attnChunk_;   // non-causal attention, Compactor
     QSpinBox* repeatChunk_; // KVzip
+    QSpinBox* finchChunk_;  // Finch
     QDoubleSpinBox* blend_;  // Compactor (its minimum, -1, reads "auto")
     QDoubleSpinBox* think_;  // ThinK, over any method
     QLineEdit* layerWeights_;  // per-layer: "4,2,1,1", empty for equal shares

@@ -9,6 +9,7 @@
 
 #include "core/Error.h"
 #include "engine/compress/ContextReconstruction.h"
+#include "engine/compress/FinchPrefill.h"
 #include "engine/model/LlamaModel.h"
 #include "core/PressParams.h"
 #include "kernels/LayerSelection.h"
@@ -121,6 +122,11 @@ private:
     const KvCache& cache_;
     int64_t chunk_, lo_, hi_;
 };
+
+std::string finchKey(const PressParams& p, int64_t promptLength) {
+    return "finch:" + std::to_string(p.resolveBudget(promptLength)) + ":" + std::to_string(p.window) + ":" +
+           std::to_string(p.finchChunk) + ":";
+}
 
 std::string reconstructionKey(int64_t chunk, int64_t sinks) {
     return "kvzip:" + std::to_string(chunk) + ":" + std::to_string(sinks);
@@ -326,6 +332,8 @@ std::string Capture::pendingWork(const PressParams& params) const {
     // (Bad settings say so in keepScoresFor's validation.)
     if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined())
         add("KVzip's reconstruction of the prompt (chunks of " + std::to_string(params.repeatChunk) + ")");
+    if (params.method == "finch" && !prefilledCache(params))
+        add("Finch's chunked prefill (chunks of " + std::to_string(params.finchChunk) + ")");
     if (params.ranksBy("noncausal")) {
         const auto [lo, hi] = params.rankedSpan(T);
         if (params.attnChunk >= 1 && lo < hi && !nonCausalAttention(0, params.attnChunk, lo, hi).defined())
@@ -346,6 +354,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
                                 : params.method == "criticalkv" || params.method == "criticaladakv"
                                     ? "CriticalKV's projected value norms need"
                                 : params.ranksBy("kvzip")        ? "KVzip's reconstruction needs"
+                                : params.method == "finch"       ? "Finch's chunked prefill needs"
                                                                  : "the non-causal attention needs") +
                     " the model that made the capture (another one is loaded)");
     }
@@ -403,6 +412,22 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         }
         memoStore(reconstructionKey(params.repeatChunk, params.sinks), all);
     }
+    if (params.method == "finch" && !prefilledCache(params)) {
+        PrefilledCache own = FinchPrefill::run(model, prompt_, params.resolveBudget(promptLength_), params.window,
+                                               params.finchChunk, progress);
+        for (int64_t l = 0; l < layers(); ++l) {
+            requireFinite(own.keys[l], l, "KV head", "keys", "Finch's chunked prefill produced a");
+            requireFinite(own.values[l], l, "KV head", "values", "Finch's chunked prefill produced a");
+        }
+        if (!at::isfinite(own.lastLogits).all().item<bool>())
+            throw Error("Finch's chunked prefill produced a NaN or an Inf in the logits after the prompt");
+        const std::string key = finchKey(params, promptLength_);
+        // The logits first, the keys last: prefilledCache looks for the keys.
+        memoStore(key + "logits", {own.lastLogits});
+        memoStore(key + "kept", own.kept);
+        memoStore(key + "v", own.values);
+        memoStore(key + "k", own.keys);
+    }
     if (!params.ranksBy("noncausal")) return;
     const auto [lo, hi] = params.rankedSpan(promptLength_);
     if (nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return;
@@ -425,6 +450,20 @@ at::Tensor Capture::memoFound(const std::string& name, int64_t layer) const {
 void Capture::memoStore(const std::string& name, const std::vector<at::Tensor>& perLayer) const {
     std::lock_guard<std::mutex> lock(votesMutex_);
     for (size_t l = 0; l < perLayer.size(); ++l) memo_[{name, int64_t(l)}] = perLayer[l];
+}
+
+PrefilledCache Capture::prefilledCache(const PressParams& params) const {
+    PrefilledCache own;
+    if (params.method != "finch") return own;
+    const std::string key = finchKey(params, promptLength_);
+    if (!memoFound(key + "k", 0).defined()) return own;
+    own.lastLogits = memoFound(key + "logits", 0);
+    for (int64_t l = 0; l < layers(); ++l) {
+        own.keys.push_back(memoFound(key + "k", l));
+        own.values.push_back(memoFound(key + "v", l));
+        own.kept.push_back(memoFound(key + "kept", l));
+    }
+    return own;
 }
 
 at::Tensor Capture::outputValueNorms(int64_t layer) const { return memoFound("wov-l1", layer); }

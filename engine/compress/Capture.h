@@ -31,6 +31,9 @@
 //   KVzip's reconstruction scores  L * KV * T * 4 for each (chunk, sinks) used, from a run of
 //                   the repeat prompt and the prompt again after the prompt's KV (about two
 //                   prefills' attention and one prefill's MLPs; ContextReconstruction)
+//   Finch's cache   L x KV x B x D x 2 x b for each (budget, window, chunk) used: its own
+//                   chunked prefill of the prompt with eviction (FinchPrefill), kept whole
+//                   because its keys and values are not the capture's
 //   CAKE's window statistics  L * H * (T - W) * 2 * 4 for each window W used (the
 //                   window attention's mean and variance per query head and column),
 //                   and its indicator L * KV * T * 4 for each (W, gamma) used
@@ -50,6 +53,7 @@
 #include <vector>
 
 #include "core/PressParams.h"
+#include "engine/compress/PrefilledCache.h"
 #include "engine/compress/QueryStatistics.h"
 #include "engine/compress/RepeatPrompt.h"
 #include "engine/model/KvCache.h"
@@ -146,6 +150,11 @@ public:
     // chunks of `chunk` after `sinks` (ContextReconstruction; the sinks score 1), [KV, T]
     // fp32. Undefined until keepScoresFor made it.
     at::Tensor reconstructionScores(int64_t layer, int64_t chunk, int64_t sinks) const;
+
+    // Finch: the cache its chunked prefill (FinchPrefill) left for `params`' budget, window and
+    // --finch-chunk, once keepScoresFor made it; empty for any other method, and before.
+    // CompressedCache copies it instead of gathering from this capture's KV.
+    PrefilledCache prefilledCache(const PressParams& params) const;
 
     // The prompt's pre-RoPE query statistics (Expected Attention); null for a capture
     // from tensors.

@@ -47,8 +47,15 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     lengths_.assign(L, std::vector<int64_t>(heads, 0));
     channelRows_.assign(L, std::vector<int64_t>(heads, 0));
     pruned_.assign(L, std::vector<int64_t>(heads, 0));
+    // Finch brings its own keys and values (rows 0 .. B-1 at positions 0 .. B-1).
+    const PrefilledCache own = capture.prefilledCache(selection.params);
+    if (own) {
+        if (perQueryHead_ || !selection.prunedChannels.empty())
+            throw Error("Finch's cache has one set of rows per KV head and no pruned channels");
+        nextPosition_ = own.length();
+    }
     // ThinK zeroes channels of the gathered keys: never of the capture's own buffers.
-    if (!perQueryHead_ && selection.prunedChannels.empty() && keepsEverything(selection, capture.promptLength()) &&
+    if (!own && !perQueryHead_ && selection.prunedChannels.empty() && keepsEverything(selection, capture.promptLength()) &&
         capture.spareTokens() >= extraTokens && (spare_ = capture.borrowSpare())) {
         // The capture's buffers [KV, capacity, D] are the segments back to back.
         const int64_t capacity = capture.cache().capacity();
@@ -68,7 +75,7 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
         return;
     }
     for (int64_t l = 0; l < L; ++l) {
-        const at::Tensor k = capture.keys(l), v = capture.values(l);  // [KV, T, D]
+        const at::Tensor k = own ? own.keys[l] : capture.keys(l), v = own ? own.values[l] : capture.values(l);  // [KV, T, D]
         int64_t rows = 0;
         for (int64_t c = 0; c < heads; ++c) {
             offsets_[l][c] = rows;
@@ -82,8 +89,10 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
         for (int64_t c = 0; c < heads; ++c) {
             const std::vector<int32_t>& kept = selection.kept[l][c];
             const int64_t n = lengths_[l][c];
-            at::Tensor idx =
-                at::tensor(std::vector<int64_t>(kept.begin(), kept.end()), at::kLong).to(device);
+            if (own && n != own.length()) throw Error("Finch's cache holds another budget than the selection");
+            // Finch's rows are its kept positions in order; the capture's are indexed by position.
+            at::Tensor idx = own ? at::arange(n, at::TensorOptions().dtype(at::kLong).device(device))
+                                 : at::tensor(std::vector<int64_t>(kept.begin(), kept.end()), at::kLong).to(device);
             keys_[l]
                 .narrow(0, offsets_[l][c], n)
                 .copy_(k.select(0, kvHeadOf[c]).index_select(0, idx));

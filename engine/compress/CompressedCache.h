@@ -16,7 +16,8 @@ namespace kvlens {
 
 class CompressedCache {
 public:
-    // Gathers the kept entries from the capture's full KV, with room for
+    // Gathers the kept entries from the capture's full KV (or, for Finch, copies the cache its
+    // own prefill left, Capture::prefilledCache, and decodes on from position B), with room for
     // `extraTokens` decode steps before any buffer grows. A selection that kept
     // every entry (FullKV, per KV head) copies nothing when the capture has that
     // much room and lends it (Capture::borrowSpare): it reads the capture's own
@@ -34,7 +35,7 @@ public:
     int64_t headOf(int64_t queryHead) const { return headOf_[queryHead]; }
     const std::vector<int64_t>& headMap() const { return headOf_; }
     int64_t length(int64_t layer, int64_t head) const { return lengths_[layer][head]; }
-    // The position the next token takes: prompt length + tokens decoded so far.
+    // The position the next token takes: prompt length (Finch: its budget) + tokens decoded so far.
     int64_t nextPosition() const { return nextPosition_; }
 
     // Appends one token's k, v ([1, kvHeads, D], after RoPE) to every head of `layer`;

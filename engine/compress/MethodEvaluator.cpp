@@ -138,6 +138,16 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
         if (freeRule) freeRule->afterStep(*free);
         return logits;
     };
+    const at::Tensor ownLogits = capture_->prefilledCache(selection.params).lastLogits;
+    if (suffix_.empty() && ownLogits.defined()) {
+        // Finch prefilled the prompt itself: the logits after it, and so the first answer
+        // token, are its own.
+        const int32_t first = greedyToken(ownLogits);
+        if (first != fullTokens_[0]) {
+            fork();
+            m.tokens.push_back(first);
+        }
+    }
     if (!suffix_.empty()) {
         // The question on what was kept: its first answer token is this cache's own
         // (without a suffix it is the prefill's, the same for every method).

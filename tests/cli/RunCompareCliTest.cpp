@@ -70,14 +70,14 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 22u * 3u);  // full once, twenty-two methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 23u * 3u);  // full once, twenty-three methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
                                               "cake", "simlayerkv", "perlayer", "leverage", "noncausal",
-                                              "compactor", "criticalkv", "criticaladakv", "kvzip"}));
+                                              "compactor", "criticalkv", "criticaladakv", "kvzip", "finch"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -266,6 +266,10 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method kvzip --budget 64 --repeat-chunk 0"),
                        {"--repeat-chunk '0' is not an integer in [1,"});
     expectOneLineError(runCli(base + "--method kvzip --budget 4"), {"--budget 4 must exceed --sinks 4"});
+    expectOneLineError(runCli(base + "--method finch --budget 64 --finch-chunk 0"),
+                       {"--finch-chunk '0' is not an integer in [1,"});
+    expectOneLineError(runCli(base + "--method finch --budget 64 --think 0.5"),
+                       {"--think cannot prune Finch's cache: Finch prefills its own, with re-rotated keys"});
     expectOneLineError(runCli(base + "--method criticaladakv --budget 64 --alpha 2"),
                        {"--alpha 2 must be in [0, 1]"});
     expectOneLineError(runCli(base + "--method compactor --budget 64 --blend -1"),
@@ -296,7 +300,7 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "chunkkv", "expected", "cur", "cake",
                                               "simlayerkv", "perlayer", "leverage", "noncausal", "compactor",
-                                              "criticalkv", "criticaladakv", "kvzip"}));
+                                              "criticalkv", "criticaladakv", "kvzip", "finch"}));
 }
 
 }  // namespace

@@ -771,7 +771,8 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
                a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
                a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
                a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk &&
-               a.blend == b.blend && a.think == b.think && a.repeatChunk == b.repeatChunk;
+               a.blend == b.blend && a.think == b.think && a.repeatChunk == b.repeatChunk &&
+               a.finchChunk == b.finchChunk;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -920,6 +921,12 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     critical.scorer = "kvzip";
     critical.repeatChunk = 512;
     all.push_back(critical);
+    PressParams finch;
+    finch.method = "finch";
+    finch.budget = 100;
+    finch.window = 80;
+    finch.finchChunk = 300;
+    all.push_back(finch);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

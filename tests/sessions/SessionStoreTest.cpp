@@ -219,7 +219,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
                 "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
                 "ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP COLUMN tau2; "
                 "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
-                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 2;",
+                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
     const PressParams defaults;
@@ -290,7 +290,7 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
                 "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights;"
-                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 4;",
+                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 4;",
                 "make a version 4 store");
     }
     const PressParams defaults;
@@ -353,7 +353,7 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP "
-                "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
+                "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
                 "PRAGMA user_version = 5;",
                 "make a version 5 store");
     }
@@ -405,7 +405,7 @@ TEST(SessionStore, KvzipsRepeatChunkTheAllocatedBytesAndTheDecodesCompressionCom
     }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
-        db.exec("ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; PRAGMA user_version = 6;", "make a version 6 store");
+        db.exec("ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; PRAGMA user_version = 6;", "make a version 6 store");
     }
     {
         SessionStore store(path, SessionStore::Access::ReadOnly);
@@ -419,7 +419,45 @@ TEST(SessionStore, KvzipsRepeatChunkTheAllocatedBytesAndTheDecodesCompressionCom
     SessionStore store(path);  // read-write: migrated
     EXPECT_EQ(store.run(id).params.repeatChunk, 2048);
     Database db(path, path, SQLITE_OPEN_READONLY);
-    EXPECT_EQ(db.pragmaInt("user_version"), 7);
+    EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
+}
+
+TEST(SessionStore, FinchsChunkComesBackAsSaved) {
+    const std::string path = test::storePath("v8settings.db");
+    int64_t id = 0, session = 0;
+    {
+        SessionStore store(path);
+        session = store.createSession("s").id;
+        const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
+        RunRecord run = test::sampleRun(5, session, prompt);
+        run.params.method = "finch";
+        run.params.finchChunk = 300;
+        run.selection.params = run.params;
+        id = store.saveRun(run);
+    }
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        const RunRecord r = store.run(id);
+        for (const PressParams& p : {r.params, r.selection.params, store.runs(session).at(0).params}) {
+            EXPECT_EQ(p.method, "finch");
+            EXPECT_EQ(p.finchChunk, 300);
+        }
+    }
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        db.exec("ALTER TABLE runs DROP COLUMN finch_chunk; PRAGMA user_version = 7;", "make a version 7 store");
+    }
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        EXPECT_EQ(store.runs(session).at(0).params.finchChunk, PressParams().finchChunk);
+        EXPECT_EQ(store.run(id).params.finchChunk, PressParams().finchChunk);
+        Database db(path, path, SQLITE_OPEN_READONLY);
+        EXPECT_EQ(db.pragmaInt("user_version"), 7);
+    }
+    SessionStore store(path);  // read-write: migrated
+    EXPECT_EQ(store.run(id).params.finchChunk, 512);
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    EXPECT_EQ(db.pragmaInt("user_version"), 8);
 }
 
 TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
@@ -429,7 +467,7 @@ TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
         Migrations::apply(db, {StoreSchema::steps()[0]});
     }
     EXPECT_EQ(errorOf([&] { SessionStore store(path, SessionStore::Access::ReadOnly); }),
-              path + ": store schema 1 needs an upgrade to 7, which read-only access cannot do");
+              path + ": store schema 1 needs an upgrade to 8, which read-only access cannot do");
 }
 
 // A Hugging Face folder: each file's (weights, config, tokenizer) size, mtime and SHA-256 kept in order,
@@ -499,7 +537,7 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
                 "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "
-                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 3;",
+                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 3;",
                 "make a version 3 store");
     }
     {

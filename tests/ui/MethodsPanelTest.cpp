@@ -75,12 +75,12 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
                              "cake",   "simlayerkv", "perlayer", "leverage"};
     // Every method but FullKV and those whose first use replays the prompt (H2O,
     // non-causal attention, Compactor), projects every value (CriticalKV, CriticalAdaKV) or
-    // reconstructs the prompt (KVzip).
+    // reconstructs the prompt (KVzip), or prefills it again for each budget (Finch).
     EXPECT_EQ(panel.comparedMethods(), all);
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "16 of 22 methods");
+    EXPECT_EQ(button->text(), "16 of 23 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -92,7 +92,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 22 methods");
+    EXPECT_EQ(button->text(), "1 of 23 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -104,7 +104,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         const char* method;
         bool gqa, window, kernel, beta, alpha, sinks = false, lag = false, chunk = false, future = false;
         bool scorer = false, tau = false, gamma = false, lazy = false, weights = false;
-        bool sketch = false, attnChunk = false, blend = false, repeatChunk = false;
+        bool sketch = false, attnChunk = false, blend = false, repeatChunk = false, finchChunk = false;
     };
     const Want wants[] = {{"full", false, false, false, false, false},
                           {"snapkv", true, true, true, false, false},
@@ -131,7 +131,9 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                           {"criticalkv", true, true, true, false, false, false, false, false, false, true},
                           {"criticaladakv", true, true, true, false, true, false, false, false, false, true},
                           {"kvzip", false, false, false, false, false, true, false, false, false, false, false,
-                           false, false, false, false, false, false, true}};
+                           false, false, false, false, false, false, true},
+                          {"finch", false, true, false, false, false, false, false, false, false, false, false,
+                           false, false, false, false, false, false, false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;
@@ -158,6 +160,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_EQ(panel.findChild<QWidget*>("attnChunk")->isEnabled(), w.attnChunk) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("blend")->isEnabled(), w.blend) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("repeatChunk")->isEnabled(), w.repeatChunk) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("finchChunk")->isEnabled(), w.finchChunk) << w.method;
         EXPECT_TRUE(panel.findChild<QWidget*>("think")->isEnabled()) << w.method;  // ThinK goes over any method
     }
     {

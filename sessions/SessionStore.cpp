@@ -769,7 +769,7 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)

@@ -98,6 +98,7 @@ void ropeShift(at::Tensor& k, const std::vector<int64_t>& shift, const at::Tenso
                bool halves) {
     const int64_t T = k.size(0), half = ropeDim / 2;
     TORCH_CHECK(static_cast<int64_t>(shift.size()) == T, "ropeShift: one shift per row");
+    if (T == 0) return;
     const at::Tensor inv = invFreq.to(at::kCPU, at::kFloat).contiguous();
     const float* f = inv.data_ptr<float>();
     std::vector<float> cs(T * half), sn(T * half);

@@ -1,4 +1,4 @@
-// Schema versions 1 to 7. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// Schema versions 1 to 8. Times are Unix milliseconds (UTC). REAL columns hold NULL
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 

@@ -318,6 +318,8 @@ void MethodsPanel::setParams(const PressParams& p) {
         ratio_->setChecked(true);
         budgetRatio_->setValue(p.budgetRatio * 100.0);
     }
+    // Finch's question may be longer than the 64 window queries a capture keeps.
+    window_->setMaximum(p.method == "finch" ? (1 << 20) : 64);
     window_->setValue(int(p.window));
     kernel_->setValue(int(p.kernel));
     pooling_->setCurrentText(p.pooling == Pooling::Avg ? "avg" : "max");
@@ -444,6 +446,8 @@ void MethodsPanel::updateEnabled() {
     layerWeights_->setEnabled(m == "perlayer");
     // ThinK scores the key channels by the window's queries, whatever the method.
     window_->setEnabled(probe.usesWindow() || think_->value() > 0.0);
+    // Finch's question (its window) may be longer than the 64 window queries a capture keeps.
+    window_->setMaximum(m == "finch" ? (1 << 20) : 64);
     sinks_->setEnabled(probe.usesSinks());
     // Only the voting methods select per query head; the others always keep one
     // selection per KV head (Press::select), so the control would do nothing.

@@ -422,11 +422,20 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         if (!at::isfinite(own.lastLogits).all().item<bool>())
             throw Error("Finch's chunked prefill produced a NaN or an Inf in the logits after the prompt");
         const std::string key = finchKey(params, promptLength_);
-        // The logits first, the keys last: prefilledCache looks for the keys.
-        memoStore(key + "logits", {own.lastLogits});
-        memoStore(key + "kept", own.kept);
-        memoStore(key + "v", own.values);
-        memoStore(key + "k", own.keys);
+        std::lock_guard<std::mutex> memoLock(votesMutex_);
+        memo_[{key + "logits", 0}] = own.lastLogits;
+        for (int64_t l = 0; l < layers(); ++l) {
+            memo_[{key + "kept", l}] = own.kept[l];
+            memo_[{key + "v", l}] = own.values[l];
+            memo_[{key + "k", l}] = own.keys[l];
+        }
+        finchKeys_.push_back(key);
+        while (finchKeys_.size() > kFinchCaches) {
+            const std::string& old = finchKeys_.front();
+            for (auto it = memo_.begin(); it != memo_.end();)
+                it = it->first.first.rfind(old, 0) == 0 ? memo_.erase(it) : std::next(it);
+            finchKeys_.erase(finchKeys_.begin());
+        }
     }
     if (!params.ranksBy("noncausal")) return;
     const auto [lo, hi] = params.rankedSpan(promptLength_);
@@ -456,12 +465,18 @@ PrefilledCache Capture::prefilledCache(const PressParams& params) const {
     PrefilledCache own;
     if (params.method != "finch") return own;
     const std::string key = finchKey(params, promptLength_);
-    if (!memoFound(key + "k", 0).defined()) return own;
-    own.lastLogits = memoFound(key + "logits", 0);
+    // All of one cache under one lock: an older one may be dropped meanwhile (kFinchCaches).
+    std::lock_guard<std::mutex> lock(votesMutex_);
+    auto found = [&](const std::string& name, int64_t layer) {
+        auto it = memo_.find({key + name, layer});
+        return it == memo_.end() ? at::Tensor() : it->second;
+    };
+    if (!found("k", 0).defined()) return own;
+    own.lastLogits = found("logits", 0);
     for (int64_t l = 0; l < layers(); ++l) {
-        own.keys.push_back(memoFound(key + "k", l));
-        own.values.push_back(memoFound(key + "v", l));
-        own.kept.push_back(memoFound(key + "kept", l));
+        own.keys.push_back(found("k", l));
+        own.values.push_back(found("v", l));
+        own.kept.push_back(found("kept", l));
     }
     return own;
 }

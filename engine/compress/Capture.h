@@ -31,9 +31,10 @@
 //   KVzip's reconstruction scores  L * KV * T * 4 for each (chunk, sinks) used, from a run of
 //                   the repeat prompt and the prompt again after the prompt's KV (about two
 //                   prefills' attention and one prefill's MLPs; ContextReconstruction)
-//   Finch's cache   L x KV x B x D x 2 x b for each (budget, window, chunk) used: its own
-//                   chunked prefill of the prompt with eviction (FinchPrefill), kept whole
-//                   because its keys and values are not the capture's
+//   Finch's cache   L x KV x B x D x 2 x b for each of the last kFinchCaches (budget, window,
+//                   chunk) used: its own chunked prefill of the prompt with eviction
+//                   (FinchPrefill), kept whole because its keys and values are not the
+//                   capture's; an older one is dropped (asked again, it is prefilled again)
 //   CAKE's window statistics  L * H * (T - W) * 2 * 4 for each window W used (the
 //                   window attention's mean and variance per query head and column),
 //                   and its indicator L * KV * T * 4 for each (W, gamma) used
@@ -66,6 +67,9 @@ class LlamaModel;
 class Capture {
 public:
     static constexpr int64_t kMaxWindow = 64;
+    // Finch's caches kept at once (each a compressed cache's worth; a budget slider would
+    // otherwise add one per budget tried).
+    static constexpr size_t kFinchCaches = 4;
 
     // Prefills `prompt` on `model`, keeping what the methods need, plus the
     // queries of every prompt position for the (layer, query head) pairs in
@@ -204,6 +208,7 @@ private:
     mutable std::mutex votesMutex_;
     mutable std::map<int64_t, std::vector<at::Tensor>> votes_;  // window -> per layer
     mutable std::map<std::pair<std::string, int64_t>, at::Tensor> memo_;  // under votesMutex_
+    mutable std::vector<std::string> finchKeys_;  // the memo prefixes of Finch's caches, oldest first (statsMutex_)
 };
 
 }  // namespace kvlens

@@ -89,7 +89,15 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
         for (int64_t c = 0; c < heads; ++c) {
             const std::vector<int32_t>& kept = selection.kept[l][c];
             const int64_t n = lengths_[l][c];
-            if (own && n != own.length()) throw Error("Finch's cache holds another budget than the selection");
+            if (own) {
+                // Finch's rows hold its own kept positions: a selection asking for others (another
+                // device's, a stored one) cannot read them.
+                const at::Tensor ownKept = own.kept[l].to(at::kCPU).contiguous();
+                if (n != ownKept.size(0) ||
+                    !std::equal(kept.begin(), kept.end(), ownKept.data_ptr<int64_t>()))
+                    throw Error("the selection's positions in layer " + std::to_string(l) +
+                                " are not those Finch's cache holds for its budget, window and chunk");
+            }
             // Finch's rows are its kept positions in order; the capture's are indexed by position.
             at::Tensor idx = own ? at::arange(n, at::TensorOptions().dtype(at::kLong).device(device))
                                  : at::tensor(std::vector<int64_t>(kept.begin(), kept.end()), at::kLong).to(device);

@@ -82,6 +82,9 @@ PrefilledCache FinchPrefill::run(LlamaModel& model, const std::vector<int32_t>& 
     FinchPrefill observer(L, window);
     KvCache cache = model.makeCache(k + std::min(chunk, n) + window);
     std::vector<std::vector<int64_t>> origin(L);  // per layer, the prompt position of each cache row
+    // The kept keys in fp32 at their current positions: each re-rotation starts from these, so
+    // a key kept over many chunks is rounded to the cache's dtype once, not once per move.
+    std::vector<at::Tensor> exact(L);
     PrefilledCache out;
     const int64_t steps = (n + chunk - 1) / chunk;
     for (int64_t s = 0; s < steps; ++s) {
@@ -111,12 +114,16 @@ PrefilledCache FinchPrefill::run(LlamaModel& model, const std::vector<int32_t>& 
                 }
             }
             const at::Tensor idx = at::tensor(rows, at::kLong).to(model.device());
-            at::Tensor keys = cache.keys(l).index_select(1, idx);  // [KV, rows, D]
+            at::Tensor all = cache.keys(l).to(at::kFloat);  // [KV, ranked + W, D]
+            if (held > 0) all.narrow(1, 0, held).copy_(exact[l]);
+            at::Tensor keys = all.index_select(1, idx);  // [KV, rows, D] fp32
             const at::Tensor values = cache.values(l).index_select(1, idx);
             std::vector<int64_t> shift(rows.size());
             for (size_t i = 0; i < rows.size(); ++i) shift[i] = static_cast<int64_t>(i) - rows[i];
             at::Tensor byRow = keys.permute({1, 0, 2});
             kernels::ropeShift(byRow, shift, model.ropeInverseFrequencies(), c.ropeDim, halves);
+            exact[l] = keys;
+            keys = keys.to(values.scalar_type());
             next.append(l, keys, values);
             origin[l] = std::move(kept);
             if (last) {

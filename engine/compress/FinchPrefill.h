@@ -10,7 +10,9 @@
 // lower position, and drops the question's own entries until the last chunk, where they
 // stay. Kept entries move to positions 0, 1, ... in text order, their keys re-rotated by
 // RoPE (the authors' code and kvpress keep text order; the paper's worked example orders by
-// relevance), so the next chunk starts right after them and decoding at the budget.
+// relevance), so the next chunk starts right after them and decoding at the budget. The
+// re-rotation starts from an fp32 copy of each kept key, so a bf16 key is rounded once
+// however often it moves.
 // One set of positions per layer serves every KV head (the paper sums over heads).
 // Cost: a prefill of the context whose attention spans at most k + chunk + window keys,
 // plus the question once per chunk; kept: the compressed cache (L x KV x B x D x 2 x b).

@@ -142,6 +142,28 @@ void BM_KvzipReconstruction8k(benchmark::State& state) {
     firstUseOfTheModel(state, "kvzip", [](PressParams& p, int64_t i) { p.sinks = 4 + i; });
 }
 void BM_KvzipSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "kvzip"); }
+// Finch's own chunked prefill (16 chunks of 512, each with the 32-token question, evicting to
+// its share), once per budget: the budget shapes every eviction, so a new budget is a new
+// prefill (budget 1024 + i).
+void BM_FinchPrefill8k(benchmark::State& state) {
+    firstUseOfTheModel(state, "finch", [](PressParams& p, int64_t i) { p.budget = 1024 + i; });
+}
+// A budget Finch has prefilled already: the kept positions and the copy of its cache.
+void BM_FinchSelectAndGather8k(benchmark::State& state) {
+    at::set_num_threads(2);
+    const std::shared_ptr<Capture>& capture = tinyllamaPrefill8k();
+    PressParams p;
+    p.method = "finch";
+    p.budget = 1024;
+    capture->keepScoresFor(*tinyllamaModel().model, p);
+    auto press = Press::create("finch");
+    for (auto _ : state) {
+        const Selection s = press->select(*capture, p);
+        CompressedCache cache(*capture, s);
+        benchmark::DoNotOptimize(cache.bytes());
+    }
+    state.SetLabel("finch T=" + std::to_string(capture->promptLength()));
+}
 // The first selection with a setting not seen before (`vary` makes a new one each
 // iteration), which computes the scores it then keeps.
 void firstUse(benchmark::State& state, const std::string& method, const Capture& capture,
@@ -227,6 +249,8 @@ BENCHMARK(BM_LeverageFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_NonCausalReplay8k)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_KvzipReconstruction8k)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_KvzipSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_FinchPrefill8k)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_FinchSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_LagKvFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_CakeFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_QueryStatistics8k)->Unit(benchmark::kMillisecond)->Iterations(3);

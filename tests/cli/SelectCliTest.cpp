@@ -181,6 +181,8 @@ TEST(SelectCli, BadFlagsGiveOneLine) {
     expectOneLineError(run("--method snapkvv --budget 16"), {"--method 'snapkvv'"});
     expectOneLineError(run("--method adakv --budget 16 --alpha 1.5"), {"--alpha 1.5"});
     expectOneLineError(run("--method h2o --budget 16"), {"--method h2o"});
+    expectOneLineError(run("--method finch --budget 16"),
+                       {"Finch prefills the prompt itself: it needs a capture made by a model prefill"});
     expectOneLineError(run("--method snapkv --budget 16 --window 9"), {"--window 9"});
     expectOneLineError(run("--method snapkv --budget lots"), {"--budget 'lots'"});
 }

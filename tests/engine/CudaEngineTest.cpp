@@ -190,6 +190,7 @@ TEST(CudaEngine, PrefillCaptureAndCompressedDecodeMatchTheCpu) {
         p.method = method;
         p.budget = 100;
         p.lag = 16;  // LagKV's tail (lag to 2 lag - 1, and the sinks) must fit the budget
+        p.finchChunk = 100;  // Finch's prefill in several steps, each re-rotating what it keeps
         // The methods that replay the prompt (non-causal attention) or reconstruct it (KVzip) do it
         // on the GPU first.
         gpu->keepScoresFor(*gpuModel.model, p);

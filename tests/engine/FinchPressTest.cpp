@@ -154,8 +154,10 @@ TEST_P(FinchShapes, KeptSetsAndCacheAreTheDefinition) {
     const int64_t L = c.layers(), KV = c.kvHeads();
     const at::Tensor keysBefore = c.keys(1).clone();
     // Chunks of 50 over a 188-token context (the last 38 long); one chunk holding it all; a
-    // question of 70, longer than the 64 window queries a capture keeps.
-    for (const auto& [B, W, m] : {std::tuple<int64_t, int64_t, int64_t>{40, 12, 50}, {100, 12, 50}, {60, 12, 500}, {120, 70, 45}}) {
+    // question of 70, longer than the 64 window queries a capture keeps; chunks of 5, whose
+    // first steps keep nothing (floor(28 x 5 / 188) = 0).
+    for (const auto& [B, W, m] : {std::tuple<int64_t, int64_t, int64_t>{40, 12, 50}, {100, 12, 50}, {60, 12, 500},
+                                  {120, 70, 45}, {40, 12, 5}}) {
         PressParams p;
         p.method = "finch";
         p.budget = B;
@@ -200,6 +202,57 @@ TEST_P(FinchShapes, KeptSetsAndCacheAreTheDefinition) {
     EXPECT_TRUE(at::equal(c.keys(1), keysBefore));  // the capture's KV is untouched
 }
 
+TEST_P(FinchShapes, ARatioBudgetIsItsEntriesAndOtherPositionsAreRefused) {
+    Fixture f(GetParam());
+    const Capture& c = *f.capture;
+    PressParams entries;
+    entries.method = "finch";
+    entries.budget = 40;
+    entries.window = 12;
+    entries.finchChunk = 50;
+    PressParams ratio = entries;
+    ratio.budget = 0;
+    ratio.budgetRatio = 0.2;  // 40 of 200
+    c.keepScoresFor(*f.model, entries);
+    EXPECT_FALSE(c.needsReplayFor(ratio));  // the same prefill
+    const Selection a = Press::create("finch")->select(c, entries), b = Press::create("finch")->select(c, ratio);
+    EXPECT_EQ(a.kept, b.kept);
+    // A selection whose positions are not those Finch's cache holds (another device's, a
+    // stored one) cannot read its rows.
+    Selection other = a;
+    other.kept[1][0][0] = other.kept[1][0][0] == 0 ? 1 : 0;
+    std::sort(other.kept[1][0].begin(), other.kept[1][0].end());
+    try {
+        CompressedCache cache(c, other, 2);
+        ADD_FAILURE() << "a selection of other positions was read";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "the selection's positions in layer 1 are not those Finch's cache holds for its budget, "
+                               "window and chunk");
+    }
+}
+
+TEST_P(FinchShapes, OnlyTheLastFewCachesAreKept) {
+    Fixture f(GetParam());
+    const Capture& c = *f.capture;
+    PressParams p;
+    p.method = "finch";
+    p.window = 12;
+    p.finchChunk = 100;
+    const int64_t before = c.bytes();
+    for (int64_t B = 30; B < 30 + int64_t(Capture::kFinchCaches) + 2; ++B) {
+        p.budget = B;
+        c.keepScoresFor(*f.model, p);
+    }
+    for (int64_t B = 30; B < 30 + int64_t(Capture::kFinchCaches) + 2; ++B) {
+        p.budget = B;
+        EXPECT_EQ(c.needsReplayFor(p), B < 32) << "budget " << B;  // the two oldest are dropped
+    }
+    int64_t kept = 0;
+    for (int64_t B = 32; B < 32 + int64_t(Capture::kFinchCaches); ++B)
+        kept += 2 * f.config.nLayers * f.config.nKvHeads * B * f.config.headDim * 4 + f.config.nLayers * B * 8;
+    EXPECT_EQ(c.bytes() - before, kept + int64_t(Capture::kFinchCaches) * f.config.vocabSize * 4);
+}
+
 TEST_P(FinchShapes, ABudgetHoldingThePromptKeepsTheFullCache) {
     Fixture f(GetParam());
     PressParams p;
@@ -228,6 +281,17 @@ TEST_P(FinchShapes, TheFirstAnswerTokenIsFinchsOwn) {
     const int32_t first = Sampler::argmax(own.data_ptr<float>(), own.numel());
     ASSERT_EQ(int64_t(m.tokens.size()), 6);
     EXPECT_EQ(m.tokens[0], first);
+    // (At this budget Finch's first token is not the full cache's: the check above can fail.)
+    const at::Tensor full = f.capture->lastLogits();
+    EXPECT_NE(first, Sampler::argmax(full.data_ptr<float>(), full.numel()));
+    // The answer is the greedy continuation on Finch's own cache, from its own first token.
+    CompressedCache cache(*f.capture, Press::create("finch")->select(*f.capture, p), 6);
+    std::vector<int32_t> greedy = {first};
+    while (greedy.size() < 6) {
+        const at::Tensor logits = f.model->decode(greedy.back(), cache);
+        greedy.push_back(Sampler::argmax(logits.data_ptr<float>(), logits.numel()));
+    }
+    EXPECT_EQ(m.tokens, greedy);
     // Six decode steps were teacher-forced on a cache of 30 entries a head.
     EXPECT_EQ(int64_t(m.klPerStep.size()), 6);
     EXPECT_EQ(m.bytes, int64_t(2) * f.config.nLayers * f.config.nKvHeads * 30 * f.config.headDim * 4);

@@ -187,6 +187,18 @@ int main(int argc, char** argv) {
         if (!waitFor(decodedKvzip, 1, 600000, "the KVzip decode")) return 1;
         w.dock("memoryDock")->raise();
         if (!shoot(w, out + "/kvzip.png")) return 1;
+        // Finch: the question-guided chunked prefill's kept positions (one set per layer, every
+        // KV head the same), decoded on its own re-rotated cache.
+        e.method = "finch";
+        w.methodsPanel()->setParams(e);
+        QSignalSpy shownFinch(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(96);
+        if (!waitFor(shownFinch, 1, 600000, "the Finch selection")) return 1;
+        QSignalSpy decodedFinch(&w, &MainWindow::outputsReady);
+        w.decodeOutputs();
+        if (!waitFor(decodedFinch, 1, 600000, "the Finch decode")) return 1;
+        w.dock("outputsDock")->raise();
+        if (!shoot(w, out + "/finch.png")) return 1;
         e.think = 0.0;
         e.method = "snapkv";
         w.methodsPanel()->setParams(e);

@@ -359,9 +359,21 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
                     " the model that made the capture (another one is loaded)");
     }
     c10::InferenceMode guard;
+    // Each piece of work pendingWork names (joined by " and ") fills its own share of one bar,
+    // in the order below, rather than each running it from 0 to 1 again.
+    const std::string work = pendingWork(params);
+    int64_t pieces = 1, piece = 0;
+    for (size_t at = work.find(" and "); at != std::string::npos; at = work.find(" and ", at + 1)) ++pieces;
+    auto share = [&]() -> ProgressFn {
+        if (!progress) return {};
+        const int64_t mine = std::min(piece++, pieces - 1);
+        return [&progress, mine, pieces](double f, const std::string& what) {
+            progress((double(mine) + f) / double(pieces), what);
+        };
+    };
     if (h2o && !hasH2oScores()) {
         ColumnSumAccumulator sums(layers(), promptLength_);
-        model.replay(prompt_, *cache_, sums, progress);
+        model.replay(prompt_, *cache_, sums, share());
         for (int64_t l = 0; l < layers(); ++l) {
             requireFinite(sums.sums[l], l, "query head", "accumulated attention", kPrefill);
         }
@@ -375,8 +387,9 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         // All layers first, then stored together: a failure or a cancel halfway leaves none
         // (needsReplayFor looks at layer 0 only).
         std::vector<at::Tensor> all(layers());
+        const ProgressFn normsProgress = share();
         for (int64_t l = 0; l < layers(); ++l) {
-            if (progress) progress(double(l) / double(layers()), "projected value norms, layer " + std::to_string(l));
+            if (normsProgress) normsProgress(double(l) / double(layers()), "projected value norms, layer " + std::to_string(l));
             const kernels::Weight& wo = model.weights().layers[l].wo;
             at::Tensor w;
             if (wo.quantised()) {
@@ -405,16 +418,18 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         if (repeatPrompt_.empty())
             throw Error("KVzip needs its repeat prompt in the model's tokens, which this capture was not given");
         std::vector<at::Tensor> all =
-            ContextReconstruction::scores(model, *cache_, prompt_, repeatPrompt_, params.sinks, params.repeatChunk, progress);
+            ContextReconstruction::scores(model, *cache_, prompt_, repeatPrompt_, params.sinks, params.repeatChunk, share());
         for (int64_t l = 0; l < layers(); ++l) {
             all[l] = all[l].contiguous();
             requireFinite(all[l], l, "KV head", "KVzip's reconstruction scores", "the reconstruction produced");
         }
         memoStore(reconstructionKey(params.repeatChunk, params.sinks), all);
+        std::lock_guard<std::mutex> memoLock(votesMutex_);
+        keepRecent("kvzip", reconstructionKey(params.repeatChunk, params.sinks), kReconstructions);
     }
     if (params.method == "finch" && !prefilledCache(params)) {
         PrefilledCache own = FinchPrefill::run(model, prompt_, params.resolveBudget(promptLength_), params.window,
-                                               params.finchChunk, progress);
+                                               params.finchChunk, share());
         for (int64_t l = 0; l < layers(); ++l) {
             requireFinite(own.keys[l], l, "KV head", "keys", "Finch's chunked prefill produced a");
             requireFinite(own.values[l], l, "KV head", "values", "Finch's chunked prefill produced a");
@@ -429,25 +444,35 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
             memo_[{key + "v", l}] = own.values[l];
             memo_[{key + "k", l}] = own.keys[l];
         }
-        finchKeys_.push_back(key);
-        while (finchKeys_.size() > kFinchCaches) {
-            const std::string& old = finchKeys_.front();
-            for (auto it = memo_.begin(); it != memo_.end();)
-                it = it->first.first.rfind(old, 0) == 0 ? memo_.erase(it) : std::next(it);
-            finchKeys_.erase(finchKeys_.begin());
-        }
+        keepRecent("finch", key, kFinchCaches);
     }
     if (!params.ranksBy("noncausal")) return;
     const auto [lo, hi] = params.rankedSpan(promptLength_);
     if (nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return;
     NonCausalAccumulator acc(*cache_, layers(), params.attnChunk, lo, hi);
-    model.replay(prompt_, *cache_, acc, progress);
+    model.replay(prompt_, *cache_, acc, share());
     std::vector<at::Tensor> done(layers());
     for (int64_t l = 0; l < layers(); ++l) {
         done[l] = acc.finished(l, kvHeads_).contiguous();
         requireFinite(done[l], l, "KV head", "non-causal attention", kPrefill);
     }
     memoStore(nonCausalKey(params.attnChunk, lo, hi), done);
+}
+
+void Capture::keepRecent(const std::string& kind, const std::string& prefix, size_t keep) const {
+    std::vector<std::string>& recent = recent_[kind];
+    recent.push_back(prefix);
+    while (recent.size() > keep) {
+        // A name ending in ':' is the prefix of a set ("finch:B:W:m:" + k, v, kept, logits);
+        // any other is one name ("kvzip:2048:4", not also "kvzip:2048:40").
+        const std::string& old = recent.front();
+        const bool set = old.back() == ':';
+        for (auto it = memo_.begin(); it != memo_.end();) {
+            const std::string& name = it->first.first;
+            it = (set ? name.rfind(old, 0) == 0 : name == old) ? memo_.erase(it) : std::next(it);
+        }
+        recent.erase(recent.begin());
+    }
 }
 
 at::Tensor Capture::memoFound(const std::string& name, int64_t layer) const {

@@ -28,7 +28,8 @@
 //   LeverageScore's scores  L * KV * T * 4 for each (sketch, seed, span) used
 //   CriticalKV's projected value norms  L * H * T * 4, once (T x D x E x 2 flops per query
 //                   head and layer, with W_o dequantised one layer at a time)
-//   KVzip's reconstruction scores  L * KV * T * 4 for each (chunk, sinks) used, from a run of
+//   KVzip's reconstruction scores  L * KV * T * 4 for each of the last kReconstructions
+//                   (chunk, sinks) used (an older one is dropped, and run again if asked), from a run of
 //                   the repeat prompt and the prompt again after the prompt's KV (about two
 //                   prefills' attention and one prefill's MLPs; ContextReconstruction)
 //   Finch's cache   L x KV x B x D x 2 x b for each of the last kFinchCaches (budget, window,
@@ -70,6 +71,8 @@ public:
     // Finch's caches kept at once (each a compressed cache's worth; a budget slider would
     // otherwise add one per budget tried).
     static constexpr size_t kFinchCaches = 4;
+    // KVzip's reconstructions kept at once (the GUI's spin boxes would otherwise add one per step).
+    static constexpr size_t kReconstructions = 4;
 
     // Prefills `prompt` on `model`, keeping what the methods need, plus the
     // queries of every prompt position for the (layer, query head) pairs in
@@ -208,7 +211,10 @@ private:
     mutable std::mutex votesMutex_;
     mutable std::map<int64_t, std::vector<at::Tensor>> votes_;  // window -> per layer
     mutable std::map<std::pair<std::string, int64_t>, at::Tensor> memo_;  // under votesMutex_
-    mutable std::vector<std::string> finchKeys_;  // the memo prefixes of Finch's caches, oldest first (statsMutex_)
+    // Per kind ("finch", "kvzip"), the memo prefixes of what a model run made, oldest first;
+    // keepRecent drops the oldest beyond a count (all under votesMutex_).
+    mutable std::map<std::string, std::vector<std::string>> recent_;
+    void keepRecent(const std::string& kind, const std::string& prefix, size_t keep) const;
 };
 
 }  // namespace kvlens

@@ -241,5 +241,50 @@ TEST(KvzipPress, EachMissingPieceIsNamedInOneLine) {
     EXPECT_EQ(Press::create("kvzip")->select(*f.capture, p).entries(), 2 * 4 * 200);
 }
 
+// Two pieces of first-use work (CriticalKV's projected value norms, then KVzip's
+// reconstruction) fill one progress bar once, each its half, rather than each from 0 to 1.
+TEST(KvzipPress, TwoPiecesOfWorkShareOneProgressBar) {
+    Fixture f(2);
+    PressParams p;
+    p.method = "criticalkv";
+    p.scorer = "kvzip";
+    p.budget = 60;
+    p.window = 8;
+    p.repeatChunk = 100;
+    EXPECT_EQ(f.capture->pendingWork(p),
+              "CriticalKV's projected value norms (W_o on every value) and KVzip's reconstruction of the prompt "
+              "(chunks of 100)");
+    std::vector<double> seen;
+    f.capture->keepScoresFor(*f.model, p, [&](double v, const std::string&) { seen.push_back(v); });
+    ASSERT_FALSE(seen.empty());
+    for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i], seen[i - 1]) << "step " << i;
+    EXPECT_LT(seen.front(), 0.5);
+    EXPECT_GE(seen.back(), 0.5);
+    EXPECT_LE(seen.back(), 1.0);
+}
+
+// Only the last kReconstructions (chunk, sinks) stay: a GUI spin box stepping through sinks
+// would otherwise keep one L x KV x T set per step. Sinks 4 and 40 are different sets (the
+// name of one is not cut from the other's).
+TEST(KvzipPress, OnlyTheLastFewReconstructionsAreKept) {
+    Fixture f(2);
+    const Capture& c = *f.capture;
+    PressParams p;
+    p.method = "kvzip";
+    p.budget = 60;
+    p.repeatChunk = 100;
+    const std::vector<int64_t> sinks = {4, 40, 5, 6, 7};
+    for (int64_t s : sinks) {
+        p.sinks = s;
+        c.keepScoresFor(*f.model, p);
+    }
+    for (int64_t s : sinks) {
+        p.sinks = s;
+        EXPECT_EQ(c.needsReplayFor(p), s == 4) << "sinks " << s;  // the oldest alone is dropped
+    }
+    p.sinks = 40;
+    EXPECT_EQ(Press::create("kvzip")->select(c, p).entries(), 2 * 2 * 60);
+}
+
 }  // namespace
 }  // namespace kvlens

@@ -425,7 +425,18 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
         }
     }
     double selectSeconds = 0.0;
-    out.selection = select(params, &selectSeconds);
+    // What a first use still computes (a Finch cache or a KVzip reconstruction dropped since,
+    // say) says so and can be cancelled, before the decode's own progress.
+    const std::string pending = state_->capture->pendingWork(params);
+    if (!pending.empty()) {
+        const double t0 = now();
+        state_->capture->keepScoresFor(*state_->loaded.model, params,
+                                       [&](double f, const std::string& w) { check(f, pending + ": " + w); });
+        selectSeconds += now() - t0;
+    }
+    double selectOnly = 0.0;
+    out.selection = select(params, &selectOnly);
+    selectSeconds += selectOnly;
     const bool fresh = !state_->evaluator || state_->evaluatorTokens != newTokens;
     if (fresh) {
         state_->evaluator.reset();

@@ -320,6 +320,28 @@ TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
               "compress every needs --budget in entries (a ratio of what? the cache grows)");
 }
 
+// A decode asked for a method whose first use has not run yet (Finch at a budget it has not
+// prefilled) runs it first, saying what it runs, and a cancel stops it there.
+TEST(WorkbenchTest, EvaluateRunsAMissingFirstUseWithItsProgress) {
+    Workbench w;
+    w.load(tiny(), {}, nullptr);
+    w.capture(plain(prompt(60)), 6, {}, nullptr);
+    PressParams p;
+    p.method = "finch";
+    p.budget = 20;
+    p.window = 8;
+    p.finchChunk = 16;
+    std::vector<std::string> said;
+    const WorkbenchOutputs out = w.evaluate(p, 6, [&](double, const std::string& what) { said.push_back(what); }, nullptr);
+    EXPECT_EQ(out.metrics.tokens.size(), 6u);
+    EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& what) {
+        return what.rfind("Finch's chunked prefill (chunks of 16): Finch: chunk 1 of ", 0) == 0;
+    }));
+    std::atomic<bool> stop{true};
+    p.budget = 24;
+    EXPECT_THROW(w.evaluate(p, 6, {}, &stop), Cancelled);
+}
+
 TEST(WorkbenchTest, CancelStopsAndKeepsThePreviousCapture) {
     Workbench w;
     w.load(tiny(), {}, nullptr);

@@ -53,6 +53,11 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
         if (perQueryHead_ || !selection.prunedChannels.empty())
             throw Error("Finch's cache has one set of rows per KV head and no pruned channels");
         nextPosition_ = own.length();
+    } else if (selection.params.method == "finch" && !keepsEverything(selection, capture.promptLength())) {
+        // Never the capture's rows in place of Finch's own (its cache for these settings was
+        // dropped since, or never made on this capture).
+        throw Error("Finch's cache for this budget, window and chunk is not kept by this capture: run its "
+                    "prefill again (Capture::keepScoresFor)");
     }
     // ThinK zeroes channels of the gathered keys: never of the capture's own buffers.
     if (!own && !perQueryHead_ && selection.prunedChannels.empty() && keepsEverything(selection, capture.promptLength()) &&

@@ -239,9 +239,19 @@ TEST_P(FinchShapes, OnlyTheLastFewCachesAreKept) {
     p.window = 12;
     p.finchChunk = 100;
     const int64_t before = c.bytes();
+    Selection oldest;
     for (int64_t B = 30; B < 30 + int64_t(Capture::kFinchCaches) + 2; ++B) {
         p.budget = B;
         c.keepScoresFor(*f.model, p);
+        if (B == 30) oldest = Press::create("finch")->select(c, p);
+    }
+    // A selection whose cache was dropped never reads the capture's rows instead.
+    try {
+        CompressedCache cache(c, oldest, 2);
+        ADD_FAILURE() << "a selection whose Finch cache was dropped was gathered from the capture";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "Finch's cache for this budget, window and chunk is not kept by this capture: run its "
+                               "prefill again (Capture::keepScoresFor)");
     }
     for (int64_t B = 30; B < 30 + int64_t(Capture::kFinchCaches) + 2; ++B) {
         p.budget = B;
@@ -281,9 +291,16 @@ TEST_P(FinchShapes, TheFirstAnswerTokenIsFinchsOwn) {
     const int32_t first = Sampler::argmax(own.data_ptr<float>(), own.numel());
     ASSERT_EQ(int64_t(m.tokens.size()), 6);
     EXPECT_EQ(m.tokens[0], first);
-    // (At this budget Finch's first token is not the full cache's: the check above can fail.)
+    // (At this budget Finch's first token is not the full cache's: the check above can fail.
+    // Checked only where neither argmax is a near tie another BLAS could flip.)
     const at::Tensor full = f.capture->lastLogits();
-    EXPECT_NE(first, Sampler::argmax(full.data_ptr<float>(), full.numel()));
+    auto margin = [](const at::Tensor& logits) {
+        const at::Tensor top = std::get<0>(logits.topk(2));
+        return (top[0] - top[1]).item<double>();
+    };
+    if (margin(full) > 1e-3 && margin(own) > 1e-3) {
+        EXPECT_NE(first, Sampler::argmax(full.data_ptr<float>(), full.numel()));
+    }
     // The answer is the greedy continuation on Finch's own cache, from its own first token.
     CompressedCache cache(*f.capture, Press::create("finch")->select(*f.capture, p), 6);
     std::vector<int32_t> greedy = {first};

@@ -427,11 +427,13 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
     double selectSeconds = 0.0;
     // What a first use still computes (a Finch cache or a KVzip reconstruction dropped since,
     // say) says so and can be cancelled, before the decode's own progress.
+    // It fills the first half of the bar, the decode the rest.
     const std::string pending = state_->capture->pendingWork(params);
+    const double base = pending.empty() ? 0.0 : 0.5, scale = 1.0 - base;
     if (!pending.empty()) {
         const double t0 = now();
         state_->capture->keepScoresFor(*state_->loaded.model, params,
-                                       [&](double f, const std::string& w) { check(f, pending + ": " + w); });
+                                       [&](double f, const std::string& w) { check(base * f, pending + ": " + w); });
         selectSeconds += now() - t0;
     }
     double selectOnly = 0.0;
@@ -442,11 +444,11 @@ WorkbenchOutputs Workbench::evaluate(const PressParams& params, int64_t newToken
         state_->evaluator.reset();
         state_->evaluator = std::make_unique<MethodEvaluator>(
             *state_->loaded.model, state_->capture, newTokens,
-            [&](double f, const std::string& w) { check(0.5 * f, w); }, state_->suffix);
+            [&](double f, const std::string& w) { check(base + scale * 0.5 * f, w); }, state_->suffix);
         state_->evaluatorTokens = newTokens;
     }
     const double from = fresh ? 0.5 : 0.0, span = 1.0 - from;
-    state_->evaluator->setProgress([&](double f, const std::string& w) { check(from + span * f, w); });
+    state_->evaluator->setProgress([&](double f, const std::string& w) { check(base + scale * (from + span * f), w); });
     try {
         out.metrics = rule ? state_->evaluator->evaluate(out.selection, *rule, selectSeconds)
                            : state_->evaluator->evaluate(out.selection, selectSeconds);

@@ -332,8 +332,20 @@ TEST(WorkbenchTest, EvaluateRunsAMissingFirstUseWithItsProgress) {
     p.window = 8;
     p.finchChunk = 16;
     std::vector<std::string> said;
-    const WorkbenchOutputs out = w.evaluate(p, 6, [&](double, const std::string& what) { said.push_back(what); }, nullptr);
+    std::vector<double> fractions;
+    const WorkbenchOutputs out = w.evaluate(
+        p, 6,
+        [&](double f, const std::string& what) {
+            said.push_back(what);
+            fractions.push_back(f);
+        },
+        nullptr);
     EXPECT_EQ(out.metrics.tokens.size(), 6u);
+    // One bar: the prefill fills its first half, the decodes the rest, never going back.
+    ASSERT_FALSE(fractions.empty());
+    for (size_t i = 1; i < fractions.size(); ++i) EXPECT_GE(fractions[i], fractions[i - 1]) << said[i];
+    EXPECT_LE(fractions.back(), 1.0);
+    EXPECT_GE(fractions.back(), 0.5);
     EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& what) {
         return what.rfind("Finch's chunked prefill (chunks of 16): Finch: chunk 1 of ", 0) == 0;
     }));

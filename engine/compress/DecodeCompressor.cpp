@@ -6,12 +6,13 @@
 
 #include "core/Error.h"
 #include "engine/compress/presses/PressScores.h"
+#include "kernels/LayerSelection.h"
 
 namespace kvlens {
 
 bool DecodeCompressor::supports(const std::string& method) {
     return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
-           method == "tova";
+           method == "tova" || method == "snapkv" || method == "cur";
 }
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
@@ -22,7 +23,7 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
     }
     if (params.budget <= 0) throw Error("--decode-every needs --budget in entries (a ratio of what? the cache grows)");
     budget_ = params.budget;
-    if (params.method == "streamingllm" && budget_ <= params.sinks) {
+    if ((params.method == "streamingllm" || params.method == "cur") && budget_ <= params.sinks) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --sinks " + std::to_string(params.sinks) +
                     " (the budget includes the sinks)");
     }
@@ -30,11 +31,32 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
         throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
                     " (H2O's recent rows are part of the budget)");
     }
+    if (params.method == "snapkv" && budget_ <= params.window) {
+        throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
+                    " (SnapKV's observation window is part of the budget)");
+    }
+}
+
+std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, int64_t head) {
+    std::vector<int64_t> heads;
+    for (int64_t h = 0; h < static_cast<int64_t>(cache.headMap().size()); ++h)
+        if (cache.headOf(h) == head) heads.push_back(h);
+    return heads;
 }
 
 void DecodeCompressor::start(const Capture& capture, const Selection& selection) {
-    if (!observes()) return;
     c10::InferenceMode guard;
+    if (votes()) {
+        // The last `window` queries of the prompt (fewer when it is shorter).
+        window_.assign(capture.layers(), at::Tensor());
+        for (int64_t l = 0; l < capture.layers(); ++l) {
+            const at::Tensor& q = capture.windowQueries(l);  // [H, min(64, T), D]
+            const int64_t w = std::min<int64_t>(params_.window, q.size(1));
+            window_[l] = q.narrow(1, q.size(1) - w, w).to(at::kFloat).clone();
+        }
+        return;
+    }
+    if (!observes()) return;
     const int64_t L = selection.layers(), heads = selection.headsPerLayer();
     const int64_t G = selection.gqa == GqaMode::KvHead ? selection.queryHeads / selection.kvHeads : 1;
     scores_.assign(L, std::vector<std::vector<double>>(heads));
@@ -54,6 +76,15 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection)
 }
 
 void DecodeCompressor::onQueries(int64_t layer, const at::Tensor& q, int64_t) {
+    if (votes() && layer < static_cast<int64_t>(window_.size())) {
+        // Slide the window: a new tensor each step, so a copy of this compressor keeps its own.
+        c10::InferenceMode guard;
+        const at::Tensor step = q.select(0, 0).to(window_[layer].device(), at::kFloat).unsqueeze(1);  // [H, 1, D]
+        const at::Tensor grown = at::cat({window_[layer], step}, 1);
+        const int64_t w = std::min<int64_t>(params_.window, grown.size(1));
+        window_[layer] = grown.narrow(1, grown.size(1) - w, w).contiguous();
+        return;
+    }
     if (!observes() || layer >= static_cast<int64_t>(queries_.size())) return;
     queries_[layer] = q.select(0, 0).to(at::kFloat).clone();  // [H, D]
 }
@@ -65,9 +96,7 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
     std::vector<at::Tensor> readers(static_cast<size_t>(cache.heads()));
     std::vector<double> share(static_cast<size_t>(cache.heads()), 0.0);  // readers / H
     for (int64_t c = 0; c < cache.heads(); ++c) {
-        std::vector<int64_t> heads;
-        for (int64_t h = 0; h < H; ++h)
-            if (cache.headOf(h) == c) heads.push_back(h);
+        const std::vector<int64_t> heads = readersOf(cache, c);
         readers[c] = at::tensor(heads, at::kLong);
         share[c] = double(heads.size()) / double(H);
     }
@@ -126,6 +155,31 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
     }
     c10::InferenceMode guard;
     const at::Tensor k = cache.keys(layer)[static_cast<size_t>(head)];  // [n, D]
+    if (votes()) {
+        // The window's queries of the heads reading this one vote over its rows before the
+        // window's own (the last w rows: every compression keeps them, so they are the last
+        // w tokens, the queries' own); kernels::layerSelection on one KV head of G readers.
+        if (window_.empty()) throw Error("SnapKV's decode form needs DecodeCompressor::start before the first step");
+        const at::Tensor& all = window_[layer];
+        const int64_t w = all.size(1);
+        const at::Tensor q = all.index_select(0, at::tensor(readersOf(cache, head), at::kLong).to(all.device()));
+        kernels::VoteSpec spec = presses::voteSpec(params_);
+        spec.window = w;
+        spec.perQueryHead = false;  // one row: the mean of the readers' votes
+        const at::Tensor kept = kernels::layerSelection(q, k.unsqueeze(0), spec, budget_ - w);  // [1, B]
+        const int32_t* kp = kept.data_ptr<int32_t>();
+        return std::vector<int64_t>(kp, kp + kept.size(1));
+    }
+    if (params_.method == "cur") {
+        const int64_t sinks = std::min<int64_t>(params_.sinks, n);
+        const at::Tensor s = presses::curLocalScores(k.unsqueeze(0), cache.values(layer)[static_cast<size_t>(head)].unsqueeze(0))
+                                 .to(at::kCPU)
+                                 .contiguous();  // [1, n]
+        for (int64_t r = 0; r < sinks; ++r) rows.push_back(r);
+        const std::vector<float> rest(s.data_ptr<float>() + sinks, s.data_ptr<float>() + n);
+        for (int32_t r : presses::topPositions(rest, budget_ - sinks)) rows.push_back(sinks + r);
+        return rows;
+    }
     const at::Tensor score =
         params_.method == "knorm" ? presses::negativeKeyNorms(k) : presses::negativeAnchorCosines(k);
     const at::Tensor s = score.to(at::kCPU).contiguous();

@@ -12,6 +12,14 @@
 //   tova          its rolling form (Oren et al. 2024): the rows the step's query attends to
 //                 most, its attention averaged over all the layer's query heads (one set for
 //                 the layer while its heads hold the same rows, as a TOVA selection's do)
+//   snapkv        as kvpress's DecodingPress(SnapKVPress): the observation window is the last
+//                 `window` queries of the sequence (the prompt's last ones, from the capture,
+//                 then each decode step's); the head keeps its last `window` rows (those
+//                 queries' own tokens) and the budget - window rows before them of most pooled
+//                 votes (the window queries' causal softmax summed, the mean of the query heads
+//                 reading the head, pooled along the rows as `--kernel`/`--pool` say)
+//   cur           CUR's score on the rows (squared key norm x squared value norm, each over
+//                 its aligned group of 16 rows), the first `sinks` rows always kept
 // (ties to the lower row). So a long output stays within the budget. Kept keys carry
 // the RoPE rotation of their original positions and new tokens take the next original
 // position: no re-rotation is needed while the sequence stays within the model's
@@ -38,12 +46,13 @@ public:
     // an `every` below 1, or a budget that is a ratio (decoding needs entries).
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
-    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o, tova"; }
+    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o, tova, snapkv, cur"; }
 
     // Before the first step on a cache gathered from `selection` of `capture`: H2O's
-    // accumulated attention of the kept positions (zero where the capture has none).
+    // accumulated attention of the kept positions (zero where the capture has none);
+    // SnapKV's window, the capture's last `window` prompt queries.
     void start(const Capture& capture, const Selection& selection);
-    // The step's queries (after RoPE), kept for afterStep (H2O only).
+    // The step's queries (after RoPE), kept for afterStep (H2O, TOVA, SnapKV).
     void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override;
     // H2O: the attention each row of `layer`'s head `head` has accumulated (tests).
     const std::vector<double>& accumulated(int64_t layer, int64_t head) const { return scores_[layer][head]; }
@@ -64,11 +73,15 @@ private:
     // TOVA: replaces each row's score by it.
     void accumulate(const CompressedCache& cache);
     bool observes() const { return params_.method == "h2o" || params_.method == "tova"; }
+    bool votes() const { return params_.method == "snapkv"; }
+    // The query heads reading `head` of `cache` (the same in every layer).
+    static std::vector<int64_t> readersOf(const CompressedCache& cache, int64_t head);
 
     PressParams params_;
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
     std::vector<at::Tensor> queries_;                     // H2O, TOVA: [layer] -> [H, D] fp32 of this step
     std::vector<std::vector<std::vector<double>>> scores_;  // H2O, TOVA: [layer][head][row]
+    std::vector<at::Tensor> window_;                      // SnapKV: [layer] -> [H, <= window, D] fp32, the last queries
 };
 
 }  // namespace kvlens

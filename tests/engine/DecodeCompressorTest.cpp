@@ -361,6 +361,191 @@ TEST(DecodeCompressor, RollingH2oStaysWithinTheBudgetOnTheModel) {
     EXPECT_DOUBLE_EQ(same.meanKl, 0.0);
 }
 
+// SnapKV's decode form against a double reference written from its definition: the window is
+// the last W queries of the sequence (the prompt's, then each step's); when due, a head above
+// the budget keeps its last W rows and, of the rows before them, the B - W of most votes: each
+// window query's causal softmax(q.k / sqrt(D)) over the head's rows (query i of W sees rows up
+// to n - W + i), summed over the window, averaged over the query heads reading the head,
+// pooled along the rows (kernel 3, max or avg with zeros outside), ties to the lower row.
+TEST(DecodeCompressor, SnapKvsDecodeFormVotesWithTheLastWindowQueries) {
+    const int64_t H = 4, KV = 2, T = 20, D = 8, B = 12, W = 4, K = 3;
+    int compressions = 0;
+    for (GqaMode mode : {GqaMode::KvHead, GqaMode::QueryHead}) {
+        for (Pooling pooling : {Pooling::Max, Pooling::Avg}) {
+            for (int64_t every : {1, 3}) {
+                at::manual_seed(21 + every + 2 * int(pooling) + 4 * int(mode));
+                const auto capture =
+                    Capture::fromTensors({at::randn({H, T, D})}, {at::randn({KV, T, D})}, {at::randn({KV, T, D})});
+                PressParams p = params("snapkv", 16);
+                p.window = W;
+                p.kernel = K;
+                p.pooling = pooling;
+                p.gqa = mode;
+                const Selection selection = Press::create("snapkv")->select(*capture, p);
+                CompressedCache cache(*capture, selection, 40);
+                p.budget = B;
+                DecodeCompressor rule(p, every);
+                rule.start(*capture, selection);
+                const std::string where = std::string(gqaModeName(mode)) + (pooling == Pooling::Max ? " max" : " avg") +
+                                          " every " + std::to_string(every);
+                // The reference: each cache head's rows, the window's queries per query head.
+                const int64_t heads = cache.heads();
+                ASSERT_EQ(heads, mode == GqaMode::KvHead ? KV : H);
+                auto kvOf = [&](int64_t c) { return mode == GqaMode::KvHead ? c : c / (H / KV); };
+                auto readers = [&](int64_t c) {
+                    std::vector<int64_t> r;
+                    for (int64_t h = 0; h < H; ++h)
+                        if ((mode == GqaMode::KvHead ? h / (H / KV) : h) == c) r.push_back(h);
+                    return r;
+                };
+                std::vector<std::vector<std::vector<double>>> keys(heads), window(H);
+                const at::Tensor k0 = capture->keys(0).to(at::kDouble), q0 = capture->windowQueries(0).to(at::kDouble);
+                auto row = [&](const at::Tensor& t) { return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + D); };
+                for (int64_t c = 0; c < heads; ++c)
+                    for (int32_t t : selection.kept[0][c]) keys[c].push_back(row(k0[kvOf(c)][t].contiguous()));
+                for (int64_t h = 0; h < H; ++h)
+                    for (int64_t t = T - W; t < T; ++t) window[h].push_back(row(q0[h][t].contiguous()));
+                for (int64_t step = 0; step < 14; ++step) {
+                    const at::Tensor q = at::randn({1, H, D}) * 2.0, k = at::randn({1, KV, D}), v = at::randn({1, KV, D});
+                    rule.onQueries(0, q, T + step);
+                    cache.append(0, k, v);
+                    const at::Tensor qd = q.to(at::kDouble), kd = k.to(at::kDouble);
+                    for (int64_t h = 0; h < H; ++h) {
+                        window[h].push_back(row(qd[0][h].contiguous()));
+                        window[h].erase(window[h].begin());
+                    }
+                    for (int64_t c = 0; c < heads; ++c) keys[c].push_back(row(kd[0][kvOf(c)].contiguous()));
+                    if (rule.afterStep(cache)) ++compressions;
+                    for (int64_t c = 0; c < heads; ++c) {
+                        const int64_t n = int64_t(keys[c].size());
+                        if ((step + 1) % every == 0 && n > B) {
+                            std::vector<double> votes(n - W, 0.0);
+                            const std::vector<int64_t> rs = readers(c);
+                            for (int64_t h : rs) {
+                                for (int64_t i = 0; i < W; ++i) {
+                                    std::vector<std::vector<double>> seen(keys[c].begin(), keys[c].begin() + (n - W + i + 1));
+                                    const std::vector<double> prob =
+                                        attentionOf(at::tensor(window[h][i], at::kDouble), seen);
+                                    for (int64_t r = 0; r < n - W; ++r) votes[r] += prob[r] / double(rs.size());
+                                }
+                            }
+                            std::vector<double> pooled(n - W);
+                            for (int64_t r = 0; r < n - W; ++r) {
+                                double m = -1e300, sum = 0.0;
+                                for (int64_t j = r - K / 2; j <= r + K / 2; ++j) {
+                                    if (j < 0 || j >= n - W) continue;
+                                    m = std::max(m, votes[j]);
+                                    sum += votes[j];
+                                }
+                                pooled[r] = pooling == Pooling::Max ? m : sum / double(K);
+                            }
+                            std::vector<int64_t> order(n - W);
+                            std::iota(order.begin(), order.end(), 0);
+                            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return pooled[a] > pooled[b]; });
+                            std::vector<int64_t> kept(order.begin(), order.begin() + (B - W));
+                            std::sort(kept.begin(), kept.end());
+                            for (int64_t r = n - W; r < n; ++r) kept.push_back(r);
+                            std::vector<std::vector<double>> k2;
+                            for (int64_t r : kept) k2.push_back(keys[c][r]);
+                            keys[c] = k2;
+                        }
+                        ASSERT_EQ(cache.length(0, c), int64_t(keys[c].size())) << where << " step " << step;
+                        const at::Tensor got = cache.keys(0)[c].to(at::kDouble);
+                        for (size_t r = 0; r < keys[c].size(); ++r)
+                            for (int64_t d = 0; d < D; ++d)
+                                ASSERT_EQ(got[r][d].item<double>(), keys[c][r][d]) << where << " step " << step << " head " << c << " row " << r;
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_GE(compressions, 8 * 4);
+}
+
+// CUR's decode form against a double reference: when due, a head above the budget keeps its
+// first `sinks` rows and the B - sinks others of highest (k^2 / its group's sum) x (v^2 / its
+// group's sum), the groups 16 rows aligned from row 0 (the last as long as the rows leave it).
+TEST(DecodeCompressor, CurKeepsTheSinksAndTheRowsOfMostLocalEnergy) {
+    const int64_t KV = 2, T = 30, D = 8, B = 20, S = 3;
+    for (int64_t every : {1, 4}) {
+        at::manual_seed(31 + every);
+        const auto capture = Capture::fromTensors({at::randn({KV, T, D})}, {at::randn({KV, T, D})}, {at::randn({KV, T, D})});
+        PressParams p = params("cur", 24);
+        p.sinks = S;
+        const Selection selection = Press::create("cur")->select(*capture, p);
+        CompressedCache cache(*capture, selection, 40);
+        p.budget = B;
+        DecodeCompressor rule(p, every);
+        rule.start(*capture, selection);
+        std::vector<at::Tensor> keys(KV), values(KV);  // [n, D] double, the reference's rows
+        for (int64_t c = 0; c < KV; ++c) {
+            const at::Tensor idx = at::tensor(std::vector<int64_t>(selection.kept[0][c].begin(), selection.kept[0][c].end()), at::kLong);
+            keys[c] = capture->keys(0)[c].index_select(0, idx).to(at::kDouble);
+            values[c] = capture->values(0)[c].index_select(0, idx).to(at::kDouble);
+        }
+        int compressions = 0;
+        for (int64_t step = 0; step < 16; ++step) {
+            const at::Tensor q = at::randn({1, KV, D}), k = at::randn({1, KV, D}) * (1.0 + step % 3), v = at::randn({1, KV, D});
+            rule.onQueries(0, q, T + step);
+            cache.append(0, k, v);
+            if (rule.afterStep(cache)) ++compressions;
+            for (int64_t c = 0; c < KV; ++c) {
+                keys[c] = at::cat({keys[c], k[0][c].unsqueeze(0).to(at::kDouble)});
+                values[c] = at::cat({values[c], v[0][c].unsqueeze(0).to(at::kDouble)});
+                const int64_t n = keys[c].size(0);
+                if ((step + 1) % every == 0 && n > B) {
+                    auto local = [&](const at::Tensor& x) {
+                        std::vector<double> sq(n), out(n);
+                        for (int64_t r = 0; r < n; ++r) sq[r] = x[r].pow(2).sum().item<double>();
+                        for (int64_t g = 0; g < n; g += 16) {
+                            double sum = 0.0;
+                            for (int64_t r = g; r < std::min(n, g + 16); ++r) sum += sq[r];
+                            for (int64_t r = g; r < std::min(n, g + 16); ++r) out[r] = sum > 0 ? sq[r] / sum : 0.0;
+                        }
+                        return out;
+                    };
+                    const std::vector<double> ks = local(keys[c]), vs = local(values[c]);
+                    std::vector<int64_t> order;
+                    for (int64_t r = S; r < n; ++r) order.push_back(r);
+                    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ks[a] * vs[a] > ks[b] * vs[b]; });
+                    std::vector<int64_t> kept(order.begin(), order.begin() + (B - S));
+                    for (int64_t r = 0; r < S; ++r) kept.push_back(r);
+                    std::sort(kept.begin(), kept.end());
+                    const at::Tensor idx = at::tensor(kept, at::kLong);
+                    keys[c] = keys[c].index_select(0, idx);
+                    values[c] = values[c].index_select(0, idx);
+                }
+                ASSERT_EQ(cache.length(0, c), keys[c].size(0)) << "every " << every << " step " << step;
+                EXPECT_TRUE(at::equal(cache.keys(0)[c].to(at::kDouble), keys[c])) << "every " << every << " step " << step;
+                EXPECT_TRUE(at::equal(cache.values(0)[c].to(at::kDouble), values[c])) << "every " << every << " step " << step;
+            }
+        }
+        EXPECT_EQ(compressions, every == 1 ? 16 : 4);
+    }
+}
+
+// On the model: SnapKV's and CUR's decode forms hold the budget after every compression, and a
+// budget never reached decodes as the full cache does.
+TEST(DecodeCompressor, SnapKvAndCurStayWithinTheBudgetOnTheModel) {
+    Tiny& t = tiny();
+    const int64_t T = static_cast<int64_t>(t.prompt.size()), n = 16;
+    auto capture = Capture::fromPrefill(*t.loaded.model, t.prompt, {}, {}, n);
+    MethodEvaluator evaluator(*t.loaded.model, capture, n);
+    for (const char* method : {"snapkv", "cur"}) {
+        PressParams tight = params(method, 24);
+        tight.window = 8;
+        const RunMetrics within = evaluator.evaluate(Press::create(method)->select(*capture, tight), DecodeCompressor(tight, 2));
+        ASSERT_EQ(within.cacheEntries.size(), static_cast<size_t>(n - 1)) << method;
+        for (size_t i = 0; i < within.cacheEntries.size(); ++i)
+            EXPECT_EQ(within.cacheEntries[i], i % 2 == 0 ? 25 : 24) << method << " step " << i + 1;
+        PressParams roomy = params(method, T + n + 8);
+        roomy.window = 8;
+        const RunMetrics same = evaluator.evaluate(Press::create(method)->select(*capture, roomy), DecodeCompressor(roomy, 1));
+        EXPECT_EQ(same.tokens, same.fullTokens) << method;
+        EXPECT_DOUBLE_EQ(same.meanKl, 0.0) << method;
+    }
+}
+
 TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     auto message = [](const PressParams& p, int64_t every) {
         try {
@@ -372,7 +557,11 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("cake", 64), 1),
               "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o, tova)");
+              "h2o, tova, snapkv, cur)");
+    PressParams snap = params("snapkv", 32);
+    snap.window = 32;
+    EXPECT_EQ(message(snap, 1), "--budget 32 must exceed --window 32 (SnapKV's observation window is part of the budget)");
+    EXPECT_EQ(message(params("cur", 4), 1), "--budget 4 must exceed --sinks 4 (the budget includes the sinks)");
     PressParams h2o = params("h2o", 32);
     EXPECT_EQ(message(h2o, 1), "--budget 32 must exceed --window 32 (H2O's recent rows are part of the budget)");
     EXPECT_EQ(message(params("knorm", 64), 0), "--decode-every 0 must be at least 1");

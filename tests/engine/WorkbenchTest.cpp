@@ -308,11 +308,11 @@ TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
     EXPECT_EQ(*std::max_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 22);
     EXPECT_EQ(*std::min_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 20);
     EXPECT_TRUE(w.evaluate(p, 12, {}, nullptr).metrics.cacheEntries.empty());  // off: it grows
-    p.method = "snapkv";
+    p.method = "pyramidkv";
     p.window = 8;
     EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
-              "compress every: snapkv has no form for compression during decoding here (streamingllm, knorm, "
-              "keydiff, h2o, tova)");
+              "compress every: pyramidkv has no form for compression during decoding here (streamingllm, knorm, "
+              "keydiff, h2o, tova, snapkv, cur)");
     p.method = "knorm";
     p.budget = 0;
     p.budgetRatio = 0.5;

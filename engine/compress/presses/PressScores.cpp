@@ -190,20 +190,25 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
     }));
 }
 
+at::Tensor curLocalScores(const at::Tensor& keys, const at::Tensor& values) {
+    const int64_t KV = keys.size(0), n = keys.size(1), w = kCurWindow;
+    const int64_t pad = (w - n % w) % w;
+    // Each window's share of its squared norms (a window of zeros shares nothing).
+    auto local = [&](const at::Tensor& states) {
+        const at::Tensor sq = states.to(at::kFloat).pow(2).sum(-1);  // [KV, n]
+        const at::Tensor groups = at::constant_pad_nd(sq, {0, pad}).view({KV, -1, w});
+        const at::Tensor sums = groups.sum(-1, /*keepdim=*/true);
+        return at::where(sums > 0, groups / sums.clamp_min(1e-30), at::zeros_like(groups))
+            .view({KV, -1})
+            .narrow(1, 0, n);
+    };
+    return local(keys) * local(values);
+}
+
 HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& p) {
     HeadScores rows = toRows(capture.memoScores("cur", layer, [&] {
-        const int64_t T = capture.promptLength(), KV = capture.kvHeads(), w = kCurWindow;
-        const int64_t pad = (w - T % w) % w;
-        // Each window's share of its squared norms (a window of zeros shares nothing).
-        auto local = [&](const at::Tensor& states) {
-            const at::Tensor sq = states.narrow(1, 0, T).to(at::kFloat).pow(2).sum(-1);  // [KV, T]
-            const at::Tensor groups = at::constant_pad_nd(sq, {0, pad}).view({KV, -1, w});
-            const at::Tensor sums = groups.sum(-1, /*keepdim=*/true);
-            return at::where(sums > 0, groups / sums.clamp_min(1e-30), at::zeros_like(groups))
-                .view({KV, -1})
-                .narrow(1, 0, T);
-        };
-        return local(capture.keys(layer)) * local(capture.values(layer));
+        const int64_t T = capture.promptLength();
+        return curLocalScores(capture.keys(layer).narrow(1, 0, T), capture.values(layer).narrow(1, 0, T));
     }));
     const size_t sinks = static_cast<size_t>(std::clamp<int64_t>(p.sinks, 0, capture.promptLength()));
     for (auto& head : rows)

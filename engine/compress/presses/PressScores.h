@@ -75,6 +75,9 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
 // the prompt leaves it), multiplied. NaN for the sinks (always kept).
 constexpr int64_t kCurWindow = 16;
 HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& params);
+// The same score of keys and values [KV, n, D] (any dtype), groups aligned from row 0:
+// fp32 [KV, n] on their device. The capture's prompt and the decoding cache's rows alike.
+at::Tensor curLocalScores(const at::Tensor& keys, const at::Tensor& values);
 
 // KVzip's score per KV head over all T positions (NaN for the first `params.sinks`, always
 // kept): the highest attention of the prompt's reconstruction (Capture::reconstructionScores,

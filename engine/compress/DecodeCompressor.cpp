@@ -12,7 +12,7 @@ namespace kvlens {
 
 bool DecodeCompressor::supports(const std::string& method) {
     return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
-           method == "tova" || method == "snapkv" || method == "cur";
+           method == "tova" || method == "snapkv" || method == "cur" || method == "expected";
 }
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
@@ -23,7 +23,8 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
     }
     if (params.budget <= 0) throw Error("--decode-every needs --budget in entries (a ratio of what? the cache grows)");
     budget_ = params.budget;
-    if ((params.method == "streamingllm" || params.method == "cur") && budget_ <= params.sinks) {
+    if ((params.method == "streamingllm" || params.method == "cur" || params.method == "expected") &&
+        budget_ <= params.sinks) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --sinks " + std::to_string(params.sinks) +
                     " (the budget includes the sinks)");
     }
@@ -56,6 +57,24 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection)
         }
         return;
     }
+    if (expects()) {
+        if (!capture.queryStatistics()) {
+            throw Error("--decode-every with expected needs the statistics of every prompt query, which only a model "
+                        "prefill records (not tensors given with --inputs)");
+        }
+        stats_ = *capture.queryStatistics();
+        // The prompt's queries after the sinks, as sums again (n x mean, n x (cov + mean mean^T)).
+        const int64_t sinks = params_.sinks;
+        queryCount_ = capture.promptLength() - sinks;
+        querySum_.assign(capture.layers(), at::Tensor());
+        queryOuter_.assign(capture.layers(), at::Tensor());
+        for (int64_t l = 0; l < capture.layers(); ++l) {
+            const auto [mean, cov] = stats_->meanAndCovariance(l, sinks);
+            querySum_[l] = mean * double(queryCount_);
+            queryOuter_[l] = (cov + mean.unsqueeze(2) * mean.unsqueeze(1)) * double(queryCount_);
+        }
+        return;
+    }
     if (!observes()) return;
     const int64_t L = selection.layers(), heads = selection.headsPerLayer();
     const int64_t G = selection.gqa == GqaMode::KvHead ? selection.queryHeads / selection.kvHeads : 1;
@@ -75,7 +94,7 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection)
     }
 }
 
-void DecodeCompressor::onQueries(int64_t layer, const at::Tensor& q, int64_t) {
+void DecodeCompressor::onQueries(int64_t layer, const at::Tensor& q, int64_t position) {
     if (votes() && layer < static_cast<int64_t>(window_.size())) {
         // Slide the window: a new tensor each step, so a copy of this compressor keeps its own.
         c10::InferenceMode guard;
@@ -83,6 +102,14 @@ void DecodeCompressor::onQueries(int64_t layer, const at::Tensor& q, int64_t) {
         const at::Tensor grown = at::cat({window_[layer], step}, 1);
         const int64_t w = std::min<int64_t>(params_.window, grown.size(1));
         window_[layer] = grown.narrow(1, grown.size(1) - w, w).contiguous();
+        return;
+    }
+    if (expects() && layer < static_cast<int64_t>(querySum_.size())) {
+        c10::InferenceMode guard;
+        const at::Tensor pre = stats_->rotatedBack(q, position).select(0, 0).to(at::kCPU, at::kDouble);  // [H, D]
+        querySum_[layer] = querySum_[layer] + pre;
+        queryOuter_[layer] = queryOuter_[layer] + pre.unsqueeze(2) * pre.unsqueeze(1);
+        if (layer == static_cast<int64_t>(querySum_.size()) - 1) ++queryCount_;
         return;
     }
     if (!observes() || layer >= static_cast<int64_t>(queries_.size())) return;
@@ -169,6 +196,33 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         const at::Tensor kept = kernels::layerSelection(q, k.unsqueeze(0), spec, budget_ - w);  // [1, B]
         const int32_t* kp = kept.data_ptr<int32_t>();
         return std::vector<int64_t>(kp, kp + kept.size(1));
+    }
+    if (expects()) {
+        // Expected Attention of the rows after the sinks under the statistics so far.
+        if (querySum_.empty()) throw Error("Expected Attention's decode form needs DecodeCompressor::start before the first step");
+        const int64_t sinks = std::min<int64_t>(params_.sinks, n), D = k.size(1);
+        const std::vector<int64_t> readers = readersOf(cache, head);
+        const at::Tensor idx = at::tensor(readers, at::kLong);
+        const double count = double(queryCount_);
+        const at::Tensor mean = querySum_[layer].index_select(0, idx) / count;  // [G, D]
+        const at::Tensor cov = queryOuter_[layer].index_select(0, idx) / count - mean.unsqueeze(2) * mean.unsqueeze(1);
+        const at::Tensor R = stats_->averageRotation(cache.nextPosition(), params_.future);  // [D, D]
+        const at::Device dev = k.device();
+        const at::Tensor mu = at::matmul(mean, R.t()).to(dev, at::kFloat);                               // [G, D]
+        const at::Tensor sigma = at::matmul(at::matmul(R, cov), R.t()).to(dev, at::kFloat);             // [G, D, D]
+        const at::Tensor kr = k.narrow(0, sinks, n - sinks).to(at::kFloat);                               // [m, D]
+        const at::Tensor vr = cache.values(layer)[static_cast<size_t>(head)].narrow(0, sinks, n - sinks).to(at::kFloat);
+        at::Tensor a = at::zeros({n - sinks}, kr.options());
+        for (int64_t g = 0; g < static_cast<int64_t>(readers.size()); ++g) {
+            const at::Tensor linear = at::mv(kr, mu[g]) / std::sqrt(double(D));
+            const at::Tensor quad = (at::matmul(kr, sigma[g]) * kr).sum(-1) / (2.0 * double(D));
+            a.add_(at::softmax(linear + quad, -1));
+        }
+        const at::Tensor s = (a.div_(double(readers.size())) * vr.norm(2, {-1})).to(at::kCPU).contiguous();
+        for (int64_t r = 0; r < sinks; ++r) rows.push_back(r);
+        const std::vector<float> rest(s.data_ptr<float>(), s.data_ptr<float>() + (n - sinks));
+        for (int32_t r : presses::topPositions(rest, budget_ - sinks)) rows.push_back(sinks + r);
+        return rows;
     }
     if (params_.method == "cur") {
         const int64_t sinks = std::min<int64_t>(params_.sinks, n);

@@ -20,6 +20,10 @@
 //                 reading the head, pooled along the rows as `--kernel`/`--pool` say)
 //   cur           CUR's score on the rows (squared key norm x squared value norm, each over
 //                 its aligned group of 16 rows), the first `sinks` rows always kept
+//   expected      Expected Attention on the rows after the first `sinks` (always kept), with
+//                 the statistics of every query so far: the prompt's after its sinks and each
+//                 decode step's, turned back from RoPE (mean, covariance over the count), RoPE
+//                 averaged over the `future` positions from the next one, times ||v||
 // (ties to the lower row). So a long output stays within the budget. Kept keys carry
 // the RoPE rotation of their original positions and new tokens take the next original
 // position: no re-rotation is needed while the sequence stays within the model's
@@ -27,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +39,7 @@
 #include "core/Selection.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/CompressedCache.h"
+#include "engine/compress/QueryStatistics.h"
 #include "engine/model/LlamaModel.h"
 
 namespace kvlens {
@@ -46,13 +52,15 @@ public:
     // an `every` below 1, or a budget that is a ratio (decoding needs entries).
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
-    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o, tova, snapkv, cur"; }
+    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o, tova, snapkv, cur, expected"; }
 
     // Before the first step on a cache gathered from `selection` of `capture`: H2O's
     // accumulated attention of the kept positions (zero where the capture has none);
-    // SnapKV's window, the capture's last `window` prompt queries.
+    // SnapKV's window, the capture's last `window` prompt queries; Expected Attention's
+    // query statistics, the capture's (throws kvlens::Error when it has none).
     void start(const Capture& capture, const Selection& selection);
-    // The step's queries (after RoPE), kept for afterStep (H2O, TOVA, SnapKV).
+    // The step's queries (after RoPE), kept for afterStep (H2O, TOVA, SnapKV) or added to
+    // the statistics (Expected Attention).
     void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override;
     // H2O: the attention each row of `layer`'s head `head` has accumulated (tests).
     const std::vector<double>& accumulated(int64_t layer, int64_t head) const { return scores_[layer][head]; }
@@ -74,6 +82,7 @@ private:
     void accumulate(const CompressedCache& cache);
     bool observes() const { return params_.method == "h2o" || params_.method == "tova"; }
     bool votes() const { return params_.method == "snapkv"; }
+    bool expects() const { return params_.method == "expected"; }
     // The query heads reading `head` of `cache` (the same in every layer).
     static std::vector<int64_t> readersOf(const CompressedCache& cache, int64_t head);
 
@@ -82,6 +91,12 @@ private:
     std::vector<at::Tensor> queries_;                     // H2O, TOVA: [layer] -> [H, D] fp32 of this step
     std::vector<std::vector<std::vector<double>>> scores_;  // H2O, TOVA: [layer][head][row]
     std::vector<at::Tensor> window_;                      // SnapKV: [layer] -> [H, <= window, D] fp32, the last queries
+    // Expected Attention: the capture's statistics (for RoPE), and per layer the sum and the
+    // sum of outer products of the pre-RoPE queries counted so far ([H, D], [H, D, D] fp64).
+    // Each step makes new tensors, so a copy of this compressor keeps its own.
+    std::optional<QueryStatistics> stats_;
+    std::vector<at::Tensor> querySum_, queryOuter_;
+    int64_t queryCount_ = 0;
 };
 
 }  // namespace kvlens

@@ -11,6 +11,7 @@
 
 #include "engine/compress/Capture.h"
 #include "engine/compress/CompressedCache.h"
+#include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/model/LlamaModel.h"
 #include "engine/model/ModelLoader.h"
@@ -59,13 +60,15 @@ const std::shared_ptr<Capture>& tinyllamaPrefill8k() {
 // One budget change: select with a budget not seen before (votes are cached per
 // window, as in the GUI), then gather the compressed cache.
 void selectAndGather(benchmark::State& state, const std::string& method, const std::shared_ptr<Capture>& capture,
-                     Pooling pooling = Pooling::Max, const std::string& scorer = "") {
+                     Pooling pooling = Pooling::Max, const std::string& scorer = "",
+                     const std::function<void(PressParams&)>& setup = {}) {
     at::set_num_threads(2);
     PressParams p;
     p.method = method;
     p.scorer = scorer;
     p.window = 32;
     p.pooling = pooling;
+    if (setup) setup(p);
     auto press = Press::create(method);
     p.budget = 1024;
     press->select(*capture, p);  // computes and caches the window's votes once
@@ -77,7 +80,8 @@ void selectAndGather(benchmark::State& state, const std::string& method, const s
         CompressedCache cache(*capture, s);
         benchmark::DoNotOptimize(cache.bytes());
     }
-    state.SetLabel(method + (scorer.empty() ? "" : "(" + scorer + ")") + " T=" + std::to_string(capture->promptLength()));
+    state.SetLabel(method + (scorer.empty() ? "" : "(" + scorer + ")") + (p.think > 0 ? " think" : "") +
+                   " T=" + std::to_string(capture->promptLength()));
 }
 
 void BM_SnapKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "snapkv", tinyllama8k()); }
@@ -97,6 +101,18 @@ void BM_AdaKvKnormSelectAndGather8k(benchmark::State& state) {
     selectAndGather(state, "adakv", tinyllama8k(), Pooling::Max, "knorm");
 }
 void BM_LagKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "lagkv", tinyllama8k()); }
+void BM_StreamingLlmSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "streamingllm", tinyllama8k()); }
+void BM_RandomSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "random", tinyllama8k()); }
+// The layers' shares from 22 unequal weights (1 .. 22), each ranked by SnapKV's votes.
+void BM_PerLayerSelectAndGather8k(benchmark::State& state) {
+    selectAndGather(state, "perlayer", tinyllama8k(), Pooling::Max, "", [](PressParams& p) {
+        for (int l = 1; l <= 22; ++l) p.layerWeights.push_back(double(l));
+    });
+}
+// ThinK over SnapKV: each head's 25% lowest-energy key channels zeroed in the gathered keys.
+void BM_ThinkSelectAndGather8k(benchmark::State& state) {
+    selectAndGather(state, "snapkv", tinyllama8k(), Pooling::Max, "", [](PressParams& p) { p.think = 0.25; });
+}
 void BM_ChunkKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "chunkkv", tinyllama8k()); }
 void BM_ExpectedSelectAndGather8k(benchmark::State& state) {
     selectAndGather(state, "expected", tinyllamaPrefill8k());
@@ -116,6 +132,47 @@ void selectAfterFirstUse(benchmark::State& state, const std::string& method) {
     selectAndGather(state, method, capture);
 }
 void BM_CompactorSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "compactor"); }
+// H2O's accumulated attention (a replay of the prompt's attention, kept with the capture), the
+// non-causal attention's replay, CriticalKV's value-through-output norms from the model's weights.
+void BM_H2oSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "h2o"); }
+void BM_NonCausalSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "noncausal"); }
+void BM_CriticalKvSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "criticalkv"); }
+void BM_CriticalAdaKvSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "criticaladakv"); }
+// Compression during decoding: one decode step's new row appended to every head of every
+// layer of a cache at budget 1024 (the step's random queries watched, as the decode's are),
+// then the compressor cutting each head back to 1024 by the method's rule (--decode-every 1).
+// A real step costs the decode itself beside this.
+void decodeCompression(benchmark::State& state, const std::string& method) {
+    at::set_num_threads(2);
+    // Expected Attention's statistics come from a prefill: the random model's 8192 tokens.
+    const std::shared_ptr<Capture>& capture = method == "expected" ? tinyllamaPrefill8k() : tinyllama8k();
+    PressParams p;
+    p.method = method;
+    p.budget = 1024;
+    p.window = 32;
+    p.sinks = 4;
+    // The cache starts as StreamingLLM's 1024 (the sinks and the most recent: the window too),
+    // which every rule accepts; H2O needs a prefill's scores to select, and starts from zeros here.
+    PressParams start = p;
+    start.method = "streamingllm";
+    const Selection selection = Press::create("streamingllm")->select(*capture, start);
+    CompressedCache cache(*capture, selection, 1 << 16);
+    DecodeCompressor rule(p, 1);
+    rule.start(*capture, selection);
+    at::Generator gen = at::detail::createCPUGenerator(7);
+    const at::Tensor q = at::randn({1, 32, 64}, gen), k = at::randn({1, 4, 64}, gen).to(at::kBFloat16);
+    int64_t position = capture->promptLength();
+    for (auto _ : state) {
+        for (int64_t l = 0; l < cache.layers(); ++l) {
+            rule.onQueries(l, q, position);
+            cache.append(l, k, k);
+        }
+        ++position;
+        benchmark::DoNotOptimize(rule.afterStep(cache));
+    }
+    state.SetLabel(method + " B=1024, 22 layers x 4 heads");
+}
+void BM_DecodeCompression8k(benchmark::State& state, const char* method) { decodeCompression(state, method); }
 // What a method computes on first use for a setting not seen before, on the 8192-token prompt
 // (every layer), once per iteration (`vary` makes each one new): the time beside the prefill.
 void firstUseOfTheModel(benchmark::State& state, const std::string& method,
@@ -244,6 +301,22 @@ BENCHMARK(BM_ChunkKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2
 BENCHMARK(BM_ExpectedSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_LeverageSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_CompactorSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_StreamingLlmSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_RandomSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_PerLayerSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_ThinkSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_H2oSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_NonCausalSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_CriticalKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_CriticalAdaKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, streamingllm, "streamingllm")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, knorm, "knorm")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, keydiff, "keydiff")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, h2o, "h2o")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, tova, "tova")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, snapkv, "snapkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, cur, "cur")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, expected, "expected")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LeverageFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_NonCausalReplay8k)->Unit(benchmark::kMillisecond)->Iterations(1);

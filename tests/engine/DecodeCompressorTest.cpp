@@ -557,11 +557,22 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("cake", 64), 1),
               "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o, tova, snapkv, cur)");
+              "h2o, tova, snapkv, cur, expected)");
     PressParams snap = params("snapkv", 32);
     snap.window = 32;
     EXPECT_EQ(message(snap, 1), "--budget 32 must exceed --window 32 (SnapKV's observation window is part of the budget)");
     EXPECT_EQ(message(params("cur", 4), 1), "--budget 4 must exceed --sinks 4 (the budget includes the sinks)");
+    EXPECT_EQ(message(params("expected", 4), 1), "--budget 4 must exceed --sinks 4 (the budget includes the sinks)");
+    // Expected Attention's statistics come from a model prefill; tensors have none.
+    const auto tensors = Capture::fromTensors({at::randn({2, 40, 8})}, {at::randn({2, 40, 8})}, {at::randn({2, 40, 8})});
+    DecodeCompressor expected(params("expected", 20), 1);
+    try {
+        expected.start(*tensors, Press::create("streamingllm")->select(*tensors, params("streamingllm", 20)));
+        ADD_FAILURE() << "started without query statistics";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "--decode-every with expected needs the statistics of every prompt query, which only a "
+                               "model prefill records (not tensors given with --inputs)");
+    }
     PressParams h2o = params("h2o", 32);
     EXPECT_EQ(message(h2o, 1), "--budget 32 must exceed --window 32 (H2O's recent rows are part of the budget)");
     EXPECT_EQ(message(params("knorm", 64), 0), "--decode-every 0 must be at least 1");

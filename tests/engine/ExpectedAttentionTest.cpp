@@ -15,9 +15,12 @@
 
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
+#include "engine/compress/CompressedCache.h"
+#include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/model/LlamaModel.h"
 #include "engine/model/ModelLoader.h"
+#include "engine/model/Sampler.h"
 
 namespace kvlens {
 namespace {
@@ -201,6 +204,151 @@ INSTANTIATE_TEST_SUITE_P(
         return std::string(info.param.halves ? "Halves" : "Adjacent") +
                (info.param.ropeDim < 32 ? "PartialShortPrompt" : "");
     });
+
+// Records each decode step's queries (after RoPE) and passes them on to the compressor.
+struct Recorder : ForwardObserver {
+    DecodeCompressor* rule = nullptr;
+    std::vector<std::vector<at::Tensor>> steps;  // [layer] -> each step's [H, D] fp64
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t position) override {
+        if (int64_t(steps.size()) <= layer) steps.resize(layer + 1);
+        steps[layer].push_back(q.select(0, 0).to(at::kDouble).clone());
+        rule->onQueries(layer, q, position);
+    }
+};
+
+// Expected Attention's decode form against the definition in double: when due, a head above
+// the budget keeps its first `sinks` rows and the B - sinks others of most expected attention
+// x ||v||, the Gaussian being every query so far (the prompt's after the sinks and each decode
+// step's), turned back from RoPE with this file's own angles, and RoPE averaged over the
+// `future` positions from the next one. Checked by rule on what the cache held before the step.
+TEST(ExpectedAttentionDecode, EveryQuerySoFarScoresTheRows) {
+    for (const Case k : {Case{false, 32, 100, 90}, Case{true, 16, 100, 90}}) {
+        LoadedModel loaded = loadModel("random:tiny:layers=2:seed=7", c10::Device(c10::kCPU), c10::kFloat);
+        ModelConfig config = loaded.model->config();
+        config.ropeStyle = k.halves ? RopeStyle::Halves : RopeStyle::Adjacent;
+        config.ropeDim = k.ropeDim;
+        LlamaModel model(config, loaded.model->weights(), c10::Device(c10::kCPU), c10::kFloat);
+        std::vector<int32_t> prompt(k.promptLength);
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % 500 + 1);
+        std::vector<std::pair<int64_t, int64_t>> heads;
+        for (int64_t l = 0; l < 2; ++l)
+            for (int64_t h = 0; h < config.nHeads; ++h) heads.push_back({l, h});
+        const auto capture = Capture::fromPrefill(model, prompt, {}, heads);
+        const int64_t T = capture->promptLength(), D = capture->headDim(), H = capture->queryHeads(),
+                      G = H / capture->kvHeads(), S = 4, F = 64, B = 40, every = 3;
+        PressParams p;
+        p.method = "expected";
+        p.sinks = S;
+        p.future = F;
+        p.budget = 60;
+        const Selection selection = Press::create("expected")->select(*capture, p);
+        CompressedCache cache(*capture, selection, 20);
+        p.budget = B;
+        DecodeCompressor rule(p, every);
+        rule.start(*capture, selection);
+        Recorder recorder;
+        recorder.rule = &rule;
+        const Reference ref{config.ropeTheta, k.halves, k.ropeDim, S, F};
+        // A query after RoPE at position t, turned back.
+        auto preRope = [&](const at::Tensor& q, int64_t t) {
+            const at::Tensor d = q.to(at::kDouble).contiguous();
+            Vec x(d.data_ptr<double>(), d.data_ptr<double>() + D);
+            for (int64_t i = 0; i < k.ropeDim / 2; ++i) {
+                const auto [u, v] = pairOf(i, k.ropeDim, k.halves);
+                const double a = double(t) * ref.freq(i), y0 = x[u], y1 = x[v];
+                x[u] = y0 * std::cos(a) + y1 * std::sin(a);
+                x[v] = y1 * std::cos(a) - y0 * std::sin(a);
+            }
+            return x;
+        };
+        int32_t token = Sampler::argmax(capture->lastLogits().data_ptr<float>(), capture->lastLogits().numel());
+        int compressions = 0;
+        for (int64_t step = 0; step < 12; ++step) {
+            token = Sampler::argmax(model.decode(token, cache, &recorder).data_ptr<float>(), config.vocabSize);
+            std::vector<std::vector<at::Tensor>> keys(2), values(2);
+            for (int64_t l = 0; l < 2; ++l)
+                for (int64_t c = 0; c < cache.heads(); ++c) {
+                    keys[l].push_back(cache.keys(l)[c].to(at::kDouble).clone());
+                    values[l].push_back(cache.values(l)[c].to(at::kDouble).clone());
+                }
+            compressions += rule.afterStep(cache);
+            const bool due = (step + 1) % every == 0;
+            const int64_t next = T + step + 1;  // the position the next token takes
+            Mat R(D, Vec(D, 0.0));
+            for (int64_t d = 0; d < D; ++d) R[d][d] = 1.0;
+            for (int64_t i = 0; i < k.ropeDim / 2; ++i) {
+                double cs = 0.0, sn = 0.0;
+                for (int64_t t = next; t < next + F; ++t) {
+                    cs += std::cos(double(t) * ref.freq(i)) / double(F);
+                    sn += std::sin(double(t) * ref.freq(i)) / double(F);
+                }
+                const auto [u, v] = pairOf(i, k.ropeDim, k.halves);
+                R[u][u] = cs, R[u][v] = -sn, R[v][u] = sn, R[v][v] = cs;
+            }
+            for (int64_t l = 0; l < 2; ++l) {
+                for (int64_t c = 0; c < cache.heads(); ++c) {
+                    const at::Tensor& kb = keys[l][c];
+                    const int64_t n = kb.size(0);
+                    const std::string where = std::string(k.halves ? "halves" : "adjacent") + " step " +
+                                              std::to_string(step) + " layer " + std::to_string(l) + " head " +
+                                              std::to_string(c);
+                    if (!due || n <= B) {
+                        ASSERT_EQ(cache.length(l, c), n) << where;
+                        continue;
+                    }
+                    Vec score(n - S, 0.0);
+                    for (int64_t g = 0; g < G; ++g) {
+                        const int64_t h = c * G + g;
+                        Mat pre;
+                        const at::Tensor qp = capture->queries(l, h);  // [T, D] after RoPE
+                        for (int64_t t = S; t < T; ++t) pre.push_back(preRope(qp[t], t));
+                        for (size_t i = 0; i < recorder.steps[l].size(); ++i)
+                            pre.push_back(preRope(recorder.steps[l][i][h], T + int64_t(i)));
+                        const double m = double(pre.size());
+                        Vec mu(D, 0.0);
+                        for (const Vec& x : pre)
+                            for (int64_t d = 0; d < D; ++d) mu[d] += x[d] / m;
+                        Mat cov(D, Vec(D, 0.0));
+                        for (const Vec& x : pre)
+                            for (int64_t a = 0; a < D; ++a)
+                                for (int64_t b = 0; b < D; ++b) cov[a][b] += (x[a] - mu[a]) * (x[b] - mu[b]) / m;
+                        const Vec muR = times(R, mu);
+                        Mat rc(D, Vec(D, 0.0)), sigma(D, Vec(D, 0.0));  // R cov, then R cov R^T
+                        for (int64_t a = 0; a < D; ++a)
+                            for (int64_t b = 0; b < D; ++b)
+                                for (int64_t x = 0; x < D; ++x) rc[a][b] += R[a][x] * cov[x][b];
+                        for (int64_t a = 0; a < D; ++a)
+                            for (int64_t b = 0; b < D; ++b)
+                                for (int64_t y = 0; y < D; ++y) sigma[a][b] += rc[a][y] * R[b][y];
+                        Vec logit(n - S);
+                        for (int64_t j = S; j < n; ++j) {
+                            const at::Tensor row = kb[j].contiguous();
+                            const Vec kv(row.data_ptr<double>(), row.data_ptr<double>() + D);
+                            logit[j - S] = dot(muR, kv) / std::sqrt(double(D)) + dot(kv, times(sigma, kv)) / (2.0 * double(D));
+                        }
+                        const double top = *std::max_element(logit.begin(), logit.end());
+                        double z = 0.0;
+                        for (double& x : logit) z += (x = std::exp(x - top));
+                        for (int64_t j = 0; j < n - S; ++j) score[j] += logit[j] / z / double(G);
+                    }
+                    for (int64_t j = S; j < n; ++j) score[j - S] *= values[l][c][j].norm().item<double>();
+                    // Which rows stayed: each kept key is one of the rows before (random rows differ).
+                    ASSERT_EQ(cache.length(l, c), B) << where;
+                    const at::Tensor after = cache.keys(l)[c].to(at::kDouble);
+                    std::vector<int32_t> kept;
+                    int64_t from = 0;
+                    for (int64_t r = 0; r < B; ++r) {
+                        while (from < n && !at::equal(kb[from], after[r])) ++from;
+                        ASSERT_LT(from, n) << where << ": kept row " << r << " is not a row the head held";
+                        kept.push_back(int32_t(from++));
+                    }
+                    expectKeptByRule(kept, score, S, B, where);
+                }
+            }
+        }
+        EXPECT_EQ(compressions, 4);
+    }
+}
 
 TEST(ExpectedAttentionCapture, TheQueryStatisticsAreCountedAndTensorsHaveNone) {
     LoadedModel loaded = loadModel("random:tiny:layers=2", c10::Device(c10::kCPU), c10::kFloat);

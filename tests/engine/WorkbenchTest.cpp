@@ -312,7 +312,7 @@ TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
     p.window = 8;
     EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
               "compress every: pyramidkv has no form for compression during decoding here (streamingllm, knorm, "
-              "keydiff, h2o, tova, snapkv, cur)");
+              "keydiff, h2o, tova, snapkv, cur, expected)");
     p.method = "knorm";
     p.budget = 0;
     p.budgetRatio = 0.5;

@@ -40,7 +40,7 @@ const std::vector<std::string>& PressParams::methodNames() {
                                                    "lagkv",  "chunkkv", "expected",     "cur",
                                                    "cake",   "simlayerkv", "perlayer", "leverage",
                                                    "noncausal", "compactor", "criticalkv", "criticaladakv", "kvzip",
-                                                   "finch"};
+                                                   "finch", "finch-kvpress"};
     return names;
 }
 
@@ -81,7 +81,8 @@ std::string PressParams::scorerInEffect() const {
 bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
            method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "compactor" || method == "criticalkv" || method == "criticaladakv" || method == "finch";
+           method == "compactor" || method == "criticalkv" || method == "criticaladakv" || method == "finch" ||
+           method == "finch-kvpress";
 }
 
 bool PressParams::usesSinks() const {

@@ -26,7 +26,7 @@ const char* scheduleName(PyramidSchedule schedule);
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
     // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor,
-    // criticalkv, criticaladakv, kvzip, finch
+    // criticalkv, criticaladakv, kvzip, finch, finch-kvpress
     std::string method = "snapkv";
     // AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the method whose scores they
     // rank by ("" = their own: SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE).

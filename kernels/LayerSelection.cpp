@@ -76,7 +76,8 @@ at::Tensor cudaScores(const at::Tensor& windowQueries, const at::Tensor& keys,
 
 }  // namespace
 
-at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, int64_t window) {
+at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, int64_t window,
+                       const at::Tensor& rowWeights) {
     c10::InferenceMode guard;
     checkShapes(windowQueries, keys, window);
     const int64_t T = keys.size(1), H = windowQueries.size(0), KV = keys.size(0), D = keys.size(2);
@@ -94,6 +95,7 @@ at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, 
     scores = scores.view({KV, G, window, T})
                  .masked_fill_(masked, -std::numeric_limits<float>::infinity());
     at::Tensor probs = at::softmax(scores, -1);
+    if (rowWeights.defined()) probs.mul_(rowWeights.to(probs.device(), at::kFloat).view({1, 1, window, 1}));
     return probs.sum(2).reshape({H, T}).narrow(1, 0, T - window).contiguous();
 }
 

@@ -25,8 +25,10 @@ struct VoteSpec {
 // Sum over the last `window` rows of `windowQueries` ([H, Wc >= window, D],
 // fp32, positions T - window .. T - 1) of their causal softmax over all T keys
 // ([KV, T, D], scaled by 1/sqrt(D), in fp32), for prefix columns:
-// [H, T - window] fp32 on the keys' device. LibTorch ops, any device.
-at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, int64_t window);
+// [H, T - window] fp32 on the keys' device. LibTorch ops, any device. With `rowWeights`
+// (fp32 [window]), window row i's softmax counts rowWeights[i] times.
+at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, int64_t window,
+                       const at::Tensor& rowWeights = {});
 
 // votes [H, n] -> [KV, n], each KV head the mean of its group's H / KV rows;
 // unchanged when `perQueryHead`.

@@ -65,6 +65,7 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.method == "adakv" || p.method == "criticaladakv") knobs = "alpha " + ReportText::number("%g", p.alpha);
         if (p.method == "kvzip") knobs = std::to_string(p.sinks) + " sinks, repeat chunk " + std::to_string(p.repeatChunk);
         if (p.method == "finch") knobs = "chunks of " + std::to_string(p.finchChunk);
+        if (p.method == "finch-kvpress") knobs = "question of W, kvpress's variant";
         if (p.method == "streamingllm") knobs = std::to_string(p.sinks) + " sinks";
         if (p.method == "lagkv") knobs = std::to_string(p.sinks) + " sinks, lag " + std::to_string(p.lag);
         if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);

@@ -25,6 +25,8 @@ constexpr int kPanelGap = 22;
 constexpr int kTickLen = 5;
 constexpr int kLegendGap = 16;
 constexpr int kSwatchW = 28;
+constexpr int kLegendStep = 20;       // between legend entries
+constexpr int kLegendColumnGap = 12;  // between legend columns
 constexpr int kBarWidth = 14;
 constexpr size_t kMaxRectCells = 2500;  // heatmaps with more cells are embedded as PNG
 const char* kTextColor = "#1e1e1e";
@@ -329,7 +331,18 @@ string SvgChart::svg() const {
     }
     const double left = kPad + 16 + 8 + tickLabelW + 4 + kTickLen;
 
-    // Legend column on the right.
+    // Legend column on the right; entries 20 px apart from 8 px below a panel's top, wrapped
+    // into side-by-side columns when a panel has more than its height holds.
+    const int legendRows = std::max(1, (panelHeight_ - 8) / kLegendStep + 1);
+    auto legendColumns = [&](const ChartPanel& p) {
+        const int n = static_cast<int>(p.lines().size() + p.bars().size());
+        return std::max(1, (n + legendRows - 1) / legendRows);
+    };
+    double entryW = 0;
+    for (const auto& p : panels_) {
+        for (const auto& s : p.lines()) entryW = std::max(entryW, kSwatchW + 6 + N::estimateWidth(s.name, kTextSize));
+        for (const auto& s : p.bars()) entryW = std::max(entryW, kSwatchW + 6 + N::estimateWidth(s.name, kTextSize));
+    }
     double legendW = 0;
     for (const auto& p : panels_) {
         if (p.heatmap()) {
@@ -340,8 +353,9 @@ string SvgChart::svg() const {
             legendW = std::max(legendW, kBarWidth + kTickLen + 3 + labelsW + 8 + 16.0);
             continue;
         }
-        for (const auto& s : p.lines()) legendW = std::max(legendW, kSwatchW + 6 + N::estimateWidth(s.name, kTextSize));
-        for (const auto& s : p.bars()) legendW = std::max(legendW, kSwatchW + 6 + N::estimateWidth(s.name, kTextSize));
+        if (p.lines().empty() && p.bars().empty()) continue;
+        const int columns = legendColumns(p);
+        legendW = std::max(legendW, columns * entryW + (columns - 1) * kLegendColumnGap);
     }
     const double plotLeft = left;
     const double plotRight = width_ - kPad - (legendW > 0 ? legendW + kLegendGap : 0);
@@ -505,8 +519,10 @@ string SvgChart::svg() const {
                 legend.push_back({s.name, col, false, styleOf(s.style, ci), s.markers, ci});
             }
             // Legend.
-            double lx = plotRight + kLegendGap, ly = ptop + 8;
-            for (const auto& e : legend) {
+            for (size_t i = 0; i < legend.size(); ++i) {
+                const auto& e = legend[i];
+                const double lx = plotRight + kLegendGap + double(int(i) / legendRows) * (entryW + kLegendColumnGap);
+                const double ly = ptop + 8 + double(int(i) % legendRows) * kLegendStep;
                 if (e.bar) {
                     o << "<rect x=\"" << N::num(lx + 6) << "\" y=\"" << N::num(ly - 6) << "\" width=\"16\" height=\"12\" fill=\""
                       << e.color << "\"/>\n";
@@ -517,7 +533,6 @@ string SvgChart::svg() const {
                     if (e.markers) o << marker(e.index, lx + kSwatchW / 2.0, ly, e.color) << "\n";
                 }
                 o << text(lx + kSwatchW + 6, ly + 4, e.name, kTextSize, "start") << "\n";
-                ly += 20;
             }
         }
         // Axes frame: left and bottom.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/Error.h"
+#include "kernels/Rope.h"
 
 namespace kvlens {
 namespace {
@@ -59,6 +60,10 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
         throw Error("Finch's cache for this budget, window and chunk is not kept by this capture: run its "
                     "prefill again (Capture::keepScoresFor)");
     }
+    // kvpress's FinchPress turns the gathered keys to positions 0 .. B-1 by the model's RoPE.
+    const bool rerotate = selection.params.method == "finch-kvpress" && !keepsEverything(selection, capture.promptLength());
+    if (rerotate && !capture.queryStatistics())
+        throw Error("finch-kvpress re-rotates the kept keys by the model's RoPE, which tensors given with --inputs do not carry");
     // ThinK zeroes channels of the gathered keys: never of the capture's own buffers.
     if (!own && !perQueryHead_ && selection.prunedChannels.empty() && keepsEverything(selection, capture.promptLength()) &&
         capture.spareTokens() >= extraTokens && (spare_ = capture.borrowSpare())) {
@@ -112,6 +117,17 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
             values_[l]
                 .narrow(0, offsets_[l][c], n)
                 .copy_(v.select(0, kvHeadOf[c]).index_select(0, idx));
+            if (rerotate) {
+                // Row j (prompt position kept[j]) turned to position j, from fp32 so a bf16 key
+                // is rounded once; decoding goes on at the prompt's length, as kvpress's does.
+                const QueryStatistics& rope = *capture.queryStatistics();
+                std::vector<int64_t> shift(static_cast<size_t>(n));
+                for (int64_t j = 0; j < n; ++j) shift[static_cast<size_t>(j)] = j - kept[static_cast<size_t>(j)];
+                at::Tensor rows = keys_[l].narrow(0, offsets_[l][c], n);
+                at::Tensor turned = rows.to(at::kFloat).unsqueeze(1).contiguous();  // [n, 1, D]
+                kernels::ropeShift(turned, shift, rope.inverseFrequencies(), rope.ropeDim(), rope.halves());
+                rows.copy_(turned.squeeze(1));
+            }
             if (!selection.prunedChannels.empty() && !selection.prunedChannels[l][c].empty()) {
                 const std::vector<int32_t>& channels = selection.prunedChannels[l][c];
                 for (int32_t ch : channels) {

@@ -37,6 +37,10 @@ public:
     at::Tensor averageRotation(int64_t from, int64_t count) const;
 
     int64_t promptLength() const { return promptLength_; }
+    // The model's RoPE as the statistics turn by it (kernels::ropeShift takes the same).
+    const at::Tensor& inverseFrequencies() const { return invFreq_; }
+    int64_t ropeDim() const { return ropeDim_; }
+    bool halves() const { return halves_; }
     int64_t bytes() const;
 
 private:

@@ -135,6 +135,11 @@ void BM_CompactorSelectAndGather8k(benchmark::State& state) { selectAfterFirstUs
 // H2O's accumulated attention (a replay of the prompt's attention, kept with the capture), the
 // non-causal attention's replay, CriticalKV's value-through-output norms from the model's weights.
 void BM_H2oSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "h2o"); }
+// kvpress's FinchPress: its position-weighted votes kept after the first use, the gathered keys
+// turned by RoPE to their rows (the model's RoPE: the prefill's capture).
+void BM_FinchKvpressSelectAndGather8k(benchmark::State& state) {
+    selectAndGather(state, "finch-kvpress", tinyllamaPrefill8k());
+}
 void BM_NonCausalSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "noncausal"); }
 void BM_CriticalKvSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "criticalkv"); }
 void BM_CriticalAdaKvSelectAndGather8k(benchmark::State& state) { selectAfterFirstUse(state, "criticaladakv"); }
@@ -306,6 +311,7 @@ BENCHMARK(BM_RandomSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.
 BENCHMARK(BM_PerLayerSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ThinkSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_H2oSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_FinchKvpressSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_NonCausalSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_CriticalKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_CriticalAdaKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);

@@ -70,14 +70,15 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 23u * 3u);  // full once, twenty-three methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 24u * 3u);  // full once, twenty-four methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
                                               "cake", "simlayerkv", "perlayer", "leverage", "noncausal",
-                                              "compactor", "criticalkv", "criticaladakv", "kvzip", "finch"}));
+                                              "compactor", "criticalkv", "criticaladakv", "kvzip", "finch",
+                                              "finch-kvpress"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -270,6 +271,10 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--finch-chunk '0' is not an integer in [1,"});
     expectOneLineError(runCli(base + "--method finch --budget 64 --think 0.5"),
                        {"--think cannot prune Finch's cache: Finch prefills its own, with re-rotated keys"});
+    expectOneLineError(runCli(base + "--method finch-kvpress --budget 64 --window 70"),
+                       {"--window 70 is above the 64 window queries the capture holds"});
+    expectOneLineError(runCli(base + "--method finch-kvpress --budget 16 --window 16"),
+                       {"--budget 16 must exceed --window 16 (the budget includes the window)"});
     expectOneLineError(runCli(base + "--method criticaladakv --budget 64 --alpha 2"),
                        {"--alpha 2 must be in [0, 1]"});
     expectOneLineError(runCli(base + "--method compactor --budget 64 --blend -1"),
@@ -300,7 +305,7 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "chunkkv", "expected", "cur", "cake",
                                               "simlayerkv", "perlayer", "leverage", "noncausal", "compactor",
-                                              "criticalkv", "criticaladakv", "kvzip", "finch"}));
+                                              "criticalkv", "criticaladakv", "kvzip", "finch", "finch-kvpress"}));
 }
 
 }  // namespace

@@ -927,6 +927,11 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     finch.window = 80;
     finch.finchChunk = 300;
     all.push_back(finch);
+    PressParams finchKvpress;
+    finchKvpress.method = "finch-kvpress";
+    finchKvpress.budget = 90;
+    finchKvpress.window = 24;
+    all.push_back(finchKvpress);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

@@ -72,7 +72,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     MethodsPanel panel;
     const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova",
                              "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur",
-                             "cake",   "simlayerkv", "perlayer", "leverage"};
+                             "cake",   "simlayerkv", "perlayer", "leverage", "finch-kvpress"};
     // Every method but FullKV and those whose first use replays the prompt (H2O,
     // non-causal attention, Compactor), projects every value (CriticalKV, CriticalAdaKV) or
     // reconstructs the prompt (KVzip), or prefills it again for each budget (Finch).
@@ -80,7 +80,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "16 of 23 methods");
+    EXPECT_EQ(button->text(), "17 of 24 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -92,7 +92,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 23 methods");
+    EXPECT_EQ(button->text(), "1 of 24 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }

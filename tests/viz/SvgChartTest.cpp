@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
+#include <set>
 
 #include "VizTestSupport.h"
 #include "core/Error.h"
@@ -198,4 +200,38 @@ TEST(XmlCheck, RejectsMalformedDocuments) {
     EXPECT_NE(xmlProblem("<a></a><b></b>"), "");
     EXPECT_NE(xmlProblem("<a x=\"1\" x=\"2\"></a>"), "");
     EXPECT_NE(xmlProblem("<a>"), "");
+}
+
+// More series than a panel's height can list: the legend wraps into columns beside the plot,
+// every entry drawn inside the chart (24 methods and FullKV in the needle report's curve).
+TEST(SvgChart, ALongLegendWrapsIntoColumnsInsideTheChart) {
+    SvgChart chart(820, 260);
+    chart.setTitle("Accuracy against the budget");
+    chart.setXAxis("budget", "entries per head");
+    ChartPanel& panel = chart.addPanel("accuracy", "%").setYRange(0, 100);
+    for (int i = 0; i < 25; ++i) panel.addLine({"method-" + std::to_string(i), {64, 128, 256}, {double(i), double(2 * i), double(3 * i)}});
+    const std::string svg = chart.svg();
+    std::string text;
+    EXPECT_EQ(xmlProblem(svg, &text), "");
+    const std::regex entry("<text x=\"([0-9.]+)\" y=\"([0-9.]+)\"[^>]*>(method-[0-9]+)</text>");
+    std::set<std::string> seen;
+    std::set<double> columns;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), entry); it != std::sregex_iterator(); ++it) {
+        const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
+        EXPECT_LT(x, 820.0) << (*it)[3];
+        EXPECT_LT(y, double(chart.height())) << (*it)[3];
+        seen.insert((*it)[3]);
+        columns.insert(x);
+    }
+    EXPECT_EQ(seen.size(), 25u);
+    EXPECT_EQ(columns.size(), 2u);  // 13 rows fit in 260 px: two columns
+    // A short legend stays one column.
+    SvgChart small(820, 260);
+    ChartPanel& few = small.addPanel("accuracy", "%");
+    for (int i = 0; i < 5; ++i) few.addLine({"method-" + std::to_string(i), {64, 128}, {1.0, 2.0}});
+    const std::string svg2 = small.svg();
+    columns.clear();
+    for (auto it = std::sregex_iterator(svg2.begin(), svg2.end(), entry); it != std::sregex_iterator(); ++it)
+        columns.insert(std::stod((*it)[1]));
+    EXPECT_EQ(columns.size(), 1u);
 }

@@ -12,6 +12,7 @@
 #include "engine/compress/presses/CurPress.h"
 #include "engine/compress/presses/ExpectedAttentionPress.h"
 #include "engine/compress/presses/FullKvPress.h"
+#include "engine/compress/presses/FinchKvpressPress.h"
 #include "engine/compress/presses/FinchPress.h"
 #include "engine/compress/presses/H2oPress.h"
 #include "engine/compress/presses/KeyDiffPress.h"
@@ -56,6 +57,7 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "criticaladakv") return std::make_unique<CriticalAdaKvPress>();
     if (method == "kvzip") return std::make_unique<KvzipPress>();
     if (method == "finch") return std::make_unique<FinchPress>();
+    if (method == "finch-kvpress") return std::make_unique<FinchKvpressPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

@@ -78,6 +78,14 @@ std::vector<std::vector<int32_t>> voteSelection(const Capture& capture, int64_t 
     return rows;
 }
 
+HeadScores finchPressScores(const Capture& capture, int64_t layer, int64_t window) {
+    return grouped(capture.memoScores("finch-kvpress:" + std::to_string(window), layer, [&] {
+        const int64_t T = capture.promptLength();
+        const at::Tensor weights = at::arange(T - window, T, at::TensorOptions().dtype(at::kFloat)) / double(window);
+        return kernels::windowVotes(capture.windowQueries(layer), capture.keys(layer), window, weights);
+    }), capture.kvHeads(), GqaMode::KvHead);
+}
+
 HeadScores accumulatedAttention(const Capture& capture, int64_t layer, int64_t window,
                                 GqaMode mode) {
     const at::Tensor& s = capture.h2oScores(layer);

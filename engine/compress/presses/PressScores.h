@@ -19,6 +19,11 @@ using HeadScores = std::vector<std::vector<float>>;  // [head][position]
 // (mean of its query heads) or per query head.
 HeadScores windowVotes(const Capture& capture, int64_t layer, int64_t window, GqaMode mode);
 
+// kvpress's FinchPress score of `layer` per KV head over prefix columns [0, T-W): the
+// question's (the last W window queries') causal softmax, window row i (position T-W+i)
+// weighted by T-W+i, averaged over the W rows and over the KV head's query heads.
+HeadScores finchPressScores(const Capture& capture, int64_t layer, int64_t window);
+
 // The kernels' description of the voting parameters.
 kernels::VoteSpec voteSpec(const PressParams& params);
 

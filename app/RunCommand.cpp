@@ -113,7 +113,8 @@ int runRun(const std::vector<std::string>& argv) {
             "  (default 'default') of the store (see kvlens sessions --help)\n"
             "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps\n"
             "  (streamingllm rolling, knorm, keydiff, h2o rolling: the recent --window and the heavy hitters,\n"
-            "  tova rolling: what the step's query attends to most);\n"
+            "  tova rolling: what the step's query attends to most, snapkv: the votes of the sequence's last\n"
+            "  --window queries, cur, expected: the statistics of every query so far);\n"
             "  prints the longest head's entries over the steps\n",
             stdout);
         return 0;

@@ -208,6 +208,10 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         // Finch prefills its own cache (re-rotated keys): there is no gathered key to prune.
         if (think > 0.0) throw Error("--think cannot prune Finch's cache: Finch prefills its own, with re-rotated keys");
     }
+    // ThinK would score channels on the keys before the turn, which mixes each RoPE pair.
+    if (method == "finch-kvpress" && think > 0.0)
+        throw Error("--think cannot prune finch-kvpress's keys: they are re-rotated after the selection, which mixes "
+                    "the channels ThinK would score");
     if (ranksBy("noncausal") && attnChunk < 1)
         throw Error("--attn-chunk " + std::to_string(attnChunk) + " must be at least 1");
     if (ranksBy("compactor") && !(std::isfinite(blend) && (blend >= 0.0 || blend == -1.0))) {

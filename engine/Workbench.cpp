@@ -351,6 +351,8 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
             const std::vector<float> sums = presses::chunkSums(head, chunk);
             for (size_t i = 0; i < head.size(); ++i) head[i] = sums[i / size_t(chunk)];
         }
+    } else if (m == "finch-kvpress") {
+        prefix = presses::finchPressScores(c, layer, params.window);  // per KV head, what it ranks by
     } else if (m == "h2o" && !c.prompt().empty()) {
         c.keepScoresFor(*state_->loaded.model, m);
         // H2O selects per KV head whatever the GQA mode (Press::select): its scores

@@ -333,7 +333,7 @@ string SvgChart::svg() const {
 
     // Legend column on the right; entries 20 px apart from 8 px below a panel's top, wrapped
     // into side-by-side columns when a panel has more than its height holds.
-    const int legendRows = std::max(1, (panelHeight_ - 8) / kLegendStep + 1);
+    const int legendRows = std::max(1, (panelHeight_ - 12) / kLegendStep + 1);  // baselines 4 px below
     auto legendColumns = [&](const ChartPanel& p) {
         const int n = static_cast<int>(p.lines().size() + p.bars().size());
         return std::max(1, (n + legendRows - 1) / legendRows);

@@ -64,6 +64,11 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     const bool rerotate = selection.params.method == "finch-kvpress" && !keepsEverything(selection, capture.promptLength());
     if (rerotate && !capture.queryStatistics())
         throw Error("finch-kvpress re-rotates the kept keys by the model's RoPE, which tensors given with --inputs do not carry");
+    if (rerotate && (perQueryHead_ || !selection.prunedChannels.empty()))
+        throw Error("finch-kvpress keeps one set of rows per KV head and no pruned channels");
+    // Its rows sit at 0 .. B-1 and decoding goes on right after them, as kvpress's pipeline
+    // sets the answer's positions from the re-rotated cache's length.
+    if (rerotate) nextPosition_ = static_cast<int64_t>(selection.kept[0][0].size());
     // ThinK zeroes channels of the gathered keys: never of the capture's own buffers.
     if (!own && !perQueryHead_ && selection.prunedChannels.empty() && keepsEverything(selection, capture.promptLength()) &&
         capture.spareTokens() >= extraTokens && (spare_ = capture.borrowSpare())) {
@@ -119,7 +124,7 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
                 .copy_(v.select(0, kvHeadOf[c]).index_select(0, idx));
             if (rerotate) {
                 // Row j (prompt position kept[j]) turned to position j, from fp32 so a bf16 key
-                // is rounded once; decoding goes on at the prompt's length, as kvpress's does.
+                // is rounded once.
                 const QueryStatistics& rope = *capture.queryStatistics();
                 std::vector<int64_t> shift(static_cast<size_t>(n));
                 for (int64_t j = 0; j < n; ++j) shift[static_cast<size_t>(j)] = j - kept[static_cast<size_t>(j)];

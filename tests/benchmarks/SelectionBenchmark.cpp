@@ -161,7 +161,7 @@ void decodeCompression(benchmark::State& state, const std::string& method) {
     PressParams start = p;
     start.method = "streamingllm";
     const Selection selection = Press::create("streamingllm")->select(*capture, start);
-    CompressedCache cache(*capture, selection, 1 << 16);
+    CompressedCache cache(*capture, selection, 2);
     DecodeCompressor rule(p, 1);
     rule.start(*capture, selection);
     at::Generator gen = at::detail::createCPUGenerator(7);

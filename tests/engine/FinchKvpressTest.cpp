@@ -4,7 +4,7 @@
 // T-W+i; averaged over the W rows and over the KV head's query heads, no pooling; each KV
 // head keeps its B-W best prefix positions by rule (ties to the lower) and the question. The
 // gathered keys are turned by RoPE (this file's own angles) from their prompt position to
-// their row, values untouched, and decoding goes on at the prompt's length.
+// their row, values untouched, and decoding goes on at B, right after them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,8 +119,8 @@ TEST(FinchKvpress, KeptSetsAreTheQuestionsPositionWeightedVotes) {
 
 // On a model's prefill: each kept key is its prompt key turned by RoPE to its row (checked in
 // double with this file's own angles, both pair layouts and a partial RoPE), values are the
-// capture's, the next token takes position T, and a budget holding the prompt turns nothing.
-TEST(FinchKvpress, KeptKeysAreTurnedToTheirRowsAndDecodingGoesOnAtThePromptsLength) {
+// capture's, the next token takes position B, and a budget holding the prompt turns nothing.
+TEST(FinchKvpress, KeptKeysAreTurnedToTheirRowsAndDecodingGoesOnRightAfterThem) {
     for (const auto& [halves, ropeDim] : std::vector<std::pair<bool, int64_t>>{{false, 32}, {true, 16}}) {
         LoadedModel loaded = loadModel("random:tiny:layers=2:seed=5", c10::Device(c10::kCPU), c10::kFloat);
         ModelConfig config = loaded.model->config();  // 8 query heads, 4 KV heads, D = 32
@@ -133,7 +133,7 @@ TEST(FinchKvpress, KeptKeysAreTurnedToTheirRowsAndDecodingGoesOnAtThePromptsLeng
         const int64_t T = capture->promptLength(), D = capture->headDim(), B = 40, W = 8;
         const Selection s = Press::create("finch-kvpress")->select(*capture, finch(B, W));
         CompressedCache cache(*capture, s, 8);
-        EXPECT_EQ(cache.nextPosition(), T);
+        EXPECT_EQ(cache.nextPosition(), B);  // right after the re-rotated rows, as kvpress's pipeline
         auto freq = [&](int64_t i) { return std::pow(double(config.ropeTheta), -2.0 * double(i) / double(ropeDim)); };
         for (int64_t l = 0; l < 2; ++l) {
             const at::Tensor prompted = capture->keys(l).to(at::kDouble);
@@ -160,9 +160,9 @@ TEST(FinchKvpress, KeptKeysAreTurnedToTheirRowsAndDecodingGoesOnAtThePromptsLeng
         // The question's own rows sit at B-W .. B-1: turned back by T - B positions, not left.
         ASSERT_EQ(D, 32);
         EXPECT_FALSE(at::allclose(cache.keys(0)[0][B - 1], capture->keys(0)[0][T - 1]));
-        // A decode step appends at position T (its key rotated for T).
+        // A decode step appends at position B.
         model.decode(7, cache);
-        EXPECT_EQ(cache.nextPosition(), T + 1);
+        EXPECT_EQ(cache.nextPosition(), B + 1);
         EXPECT_EQ(cache.length(0, 0), B + 1);
         // A budget holding the prompt keeps it as it is.
         const Selection all = Press::create("finch-kvpress")->select(*capture, finch(T, W));
@@ -192,6 +192,10 @@ TEST(FinchKvpress, TensorsWithoutTheModelsRopeCannotBeTurnedAndBadSettingsAreOne
     EXPECT_EQ(message(finch(20, 65)), "--window 65 is above the 64 window queries the capture holds");
     EXPECT_EQ(message(finch(20, 0)), "--window must be at least 1");
     EXPECT_EQ(message(finch(4, 4)).rfind("--budget 4 must exceed --window 4", 0), 0u) << message(finch(4, 4));
+    PressParams think = finch(20, 4);
+    think.think = 0.25;
+    EXPECT_EQ(message(think), "--think cannot prune finch-kvpress's keys: they are re-rotated after the selection, "
+                              "which mixes the channels ThinK would score");
 }
 
 }  // namespace

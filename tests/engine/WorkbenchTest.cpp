@@ -163,10 +163,10 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
         }
     }
 
-    // LagKV, ChunkKV and Expected Attention: NaN exactly where they always keep (the sinks,
-    // LagKV's tail, ChunkKV's window), and ChunkKV's and Expected Attention's kept
+    // LagKV, ChunkKV, Expected Attention and kvpress's Finch: NaN exactly where they always
+    // keep (the sinks, LagKV's tail, ChunkKV's and Finch's window), and the others' kept
     // positions hold the highest scores (ChunkKV: of their chunks).
-    for (const std::string method : {"lagkv", "chunkkv", "expected"}) {
+    for (const std::string method : {"lagkv", "chunkkv", "expected", "finch-kvpress"}) {
         PressParams k = p;
         k.method = method;
         k.lag = 8;
@@ -180,7 +180,8 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
             const int64_t keptFrom = method == "lagkv" ? k.lagTailStart(tokens) : tokens - k.window;
             float lowestKept = 1e30f, highestDropped = -1e30f;
             for (int64_t t = 0; t < tokens; ++t) {
-                const bool always = (method != "chunkkv" && t < k.sinks) || (method != "expected" && t >= keptFrom);
+                const bool always = (method != "chunkkv" && method != "finch-kvpress" && t < k.sinks) ||
+                                    (method != "expected" && t >= keptFrom);
                 EXPECT_EQ(std::isnan(table[h][t]), always) << method << " position " << t;
                 if (always) {
                     EXPECT_TRUE(in[t]) << method << " position " << t;

@@ -133,7 +133,8 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                           {"kvzip", false, false, false, false, false, true, false, false, false, false, false,
                            false, false, false, false, false, false, true},
                           {"finch", false, true, false, false, false, false, false, false, false, false, false,
-                           false, false, false, false, false, false, false, true}};
+                           false, false, false, false, false, false, false, true},
+                          {"finch-kvpress", false, true, false, false, false}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;

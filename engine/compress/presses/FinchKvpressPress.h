@@ -4,8 +4,8 @@
 // row i at position T-W+i weighted by T-W+i (kvpress's "non-zero count"), averaged over the
 // rows and over each KV head's query heads; each KV head keeps its B-W best prefix positions
 // (ties to the lower) and the question. The gathered keys are then re-rotated to positions
-// 0 .. B-1 (CompressedCache; kvpress's KeyRerotationPress), while decoding goes on at the
-// prompt's length T, as kvpress's pipeline does.
+// 0 .. B-1 (CompressedCache; kvpress's KeyRerotationPress) and decoding goes on at B, as
+// kvpress's pipeline sets the answer's positions from the re-rotated cache's length.
 #pragma once
 
 #include "engine/compress/presses/Press.h"

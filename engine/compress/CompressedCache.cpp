@@ -48,20 +48,21 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     lengths_.assign(L, std::vector<int64_t>(heads, 0));
     channelRows_.assign(L, std::vector<int64_t>(heads, 0));
     pruned_.assign(L, std::vector<int64_t>(heads, 0));
+    const bool whole = keepsEverything(selection, capture.promptLength());
     // Finch brings its own keys and values (rows 0 .. B-1 at positions 0 .. B-1).
     const PrefilledCache own = capture.prefilledCache(selection.params);
     if (own) {
         if (perQueryHead_ || !selection.prunedChannels.empty())
             throw Error("Finch's cache has one set of rows per KV head and no pruned channels");
         nextPosition_ = own.length();
-    } else if (selection.params.method == "finch" && !keepsEverything(selection, capture.promptLength())) {
+    } else if (selection.params.method == "finch" && !whole) {
         // Never the capture's rows in place of Finch's own (its cache for these settings was
         // dropped since, or never made on this capture).
         throw Error("Finch's cache for this budget, window and chunk is not kept by this capture: run its "
                     "prefill again (Capture::keepScoresFor)");
     }
     // kvpress's FinchPress turns the gathered keys to positions 0 .. B-1 by the model's RoPE.
-    const bool rerotate = selection.params.method == "finch-kvpress" && !keepsEverything(selection, capture.promptLength());
+    const bool rerotate = selection.params.method == "finch-kvpress" && !whole;
     if (rerotate && !capture.queryStatistics())
         throw Error("finch-kvpress re-rotates the kept keys by the model's RoPE, which tensors given with --inputs do not carry");
     if (rerotate && (perQueryHead_ || !selection.prunedChannels.empty()))
@@ -70,7 +71,7 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     // sets the answer's positions from the re-rotated cache's length.
     if (rerotate) nextPosition_ = static_cast<int64_t>(selection.kept[0][0].size());
     // ThinK zeroes channels of the gathered keys: never of the capture's own buffers.
-    if (!own && !perQueryHead_ && selection.prunedChannels.empty() && keepsEverything(selection, capture.promptLength()) &&
+    if (!own && !perQueryHead_ && selection.prunedChannels.empty() && whole &&
         capture.spareTokens() >= extraTokens && (spare_ = capture.borrowSpare())) {
         // The capture's buffers [KV, capacity, D] are the segments back to back.
         const int64_t capacity = capture.cache().capacity();

@@ -45,6 +45,15 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
     return heads;
 }
 
+std::vector<int64_t> DecodeCompressor::sinksThenBest(const at::Tensor& scores, int64_t sinks) const {
+    const at::Tensor s = scores.to(at::kCPU, at::kFloat).contiguous();
+    std::vector<int64_t> rows;
+    for (int64_t r = 0; r < sinks; ++r) rows.push_back(r);
+    const std::vector<float> rest(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
+    for (int32_t r : presses::topPositions(rest, budget_ - sinks)) rows.push_back(sinks + r);
+    return rows;
+}
+
 void DecodeCompressor::start(const Capture& capture, const Selection& selection) {
     c10::InferenceMode guard;
     if (votes()) {
@@ -206,7 +215,7 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         const double count = double(queryCount_);
         const at::Tensor mean = querySum_[layer].index_select(0, idx) / count;  // [G, D]
         const at::Tensor cov = queryOuter_[layer].index_select(0, idx) / count - mean.unsqueeze(2) * mean.unsqueeze(1);
-        const at::Tensor R = stats_->averageRotation(cache.nextPosition(), params_.future);  // [D, D]
+        const at::Tensor& R = rotation_;  // [D, D], from the next position (afterStep)
         const at::Device dev = k.device();
         const at::Tensor mu = at::matmul(mean, R.t()).to(dev, at::kFloat);                               // [G, D]
         const at::Tensor sigma = at::matmul(at::matmul(R, cov), R.t()).to(dev, at::kFloat);             // [G, D, D]
@@ -218,21 +227,12 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
             const at::Tensor quad = (at::matmul(kr, sigma[g]) * kr).sum(-1) / (2.0 * double(D));
             a.add_(at::softmax(linear + quad, -1));
         }
-        const at::Tensor s = (a.div_(double(readers.size())) * vr.norm(2, {-1})).to(at::kCPU).contiguous();
-        for (int64_t r = 0; r < sinks; ++r) rows.push_back(r);
-        const std::vector<float> rest(s.data_ptr<float>(), s.data_ptr<float>() + (n - sinks));
-        for (int32_t r : presses::topPositions(rest, budget_ - sinks)) rows.push_back(sinks + r);
-        return rows;
+        return sinksThenBest(a.div_(double(readers.size())) * vr.norm(2, {-1}), sinks);
     }
     if (params_.method == "cur") {
         const int64_t sinks = std::min<int64_t>(params_.sinks, n);
-        const at::Tensor s = presses::curLocalScores(k.unsqueeze(0), cache.values(layer)[static_cast<size_t>(head)].unsqueeze(0))
-                                 .to(at::kCPU)
-                                 .contiguous();  // [1, n]
-        for (int64_t r = 0; r < sinks; ++r) rows.push_back(r);
-        const std::vector<float> rest(s.data_ptr<float>() + sinks, s.data_ptr<float>() + n);
-        for (int32_t r : presses::topPositions(rest, budget_ - sinks)) rows.push_back(sinks + r);
-        return rows;
+        const at::Tensor s = presses::curLocalScores(k.unsqueeze(0), cache.values(layer)[static_cast<size_t>(head)].unsqueeze(0));
+        return sinksThenBest(s[0].narrow(0, sinks, n - sinks), sinks);
     }
     const at::Tensor score =
         params_.method == "knorm" ? presses::negativeKeyNorms(k) : presses::negativeAnchorCosines(k);
@@ -249,6 +249,8 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
         if (params_.method == "h2o" || (steps_ + 1) % every_ == 0) accumulate(cache);
     }
     if (++steps_ % every_ != 0) return false;
+    // The same for every head of every layer: the rotation averaged from the next position.
+    if (expects()) rotation_ = stats_->averageRotation(cache.nextPosition(), params_.future);
     bool dropped = false;
     for (int64_t l = 0; l < cache.layers(); ++l) {
         for (int64_t c = 0; c < cache.heads(); ++c) {

@@ -85,6 +85,9 @@ private:
     bool expects() const { return params_.method == "expected"; }
     // The query heads reading `head` of `cache` (the same in every layer).
     static std::vector<int64_t> readersOf(const CompressedCache& cache, int64_t head);
+    // The first `sinks` rows, then the budget - sinks of highest `scores` (fp32 [n - sinks],
+    // the rows after the sinks; ties to the lower row), ascending.
+    std::vector<int64_t> sinksThenBest(const at::Tensor& scores, int64_t sinks) const;
 
     PressParams params_;
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
@@ -97,6 +100,7 @@ private:
     std::optional<QueryStatistics> stats_;
     std::vector<at::Tensor> querySum_, queryOuter_;
     int64_t queryCount_ = 0;
+    at::Tensor rotation_;  // RoPE averaged over the future positions: one per compression, every layer's
 };
 
 }  // namespace kvlens

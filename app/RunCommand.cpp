@@ -114,8 +114,9 @@ int runRun(const std::vector<std::string>& argv) {
             "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps\n"
             "  (streamingllm rolling, knorm, keydiff, h2o rolling: the recent --window and the heavy hitters,\n"
             "  tova rolling: what the step's query attends to most, snapkv: the votes of the sequence's last\n"
-            "  --window queries, cur, expected: the statistics of every query so far);\n"
-            "  prints the longest head's entries over the steps\n",
+            "  --window queries, pyramidkv: snapkv's with PyramidKV's layer budgets, cur, expected: the\n"
+            "  statistics of every query so far, adakv: a layer's heads share its entries, --scorer snapkv,\n"
+            "  knorm, keydiff, cur or expected); prints the cache's entries per head over the steps\n",
             stdout);
         return 0;
     }
@@ -164,7 +165,7 @@ int runRun(const std::vector<std::string>& argv) {
                             {"text", tok.decode(m.tokens)}};
         if (decode) {
             j["decode_every"] = decode->every();
-            j["cache_entries"] = m.cacheEntries;  // the longest head after each answer token but the last
+            j["cache_entries"] = m.cacheEntries;  // entries per head (mean, rounded up) after each answer token but the last
         }
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return 0;
@@ -184,11 +185,14 @@ int runRun(const std::vector<std::string>& argv) {
     std::printf("timing     select %.1f ms, gather %.1f ms, decode %.2f s\n", m.selectSeconds * 1e3,
                 m.gatherSeconds * 1e3, m.decodeSeconds);
     if (decode && !m.cacheEntries.empty()) {
-        // The cache over the steps: its range, and the longest head every few steps.
+        // The cache over the steps: its range, and its entries per head every few steps.
         const auto [lo, hi] = std::minmax_element(m.cacheEntries.begin(), m.cacheEntries.end());
-        std::printf("decoding   compressed to %lld entries per head every %lld steps: the longest head held %lld-%lld "
-                    "entries over %zu steps\n           after step",
-                    (long long)decode->budget(), (long long)decode->every(), (long long)*lo, (long long)*hi,
+        // AdaKV's heads and PyramidKV's layers share the budget: it holds on average.
+        const bool shared = params.method == "adakv" || params.method == "pyramidkv";
+        std::printf("decoding   compressed to %lld entries per head%s every %lld steps: the cache held %lld-%lld "
+                    "entries per head over %zu steps\n           after step",
+                    (long long)decode->budget(), shared ? " on average" : "", (long long)decode->every(),
+                    (long long)*lo, (long long)*hi,
                     m.cacheEntries.size());
         const size_t stride = std::max<size_t>(1, m.cacheEntries.size() / 16);
         for (size_t i = 0; i < m.cacheEntries.size(); i += stride)

@@ -173,7 +173,7 @@ public:
     // measures the difference (RunMetrics).
     // With `decodeEvery` > 0 the compressed cache is compressed during decoding every that
     // many steps (DecodeCompressor: the budget in entries, the method's decode rule), and the
-    // metrics' cacheEntries hold its longest head after each step.
+    // metrics' cacheEntries hold its entries per head (mean, rounded up) after each step.
     WorkbenchOutputs evaluate(const PressParams& params, int64_t newTokens, const Progress& progress,
                               const std::atomic<bool>* cancel, int64_t decodeEvery = 0);
 

@@ -212,8 +212,9 @@ ALTER TABLE selection_heads ADD COLUMN pruned_channels BLOB;
 
 // Version 7: KVzip's reconstruction chunk (runs saved before hold its default), the bytes
 // the compressed cache's buffers really took (NULL: not recorded, runs saved before), and
-// compression during decoding: the steps between two compressions (0: none) and the longest
-// head's entries after each step (int64; NULL without).
+// compression during decoding: the steps between two compressions (0: none) and the entries
+// per head after each step (the longest head's until every method's heads held the same;
+// since AdaKV's and PyramidKV's decode forms, the mean rounded up, equal for the others) (int64; NULL without).
 const char* kVersion7 = R"SQL(
 ALTER TABLE runs ADD COLUMN repeat_chunk INTEGER NOT NULL DEFAULT 2048;
 ALTER TABLE metrics ADD COLUMN allocated_bytes INTEGER;

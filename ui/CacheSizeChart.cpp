@@ -21,7 +21,7 @@ void CacheSizeChart::setEntries(std::vector<int64_t> entries, int64_t budget, in
 QString CacheSizeChart::summary() const {
     if (entries_.empty()) return QString();
     const auto [lo, hi] = std::minmax_element(entries_.begin(), entries_.end());
-    return QString("Cache (longest head): %1-%2 entries over %3 steps, cut back to %4 every %5")
+    return QString("Cache (per head): %1-%2 entries over %3 steps, cut back to %4 every %5")
         .arg(*lo)
         .arg(*hi)
         .arg(entries_.size())

@@ -1,5 +1,5 @@
 // The compressed cache's size over the decode steps, with compression during decoding
-// (the Outputs panel): the longest head's entries after each step as a line, the budget
+// (the Outputs panel): the entries per head (mean) after each step as a line, the budget
 // as a dashed one, and a one-line summary above them.
 #pragma once
 
@@ -16,10 +16,10 @@ class CacheSizeChart : public QWidget {
 public:
     explicit CacheSizeChart(QWidget* parent = nullptr);
 
-    // `entries`: the longest head's entries after each step; `budget`: the entries the
+    // `entries`: the entries per head (mean, rounded up) after each step; `budget`: the entries the
     // compression cuts back to; `every`: its period in steps.
     void setEntries(std::vector<int64_t> entries, int64_t budget, int64_t every);
-    // "Cache (longest head): 256-271 entries over 1023 steps, cut back to 256 every 16".
+    // "Cache (per head): 256-271 entries over 1023 steps, cut back to 256 every 16".
     QString summary() const;
     const std::vector<int64_t>& entries() const { return entries_; }
 

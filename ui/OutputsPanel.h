@@ -33,7 +33,7 @@ public:
                     const QString& label);
     // Empties both sides and the metrics, showing `why`.
     void clear(const QString& why);
-    // With compression during decoding: the longest head's entries after each step (the
+    // With compression during decoding: the entries per head (mean) after each step (the
     // chart under the metrics); empty hides it, as setOutputs and clear do.
     void setCacheEntries(std::vector<int64_t> entries, int64_t budget, int64_t every);
     CacheSizeChart* cacheChart() const { return cacheChart_; }

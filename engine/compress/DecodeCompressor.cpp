@@ -3,16 +3,24 @@
 #include <c10/core/InferenceMode.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/Error.h"
+#include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/PressScores.h"
+#include "engine/compress/presses/PyramidKvPress.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens {
 
 bool DecodeCompressor::supports(const std::string& method) {
     return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
-           method == "tova" || method == "snapkv" || method == "cur" || method == "expected";
+           method == "tova" || method == "snapkv" || method == "pyramidkv" || method == "cur" ||
+           method == "expected" || method == "adakv";
+}
+
+bool DecodeCompressor::scorerDecodes(const std::string& scorer) {
+    return scorer == "snapkv" || scorer == "knorm" || scorer == "keydiff" || scorer == "cur" || scorer == "expected";
 }
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
@@ -23,6 +31,22 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
     }
     if (params.budget <= 0) throw Error("--decode-every needs --budget in entries (a ratio of what? the cache grows)");
     budget_ = params.budget;
+    scorer_ = params.method == "adakv" ? params.scorerInEffect() : params.method == "pyramidkv" ? "snapkv" : params.method;
+    if (params.method == "adakv") {
+        if (!scorerDecodes(scorer_)) {
+            throw Error("--decode-every: adakv with --scorer " + scorer_ +
+                        " has no form for compression during decoding here (its scorer: snapkv, knorm, keydiff, cur, "
+                        "expected)");
+        }
+        // The window rows, and the scorer's sinks, are kept on every head besides the shared pool.
+        const bool sinks = scorer_ == "cur" || scorer_ == "expected";
+        if (budget_ <= params.window + (sinks ? params.sinks : 0)) {
+            throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
+                        (sinks ? " + --sinks " + std::to_string(params.sinks) + " (AdaKV keeps them on every head)"
+                               : " (AdaKV keeps it on every head)"));
+        }
+        return;
+    }
     if ((params.method == "streamingllm" || params.method == "cur" || params.method == "expected") &&
         budget_ <= params.sinks) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --sinks " + std::to_string(params.sinks) +
@@ -32,9 +56,10 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
         throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
                     " (H2O's recent rows are part of the budget)");
     }
-    if (params.method == "snapkv" && budget_ <= params.window) {
+    if ((params.method == "snapkv" || params.method == "pyramidkv") && budget_ <= params.window) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
-                    " (SnapKV's observation window is part of the budget)");
+                    " (" + std::string(params.method == "snapkv" ? "SnapKV" : "PyramidKV") +
+                    "'s observation window is part of the budget)");
     }
 }
 
@@ -43,15 +68,6 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
     for (int64_t h = 0; h < static_cast<int64_t>(cache.headMap().size()); ++h)
         if (cache.headOf(h) == head) heads.push_back(h);
     return heads;
-}
-
-std::vector<int64_t> DecodeCompressor::sinksThenBest(const at::Tensor& scores, int64_t sinks) const {
-    const at::Tensor s = scores.to(at::kCPU, at::kFloat).contiguous();
-    std::vector<int64_t> rows;
-    for (int64_t r = 0; r < sinks; ++r) rows.push_back(r);
-    const std::vector<float> rest(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
-    for (int32_t r : presses::topPositions(rest, budget_ - sinks)) rows.push_back(sinks + r);
-    return rows;
 }
 
 void DecodeCompressor::start(const Capture& capture, const Selection& selection) {
@@ -168,33 +184,57 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
     }
 }
 
-std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const {
+std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, int64_t layer, int64_t head,
+                                                int64_t budget) const {
     const int64_t n = cache.length(layer, head);
     std::vector<int64_t> rows;
     if (params_.method == "streamingllm") {
         for (int64_t r = 0; r < params_.sinks; ++r) rows.push_back(r);
-        for (int64_t r = n - (budget_ - params_.sinks); r < n; ++r) rows.push_back(r);
+        for (int64_t r = n - (budget - params_.sinks); r < n; ++r) rows.push_back(r);
         return rows;
     }
     if (params_.method == "tova") {
         const std::vector<double>& s = scores_[layer][head];
-        for (int32_t r : presses::topPositions(std::vector<float>(s.begin(), s.end()), budget_)) rows.push_back(r);
+        for (int32_t r : presses::topPositions(std::vector<float>(s.begin(), s.end()), budget)) rows.push_back(r);
         return rows;
     }
     if (params_.method == "h2o") {
         // The heavy hitters among the older rows, then the recent window.
         const std::vector<double>& acc = scores_[layer][head];
         const std::vector<float> older(acc.begin(), acc.begin() + (n - params_.window));
-        for (int32_t r : presses::topPositions(older, budget_ - params_.window)) rows.push_back(r);
+        for (int32_t r : presses::topPositions(older, budget - params_.window)) rows.push_back(r);
         for (int64_t r = n - params_.window; r < n; ++r) rows.push_back(r);
         return rows;
     }
+    const std::vector<float> scores = rowScores(cache, layer, head, false);
+    int64_t fixed = 0;
+    for (float v : scores) fixed += std::isnan(v) ? 1 : 0;
+    for (int32_t r : presses::keptWithNaNs(scores, budget - fixed)) rows.push_back(r);
+    return rows;
+}
+
+std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int64_t layer, int64_t head,
+                                               bool keepWindow) const {
     c10::InferenceMode guard;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
     const at::Tensor k = cache.keys(layer)[static_cast<size_t>(head)];  // [n, D]
-    if (votes()) {
+    const int64_t n = k.size(0);
+    auto toVector = [](const at::Tensor& t) {
+        const at::Tensor s = t.to(at::kCPU, at::kFloat).contiguous();
+        return std::vector<float>(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
+    };
+    // NaN (always kept) on the first `sinks` rows, then `rest` (fp32 [n - sinks]).
+    auto afterSinks = [&](const at::Tensor& rest, int64_t sinks) {
+        std::vector<float> out(static_cast<size_t>(sinks), nan);
+        const std::vector<float> r = toVector(rest);
+        out.insert(out.end(), r.begin(), r.end());
+        return out;
+    };
+    std::vector<float> out;
+    if (scorer_ == "snapkv") {
         // The window's queries of the heads reading this one vote over its rows before the
         // window's own (the last w rows: every compression keeps them, so they are the last
-        // w tokens, the queries' own); kernels::layerSelection on one KV head of G readers.
+        // w tokens, the queries' own): kernels::layerScores on one KV head of G readers.
         if (window_.empty()) throw Error("SnapKV's decode form needs DecodeCompressor::start before the first step");
         const at::Tensor& all = window_[layer];
         const int64_t w = all.size(1);
@@ -202,11 +242,11 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         kernels::VoteSpec spec = presses::voteSpec(params_);
         spec.window = w;
         spec.perQueryHead = false;  // one row: the mean of the readers' votes
-        const at::Tensor kept = kernels::layerSelection(q, k.unsqueeze(0), spec, budget_ - w);  // [1, B]
-        const int32_t* kp = kept.data_ptr<int32_t>();
-        return std::vector<int64_t>(kp, kp + kept.size(1));
+        out = toVector(kernels::layerScores(q, k.unsqueeze(0), spec)[0]);  // [n - w]
+        out.resize(static_cast<size_t>(n), nan);
+        return out;
     }
-    if (expects()) {
+    if (scorer_ == "expected") {
         // Expected Attention of the rows after the sinks under the statistics so far.
         if (querySum_.empty()) throw Error("Expected Attention's decode form needs DecodeCompressor::start before the first step");
         const int64_t sinks = std::min<int64_t>(params_.sinks, n), D = k.size(1);
@@ -227,19 +267,17 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
             const at::Tensor quad = (at::matmul(kr, sigma[g]) * kr).sum(-1) / (2.0 * double(D));
             a.add_(at::softmax(linear + quad, -1));
         }
-        return sinksThenBest(a.div_(double(readers.size())) * vr.norm(2, {-1}), sinks);
-    }
-    if (params_.method == "cur") {
+        out = afterSinks(a.div_(double(readers.size())) * vr.norm(2, {-1}), sinks);
+    } else if (scorer_ == "cur") {
         const int64_t sinks = std::min<int64_t>(params_.sinks, n);
         const at::Tensor s = presses::curLocalScores(k.unsqueeze(0), cache.values(layer)[static_cast<size_t>(head)].unsqueeze(0));
-        return sinksThenBest(s[0].narrow(0, sinks, n - sinks), sinks);
+        out = afterSinks(s[0].narrow(0, sinks, n - sinks), sinks);
+    } else {
+        out = toVector(scorer_ == "knorm" ? presses::negativeKeyNorms(k) : presses::negativeAnchorCosines(k));
     }
-    const at::Tensor score =
-        params_.method == "knorm" ? presses::negativeKeyNorms(k) : presses::negativeAnchorCosines(k);
-    const at::Tensor s = score.to(at::kCPU).contiguous();
-    const std::vector<float> values(s.data_ptr<float>(), s.data_ptr<float>() + n);
-    for (int32_t r : presses::topPositions(values, budget_)) rows.push_back(r);
-    return rows;
+    // A wrapper keeps the last `window` rows (the most recent tokens) as it does at prefill.
+    if (keepWindow) std::fill(out.end() - std::min<int64_t>(params_.window, n), out.end(), nan);
+    return out;
 }
 
 bool DecodeCompressor::afterStep(CompressedCache& cache) {
@@ -251,11 +289,33 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
     if (++steps_ % every_ != 0) return false;
     // The same for every head of every layer: the rotation averaged from the next position.
     if (expects()) rotation_ = stats_->averageRotation(cache.nextPosition(), params_.future);
+    // PyramidKV: each layer's share of layers x budget, as its prefill splits a prompt as long
+    // as the sequence so far.
+    std::vector<int64_t> layerBudget(static_cast<size_t>(cache.layers()), budget_);
+    if (params_.method == "pyramidkv") {
+        layerBudget = PyramidKvPress::prefixBudgets(cache.layers(), cache.nextPosition(), params_.window, budget_,
+                                                    params_.beta, params_.schedule);
+        for (int64_t& b : layerBudget) b += params_.window;
+    }
     bool dropped = false;
     for (int64_t l = 0; l < cache.layers(); ++l) {
+        if (params_.method == "adakv") {
+            // The layer's heads share heads x budget entries as AdaKV's prefill shares them.
+            int64_t total = 0;
+            for (int64_t c = 0; c < cache.heads(); ++c) total += cache.length(l, c);
+            if (total <= cache.heads() * budget_) continue;
+            presses::HeadScores scores;
+            for (int64_t c = 0; c < cache.heads(); ++c) scores.push_back(rowScores(cache, l, c, true));
+            const std::vector<std::vector<int32_t>> kept =
+                AdaKvPress::keepLayer(scores, budget_, params_.alpha, scorer_ == "snapkv");
+            for (int64_t c = 0; c < cache.heads(); ++c)
+                cache.keepRows(l, c, std::vector<int64_t>(kept[c].begin(), kept[c].end()));
+            dropped = true;
+            continue;
+        }
         for (int64_t c = 0; c < cache.heads(); ++c) {
-            if (cache.length(l, c) <= budget_) continue;
-            const std::vector<int64_t> rows = keptRows(cache, l, c);
+            if (cache.length(l, c) <= layerBudget[l]) continue;
+            const std::vector<int64_t> rows = keptRows(cache, l, c, layerBudget[l]);
             cache.keepRows(l, c, rows);
             if (observes()) {
                 std::vector<double>& acc = scores_[l][c];

@@ -18,6 +18,15 @@
 //                 queries' own tokens) and the budget - window rows before them of most pooled
 //                 votes (the window queries' causal softmax summed, the mean of the query heads
 //                 reading the head, pooled along the rows as `--kernel`/`--pool` say)
+//   pyramidkv     SnapKV's decode form with a budget per layer: layer l keeps its share of
+//                 layers x budget as PyramidKV's prefill (PyramidKvPress::prefixBudgets, --beta,
+//                 --schedule) shares it for a prompt as long as the sequence so far
+//   adakv         AdaKV around its --scorer's decode form (snapkv, knorm, keydiff, cur,
+//                 expected), as kvpress's DecodingPress(AdaKVPress(scorer)): each layer longer
+//                 than heads x budget keeps that many, its heads sharing them as AdaKV's prefill
+//                 does (AdaKvPress::keepLayer: the last `window` rows and the scorer's sinks on
+//                 every head, floor(alpha x P) best of each, the rest by a top-k over all heads;
+//                 SnapKV's votes normalised per head); heads stay ragged, the layer at the budget
 //   cur           CUR's score on the rows (squared key norm x squared value norm, each over
 //                 its aligned group of 16 rows), the first `sinks` rows always kept
 //   expected      Expected Attention on the rows after the first `sinks` (always kept), with
@@ -52,7 +61,11 @@ public:
     // an `every` below 1, or a budget that is a ratio (decoding needs entries).
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
-    static const char* supportedList() { return "streamingllm, knorm, keydiff, h2o, tova, snapkv, cur, expected"; }
+    static const char* supportedList() {
+        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, adakv";
+    }
+    // Whether adakv with this --scorer has a decode form (the scorer's own rule on the rows).
+    static bool scorerDecodes(const std::string& scorer);
 
     // Before the first step on a cache gathered from `selection` of `capture`: H2O's
     // accumulated attention of the kept positions (zero where the capture has none);
@@ -75,21 +88,22 @@ public:
 private:
     // The `budget` rows head `head` of `layer` keeps of `cache` (longer than the budget),
     // ascending.
-    std::vector<int64_t> keptRows(const CompressedCache& cache, int64_t layer, int64_t head) const;
+    std::vector<int64_t> keptRows(const CompressedCache& cache, int64_t layer, int64_t head, int64_t budget) const;
+    // The scorer's score of every row of head `head` of `layer` (fp32 [n]; NaN: always kept,
+    // the sinks of cur and expected, SnapKV's window rows, and with `keepWindow` the last
+    // `window` rows as a wrapper keeps them).
+    std::vector<float> rowScores(const CompressedCache& cache, int64_t layer, int64_t head, bool keepWindow) const;
 
     // H2O: adds this step's attention (from the queries onQueries kept) to every row;
     // TOVA: replaces each row's score by it.
     void accumulate(const CompressedCache& cache);
     bool observes() const { return params_.method == "h2o" || params_.method == "tova"; }
-    bool votes() const { return params_.method == "snapkv"; }
-    bool expects() const { return params_.method == "expected"; }
+    bool votes() const { return scorer_ == "snapkv"; }
+    bool expects() const { return scorer_ == "expected"; }
     // The query heads reading `head` of `cache` (the same in every layer).
     static std::vector<int64_t> readersOf(const CompressedCache& cache, int64_t head);
-    // The first `sinks` rows, then the budget - sinks of highest `scores` (fp32 [n - sinks],
-    // the rows after the sinks; ties to the lower row), ascending.
-    std::vector<int64_t> sinksThenBest(const at::Tensor& scores, int64_t sinks) const;
-
     PressParams params_;
+    std::string scorer_;  // the rule ranking the rows: the method's own, SnapKV's for pyramidkv, adakv's scorer
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
     std::vector<at::Tensor> queries_;                     // H2O, TOVA: [layer] -> [H, D] fp32 of this step
     std::vector<std::vector<std::vector<double>>> scores_;  // H2O, TOVA: [layer][head][row]

@@ -111,18 +111,20 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
     int64_t top1 = 0;
     std::unique_ptr<CompressedCache> free;
     // With compression during decoding, each cache has its own compressor (a fork
-    // takes a copy of the forced one's, mid-count), and the greedy run's longest head
-    // is recorded after each answer step.
+    // takes a copy of the forced one's, mid-count), and the greedy run's entries per head
+    // (the cache's entries over layers x KV heads, rounded up: heads and layers may hold
+    // different counts, as AdaKV's and PyramidKV's do) are recorded after each answer step.
     std::unique_ptr<DecodeCompressor> forcedRule, freeRule;
     if (decode) {
         forcedRule = std::make_unique<DecodeCompressor>(*decode);
         forcedRule->start(*capture_, selection);
     }
-    auto longest = [](const CompressedCache& c) {
-        int64_t most = 0;
+    auto perHead = [](const CompressedCache& c) {
+        int64_t total = 0;
         for (int64_t l = 0; l < c.layers(); ++l)
-            for (int64_t h = 0; h < c.heads(); ++h) most = std::max(most, c.length(l, h));
-        return most;
+            for (int64_t h = 0; h < c.heads(); ++h) total += c.length(l, h);
+        const int64_t heads = c.layers() * c.heads();
+        return (total + heads - 1) / heads;
     };
     auto fork = [&] {
         free = std::make_unique<CompressedCache>(forced.clone());
@@ -165,7 +167,7 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
         m.klPerStep.push_back(klDivergence(fullLogits_[i], logits));
         const int32_t mine = greedyToken(logits), theirs = greedyToken(fullLogits_[i]);
         if (mine == theirs) ++top1;
-        if (decode && !free && i + 1 < n_) m.cacheEntries.push_back(longest(forced));
+        if (decode && !free && i + 1 < n_) m.cacheEntries.push_back(perHead(forced));
         if (!free && i + 1 < n_) {
             m.tokens.push_back(fullTokens_[i]);
             if (mine != theirs) {
@@ -177,7 +179,7 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
     if (!free) m.tokens.push_back(fullTokens_[n_ - 1]);
     while (free && static_cast<int64_t>(m.tokens.size()) < n_) {
         m.tokens.push_back(greedyToken(stepFree(m.tokens.back())));
-        if (decode) m.cacheEntries.push_back(longest(*free));
+        if (decode) m.cacheEntries.push_back(perHead(*free));
     }
     m.decodeSeconds = now() - t0;
     m.decodeEvery = decode ? decode->every() : 0;

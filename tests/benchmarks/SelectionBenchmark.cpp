@@ -147,7 +147,10 @@ void BM_CriticalAdaKvSelectAndGather8k(benchmark::State& state) { selectAfterFir
 // layer of a cache at budget 1024 (the step's random queries watched, as the decode's are),
 // then the compressor cutting each head back to 1024 by the method's rule (--decode-every 1).
 // A real step costs the decode itself beside this.
-void decodeCompression(benchmark::State& state, const std::string& method) {
+// PyramidKV's layers keep their shares of 22 x 1024 (the first ones more than the 1024 they
+// hold); AdaKV's heads share each layer's 4 x 1024 (`scorer`: its scorer, SnapKV's votes when
+// empty).
+void decodeCompression(benchmark::State& state, const std::string& method, const std::string& scorer = "") {
     at::set_num_threads(2);
     // Expected Attention's statistics come from a prefill: the random model's 8192 tokens.
     const std::shared_ptr<Capture>& capture = method == "expected" ? tinyllamaPrefill8k() : tinyllama8k();
@@ -156,10 +159,12 @@ void decodeCompression(benchmark::State& state, const std::string& method) {
     p.budget = 1024;
     p.window = 32;
     p.sinks = 4;
+    p.scorer = scorer;
     // The cache starts as StreamingLLM's 1024 (the sinks and the most recent: the window too),
     // which every rule accepts; H2O needs a prefill's scores to select, and starts from zeros here.
     PressParams start = p;
     start.method = "streamingllm";
+    start.scorer.clear();
     const Selection selection = Press::create("streamingllm")->select(*capture, start);
     CompressedCache cache(*capture, selection, 2);
     DecodeCompressor rule(p, 1);
@@ -175,9 +180,10 @@ void decodeCompression(benchmark::State& state, const std::string& method) {
         ++position;
         benchmark::DoNotOptimize(rule.afterStep(cache));
     }
-    state.SetLabel(method + " B=1024, 22 layers x 4 heads");
+    state.SetLabel(method + (scorer.empty() ? "" : "(" + scorer + ")") + " B=1024, 22 layers x 4 heads");
 }
 void BM_DecodeCompression8k(benchmark::State& state, const char* method) { decodeCompression(state, method); }
+void BM_DecodeCompressionAdaKv8k(benchmark::State& state, const char* scorer) { decodeCompression(state, "adakv", scorer); }
 // What a method computes on first use for a setting not seen before, on the 8192-token prompt
 // (every layer), once per iteration (`vary` makes each one new): the time beside the prefill.
 void firstUseOfTheModel(benchmark::State& state, const std::string& method,
@@ -323,6 +329,9 @@ BENCHMARK_CAPTURE(BM_DecodeCompression8k, tova, "tova")->Unit(benchmark::kMillis
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, snapkv, "snapkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, cur, "cur")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, expected, "expected")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, pyramidkv, "pyramidkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, snapkv, "snapkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, knorm, "knorm")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LeverageFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_NonCausalReplay8k)->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -149,11 +149,11 @@ TEST(RunCli, BudgetAboveAShortPromptKeepsEverythingWhateverTheWindow) {
     }
 }
 
-// Compression during decoding: the JSON's cache entries (the longest head after each
+// Compression during decoding: the JSON's cache entries (the entries per head after each
 // answer token but the last) never pass the budget plus the steps between compressions.
 TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     const std::string base = "run --model random:tiny:layers=2 --prompt-file " + promptFile() + " -n 40 --json ";
-    for (const char* method : {"streamingllm", "knorm", "keydiff", "snapkv", "cur", "expected"}) {
+    for (const char* method : {"streamingllm", "knorm", "keydiff", "snapkv", "cur", "expected", "pyramidkv", "adakv"}) {
         const Result r = runCli(base + "--method " + method + " --budget 48 --decode-every 4 --window 8");
         ASSERT_EQ(r.exitCode, 0) << r.err;
         const auto j = nlohmann::json::parse(r.out);
@@ -175,6 +175,8 @@ TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     expectOneLineError(runCli(text + "--method cake --budget 48 --decode-every 2"),
                        {"--decode-every: cake has no form for compression during decoding here"});
     expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 0"), {"--decode-every 0 must be at least 1"});
+    expectOneLineError(runCli(text + "--method adakv --scorer tova --budget 48 --decode-every 2"),
+                       {"--decode-every: adakv with --scorer tova has no form for compression during decoding here"});
     expectOneLineError(runCli(text + "--method knorm --budget 10% --decode-every 2"), {"--decode-every needs --budget in entries"});
     // Saved, such a run keeps its schedule and the cache's size after each step.
     const std::string store = kvlens::test::testOutputPath("decode-every-" + std::to_string(::getpid()) + ".db");

@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/CompressedCache.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PyramidKvPress.h"
 #include "engine/model/ModelLoader.h"
 #include "engine/model/Sampler.h"
 
@@ -524,14 +526,152 @@ TEST(DecodeCompressor, CurKeepsTheSinksAndTheRowsOfMostLocalEnergy) {
     }
 }
 
-// On the model: SnapKV's and CUR's decode forms hold the budget after every compression, and a
-// budget never reached decodes as the full cache does.
-TEST(DecodeCompressor, SnapKvAndCurStayWithinTheBudgetOnTheModel) {
+// AdaKV around KNorm during decoding, against a double reference from AdaKV's definition:
+// when due and the layer holds more than heads x B rows, every head keeps its last W rows,
+// then its own floor(alpha x P) of lowest key norm (P = B - W), then the layer's remaining
+// heads x (P - floor) go to the lowest norms of any head (ties: lower head, then lower row).
+// The heads end up ragged; the layer holds exactly heads x B.
+TEST(DecodeCompressor, AdaKvSharesEachLayersBudgetAmongItsHeads) {
+    const int64_t KV = 3, T = 30, D = 8, B = 14, W = 4;
+    const double alpha = 0.25;
+    int compressions = 0;
+    for (int64_t every : {1, 3}) {
+        at::manual_seed(41 + every);
+        // Heads of different scales, so the shared pool really moves between them.
+        const at::Tensor scale = at::tensor({0.5f, 1.0f, 2.0f}).view({KV, 1, 1});
+        const auto capture = Capture::fromTensors({at::randn({KV, T, D})}, {at::randn({KV, T, D}) * scale},
+                                                  {at::randn({KV, T, D})});
+        PressParams p = params("adakv", 20);
+        p.scorer = "knorm";
+        p.window = W;
+        p.alpha = alpha;
+        const Selection selection = Press::create("adakv")->select(*capture, p);
+        CompressedCache cache(*capture, selection, 40);
+        p.budget = B;
+        DecodeCompressor rule(p, every);
+        rule.start(*capture, selection);
+        std::vector<std::vector<std::vector<double>>> keys(KV);  // [head][row][D]
+        const at::Tensor k0 = capture->keys(0).to(at::kDouble);
+        auto row = [&](const at::Tensor& t) {
+            const at::Tensor c = t.contiguous();
+            return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + D);
+        };
+        for (int64_t c = 0; c < KV; ++c)
+            for (int32_t t : selection.kept[0][c]) keys[c].push_back(row(k0[c][t]));
+        for (int64_t step = 0; step < 15; ++step) {
+            const at::Tensor k = at::randn({1, KV, D}) * scale.view({1, KV, 1}) * (1.0 + step % 3), v = at::randn({1, KV, D});
+            cache.append(0, k, v);
+            for (int64_t c = 0; c < KV; ++c) keys[c].push_back(row(k.to(at::kDouble)[0][c]));
+            if (rule.afterStep(cache)) ++compressions;
+            int64_t total = 0;
+            for (const auto& h : keys) total += int64_t(h.size());
+            if ((step + 1) % every == 0 && total > KV * B) {
+                const int64_t P = B - W, floorPerHead = int64_t(std::floor(alpha * double(P)));
+                auto norm = [](const std::vector<double>& x) {
+                    double s = 0.0;
+                    for (double e : x) s += e * e;
+                    return std::sqrt(s);
+                };
+                std::vector<std::vector<char>> keep(KV);
+                struct Row {
+                    double norm;
+                    int64_t head, row;
+                };
+                std::vector<Row> rest;
+                for (int64_t c = 0; c < KV; ++c) {
+                    const int64_t n = int64_t(keys[c].size());
+                    keep[c].assign(n, 0);
+                    for (int64_t r = n - W; r < n; ++r) keep[c][r] = 1;
+                    std::vector<Row> own;
+                    for (int64_t r = 0; r < n - W; ++r) own.push_back({norm(keys[c][r]), c, r});
+                    std::stable_sort(own.begin(), own.end(), [](const Row& a, const Row& b) { return a.norm < b.norm; });
+                    for (int64_t i = 0; i < int64_t(own.size()); ++i) {
+                        if (i < floorPerHead) keep[c][own[i].row] = 1;
+                        else rest.push_back(own[i]);
+                    }
+                }
+                std::sort(rest.begin(), rest.end(), [](const Row& a, const Row& b) {
+                    if (a.norm != b.norm) return a.norm < b.norm;
+                    return a.head != b.head ? a.head < b.head : a.row < b.row;
+                });
+                for (int64_t i = 0; i < KV * (P - floorPerHead); ++i) keep[rest[i].head][rest[i].row] = 1;
+                for (int64_t c = 0; c < KV; ++c) {
+                    std::vector<std::vector<double>> kept;
+                    for (size_t r = 0; r < keys[c].size(); ++r)
+                        if (keep[c][r]) kept.push_back(keys[c][r]);
+                    keys[c] = kept;
+                }
+            }
+            int64_t held = 0;
+            std::set<int64_t> lengths;
+            for (int64_t c = 0; c < KV; ++c) {
+                ASSERT_EQ(cache.length(0, c), int64_t(keys[c].size())) << "every " << every << " step " << step << " head " << c;
+                const at::Tensor got = cache.keys(0)[c].to(at::kDouble);
+                for (size_t r = 0; r < keys[c].size(); ++r)
+                    for (int64_t d = 0; d < D; ++d)
+                        ASSERT_EQ(got[r][d].item<double>(), keys[c][r][d]) << "every " << every << " step " << step;
+                held += cache.length(0, c);
+                lengths.insert(cache.length(0, c));
+            }
+            if ((step + 1) % every == 0) {
+                EXPECT_EQ(held, KV * B) << "every " << every << " step " << step;
+                EXPECT_GT(lengths.size(), 1u) << "the heads share the layer's entries unevenly";
+            }
+        }
+    }
+    EXPECT_EQ(compressions, 15 + 5);
+}
+
+// PyramidKV during decoding: when due, layer l holds its PyramidKV share of layers x B for a
+// prompt as long as the sequence so far (prefixBudgets + W; its rows are SnapKV's decode form's,
+// checked above), so the cache's mean stays at B; on the model, with a budget never reached,
+// it decodes as the full cache does.
+TEST(DecodeCompressor, PyramidKvKeepsEachLayersShareOfTheBudget) {
+    Tiny& t = tiny();
+    const int64_t T = static_cast<int64_t>(t.prompt.size()), n = 12, B = 24, W = 8;
+    auto capture = Capture::fromPrefill(*t.loaded.model, t.prompt, {}, {}, n);
+    PressParams p = params("pyramidkv", B);
+    p.window = W;
+    const Selection selection = Press::create("pyramidkv")->select(*capture, p);
+    CompressedCache cache(*capture, selection, n);
+    DecodeCompressor rule(p, 2);
+    rule.start(*capture, selection);
+    int32_t token = greedy(capture->lastLogits());
+    int compressions = 0;
+    for (int64_t step = 0; step < n; ++step) {
+        token = greedy(t.loaded.model->decode(token, cache, &rule));
+        const int64_t length = T + step + 1;  // the sequence so far
+        const std::vector<int64_t> share =
+            PyramidKvPress::prefixBudgets(cache.layers(), length, W, B, p.beta, p.schedule);
+        ASSERT_GT(share.front(), share.back());
+        compressions += rule.afterStep(cache);
+        int64_t total = 0;
+        for (int64_t l = 0; l < cache.layers(); ++l) {
+            for (int64_t h = 0; h < cache.heads(); ++h) {
+                total += cache.length(l, h);
+                if ((step + 1) % 2 == 0) EXPECT_EQ(cache.length(l, h), share[l] + W) << "step " << step << " layer " << l;
+            }
+        }
+        if ((step + 1) % 2 == 0) EXPECT_EQ(total, cache.layers() * cache.heads() * B) << "step " << step;
+    }
+    EXPECT_EQ(compressions, n / 2);
+    MethodEvaluator evaluator(*t.loaded.model, capture, n);
+    PressParams roomy = params("pyramidkv", T + n + 8);
+    roomy.window = W;
+    const RunMetrics same = evaluator.evaluate(Press::create("pyramidkv")->select(*capture, roomy), DecodeCompressor(roomy, 1));
+    EXPECT_EQ(same.tokens, same.fullTokens);
+    EXPECT_DOUBLE_EQ(same.meanKl, 0.0);
+}
+
+// On the model: SnapKV's, CUR's, AdaKV's and PyramidKV's decode forms hold the budget (entries
+// per head, the mean over the cache) after every compression, and a budget never reached decodes
+// as the full cache does.
+TEST(DecodeCompressor, SnapKvCurAdaKvAndPyramidKvStayWithinTheBudgetOnTheModel) {
     Tiny& t = tiny();
     const int64_t T = static_cast<int64_t>(t.prompt.size()), n = 16;
     auto capture = Capture::fromPrefill(*t.loaded.model, t.prompt, {}, {}, n);
     MethodEvaluator evaluator(*t.loaded.model, capture, n);
-    for (const char* method : {"snapkv", "cur"}) {
+    for (const char* method : {"snapkv", "cur", "adakv", "pyramidkv"}) {
         PressParams tight = params(method, 24);
         tight.window = 8;
         const RunMetrics within = evaluator.evaluate(Press::create(method)->select(*capture, tight), DecodeCompressor(tight, 2));
@@ -557,7 +697,19 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("cake", 64), 1),
               "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o, tova, snapkv, cur, expected)");
+              "h2o, tova, snapkv, pyramidkv, cur, expected, adakv)");
+    PressParams ada = params("adakv", 64);
+    ada.scorer = "h2o";
+    EXPECT_EQ(message(ada, 1), "--decode-every: adakv with --scorer h2o has no form for compression during decoding "
+                               "here (its scorer: snapkv, knorm, keydiff, cur, expected)");
+    ada.scorer = "cur";
+    ada.budget = 36;  // window 32 + sinks 4
+    EXPECT_EQ(message(ada, 1), "--budget 36 must exceed --window 32 + --sinks 4 (AdaKV keeps them on every head)");
+    ada.scorer = "";  // SnapKV's votes
+    ada.budget = 32;
+    EXPECT_EQ(message(ada, 1), "--budget 32 must exceed --window 32 (AdaKV keeps it on every head)");
+    PressParams pyramid = params("pyramidkv", 32);
+    EXPECT_EQ(message(pyramid, 1), "--budget 32 must exceed --window 32 (PyramidKV's observation window is part of the budget)");
     PressParams snap = params("snapkv", 32);
     snap.window = 32;
     EXPECT_EQ(message(snap, 1), "--budget 32 must exceed --window 32 (SnapKV's observation window is part of the budget)");

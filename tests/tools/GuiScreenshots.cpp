@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
     if (!shoot(w, out + "/zoomed_and_outputs.png")) return 1;
 
     // Compression during decoding: KNorm at 96 entries, cut back every 4 steps; the Outputs
-    // panel draws the longest head's entries over the steps.
+    // panel draws the entries per head over the steps.
     {
         kvlens::PressParams k = w.methodsPanel()->params();
         k.method = "knorm";

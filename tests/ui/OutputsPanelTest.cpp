@@ -144,7 +144,7 @@ TEST(OutputsPanel, TheCacheSizeOverTheStepsShowsWithCompressionDuringDecoding) {
     for (int i = 0; i < 40; ++i) entries.push_back(96 + i % 4);
     panel.setCacheEntries(entries, 96, 4);
     EXPECT_TRUE(panel.cacheChart()->isVisible());
-    EXPECT_EQ(panel.cacheChart()->summary(), "Cache (longest head): 96-99 entries over 40 steps, cut back to 96 every 4");
+    EXPECT_EQ(panel.cacheChart()->summary(), "Cache (per head): 96-99 entries over 40 steps, cut back to 96 every 4");
     const QImage shot = panel.cacheChart()->grab().toImage();
     int blue = 0;  // the line is drawn
     for (int y = 0; y < shot.height(); ++y)

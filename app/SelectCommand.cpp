@@ -184,7 +184,7 @@ const char* kHelp =
     "             re-rotated cache needs a model) (h2o, expected, leverage,\n"
     "             noncausal, compactor, criticalkv, criticaladakv, kvzip and finch need a model: use kvlens run)\n"
     "  --scorer   what adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv rank by: snapkv, tova, knorm,\n"
-    "             keydiff, cur, cake\n"
+    "             keydiff, cur, cake, lagkv\n"
     "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
     "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
     "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"

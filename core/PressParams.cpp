@@ -46,7 +46,8 @@ const std::vector<std::string>& PressParams::methodNames() {
 
 const std::vector<std::string>& PressParams::scorerNames() {
     static const std::vector<std::string> names = {"snapkv",   "tova", "knorm",     "keydiff",  "expected",
-                                                   "cur",      "cake", "leverage", "noncausal", "compactor", "kvzip", "h2o"};
+                                                   "cur",      "cake", "leverage", "noncausal", "compactor", "kvzip", "h2o",
+                                                   "lagkv"};
     return names;
 }
 
@@ -90,7 +91,12 @@ bool PressParams::usesSinks() const {
         method == "simlayerkv" || method == "compactor" || method == "kvzip")
         return true;
     const std::string s = scorerInEffect();
-    return s == "expected" || s == "cur" || s == "compactor" || s == "kvzip";
+    return s == "expected" || s == "cur" || s == "compactor" || s == "kvzip" || s == "lagkv";
+}
+
+int64_t PressParams::keptTail(int64_t T) const {
+    if (scorerInEffect() != "lagkv") return window;
+    return std::max(window, T - lagTailStart(T));
 }
 
 int64_t PressParams::lagTailStart(int64_t T) const {
@@ -241,7 +247,17 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
             throw Error("--window " + std::to_string(window) + " and --sinks " + std::to_string(sinks) +
                         " leave nothing of the " + std::to_string(promptLength) + "-token prompt to rank");
     }
-    if (method == "lagkv" && lag < 1) throw Error("--lag " + std::to_string(lag) + " must be at least 1");
+    if ((method == "lagkv" || scorerInEffect() == "lagkv") && lag < 1)
+        throw Error("--lag " + std::to_string(lag) + " must be at least 1");
+    // A wrapper ranking by LagKV keeps its tail whole beside the window: something must be left.
+    if (scorerInEffect() == "lagkv" && !keepsAll && B <= sinks + keptTail(promptLength)) {
+        const int64_t tail = promptLength - lagTailStart(promptLength);
+        throw Error("--budget " + std::to_string(B) + " must exceed LagKV's " + std::to_string(sinks) +
+                    " sinks and the " + std::to_string(keptTail(promptLength)) +
+                    " last positions it keeps whole (its last partition with the remainder, " + std::to_string(tail) +
+                    " at --lag " + std::to_string(lag) + ", or --window " + std::to_string(window) +
+                    " if longer, on a " + std::to_string(promptLength) + "-token prompt)");
+    }
     if (method == "lagkv" && !keepsAll && B < sinks + promptLength - lagTailStart(promptLength)) {
         const int64_t tail = promptLength - lagTailStart(promptLength);
         throw Error("--budget " + std::to_string(B) + " must hold LagKV's " + std::to_string(sinks) +
@@ -250,10 +266,12 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
                     "-token prompt): raise the budget or lower --lag");
     }
     if (method == "chunkkv" && chunk < 1) throw Error("--chunk " + std::to_string(chunk) + " must be at least 1");
-    if (method == "chunkkv" && !keepsAll && B - window - (usesSinks() ? sinks : 0) < chunk) {
-        const int64_t fixed = window + (usesSinks() ? sinks : 0);
-        throw Error("--budget " + std::to_string(B) + " leaves " + std::to_string(B - fixed) + " entries beside --window " +
-                    std::to_string(window) + (usesSinks() ? " and --sinks " + std::to_string(sinks) : std::string()) +
+    const int64_t tail = keptTail(promptLength);
+    if (method == "chunkkv" && !keepsAll && B - tail - (usesSinks() ? sinks : 0) < chunk) {
+        const int64_t fixed = tail + (usesSinks() ? sinks : 0);
+        throw Error("--budget " + std::to_string(B) + " leaves " + std::to_string(B - fixed) + " entries beside " +
+                    (tail > window ? "LagKV's last " + std::to_string(tail) + " positions" : "--window " + std::to_string(window)) +
+                    (usesSinks() ? " and --sinks " + std::to_string(sinks) : std::string()) +
                     ", less than one --chunk of " + std::to_string(chunk));
     }
     if ((method == "expected" || scorerInEffect() == "expected") && future < 1) throw Error("--future " + std::to_string(future) + " must be at least 1");
@@ -282,7 +300,7 @@ std::string PressParams::describe() const {
     if (method == "pyramidkv") s << " beta=" << beta << " " << scheduleName(schedule);
     if (method == "adakv" || method == "criticaladakv") s << " alpha=" << alpha;
     if (usesSinks()) s << " sinks=" << sinks;
-    if (method == "lagkv") s << " lag=" << lag;
+    if (method == "lagkv" || scorerInEffect() == "lagkv") s << " lag=" << lag;
     if (method == "chunkkv") s << " chunk=" << chunk << (scorerInEffect() == "snapkv" ? std::string(" ") + gqaModeName(gqa) : "");
     if (method == "expected" || scorerInEffect() == "expected") s << " future=" << future;
     if (method == "cake") s << " tau1=" << exact(tau1) << " tau2=" << exact(tau2);

@@ -113,6 +113,9 @@ struct PressParams {
     // the last full one and the remainder form a tail that is always kept, from here on.
     // The partitions from `sinks` to it are scored, each against the next.
     int64_t lagTailStart(int64_t promptLength) const;
+    // The last positions a wrapper keeps whole beside what it ranks: its window, or with
+    // --scorer lagkv the longer of the window and LagKV's tail (from lagTailStart).
+    int64_t keptTail(int64_t promptLength) const;
 };
 
 // Parsers of the words above; each throws kvlens::Error naming `what` (the CLI

@@ -428,7 +428,7 @@ void MethodsPanel::updateEnabled() {
     const bool pooled = m == "snapkv" || m == "pyramidkv" || (m != "chunkkv" && scorer == "snapkv");
     kernel_->setEnabled(pooled);
     pooling_->setEnabled(pooled);
-    lag_->setEnabled(m == "lagkv");
+    lag_->setEnabled(m == "lagkv" || scorer == "lagkv");
     chunk_->setEnabled(m == "chunkkv");
     future_->setEnabled(m == "expected" || scorer == "expected");
     beta_->setEnabled(m == "pyramidkv");

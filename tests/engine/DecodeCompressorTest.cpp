@@ -649,10 +649,14 @@ TEST(DecodeCompressor, PyramidKvKeepsEachLayersShareOfTheBudget) {
         for (int64_t l = 0; l < cache.layers(); ++l) {
             for (int64_t h = 0; h < cache.heads(); ++h) {
                 total += cache.length(l, h);
-                if ((step + 1) % 2 == 0) EXPECT_EQ(cache.length(l, h), share[l] + W) << "step " << step << " layer " << l;
+                if ((step + 1) % 2 == 0) {
+                    EXPECT_EQ(cache.length(l, h), share[l] + W) << "step " << step << " layer " << l;
+                }
             }
         }
-        if ((step + 1) % 2 == 0) EXPECT_EQ(total, cache.layers() * cache.heads() * B) << "step " << step;
+        if ((step + 1) % 2 == 0) {
+            EXPECT_EQ(total, cache.layers() * cache.heads() * B) << "step " << step;
+        }
     }
     EXPECT_EQ(compressions, n / 2);
     MethodEvaluator evaluator(*t.loaded.model, capture, n);

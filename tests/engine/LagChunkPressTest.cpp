@@ -13,24 +13,18 @@
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
+#include "LagReference.h"
 #include "RandomCapture.h"
 
 namespace kvlens {
 namespace {
 
-using Rows = std::vector<std::vector<double>>;  // [position][channel]
+using test::Rows;
+using test::lagStateReference;
+using test::rowsOf;
 
 using Shape = test::CaptureShape;
 using test::randomCapture;
-
-Rows rowsOf(const at::Tensor& t /*[heads, T, D]*/, int64_t head) {
-    const at::Tensor d = t.to(at::kDouble).contiguous();
-    const auto a = d.accessor<double, 3>();
-    Rows out(d.size(1), std::vector<double>(d.size(2)));
-    for (int64_t i = 0; i < d.size(1); ++i)
-        for (int64_t c = 0; c < d.size(2); ++c) out[i][c] = a[head][i][c];
-    return out;
-}
 
 // The `take` highest of scores[from, from + n), as positions offset by `from`, ascending;
 // equal scores prefer the lower position.
@@ -44,34 +38,6 @@ std::vector<int32_t> topOf(const std::vector<double>& scores, int64_t from, int6
     std::sort(order.begin(), order.end());
     for (int32_t& i : order) i += int32_t(from);
     return order;
-}
-
-// LagKV's score of the positions of partition [from, from + L) with the next partition as
-// reference, for one state (keys or values): per channel, (x - min) / (max - min) over the
-// reference; the channels' sample standard deviation; a softmax over the partition.
-std::vector<double> lagStateReference(const Rows& x, int64_t from, int64_t L) {
-    const int64_t D = int64_t(x[0].size());
-    std::vector<double> spread(L);
-    for (int64_t t = 0; t < L; ++t) {
-        std::vector<double> norm(D);
-        for (int64_t c = 0; c < D; ++c) {
-            double lo = INFINITY, hi = -INFINITY;
-            for (int64_t r = from + L; r < from + 2 * L; ++r) {
-                lo = std::min(lo, x[r][c]);
-                hi = std::max(hi, x[r][c]);
-            }
-            norm[c] = hi > lo ? (x[from + t][c] - lo) / (hi - lo) : 0.0;
-        }
-        const double mean = std::accumulate(norm.begin(), norm.end(), 0.0) / double(D);
-        double ss = 0.0;
-        for (double n : norm) ss += (n - mean) * (n - mean);
-        spread[t] = std::sqrt(ss / double(D - 1));
-    }
-    const double top = *std::max_element(spread.begin(), spread.end());
-    double z = 0.0;
-    for (double& s : spread) z += (s = std::exp(s - top));
-    for (double& s : spread) s /= z;
-    return spread;
 }
 
 std::vector<int32_t> lagReference(const Capture& c, int64_t layer, int64_t head, int64_t sinks,
@@ -250,6 +216,21 @@ TEST(LagChunkPress, BadSettingsAreOneLineNamingTheFlag) {
                 "--budget 40 leaves 8 entries beside --window 32, less than one --chunk of 10");
     chunk.chunk = 0;
     expectError(chunk, "--chunk 0 must be at least 1");
+    // As a wrapper's scorer: its tail (here 196 positions) is kept whole beside the window.
+    PressParams wrapped = params("adakv", 150);
+    wrapped.scorer = "lagkv";
+    expectError(wrapped, "--budget 150 must exceed LagKV's 4 sinks and the 196 last positions it keeps whole (its last "
+                         "partition with the remainder, 196 at --lag 128, or --window 32 if longer, on a 200-token prompt)");
+    wrapped.lag = 0;
+    expectError(wrapped, "--lag 0 must be at least 1");
+    wrapped.method = "chunkkv";
+    wrapped.lag = 16;  // the last full partition of 16 from 180, with the remainder: 20, under the window
+    wrapped.budget = 45;
+    expectError(wrapped, "--budget 45 leaves 9 entries beside --window 32 and --sinks 4, less than one --chunk of 10");
+    wrapped.lag = 40;  // the last full partition of 40 from 124, with the remainder: 76 positions
+    wrapped.budget = 88;
+    expectError(wrapped, "--budget 88 leaves 8 entries beside LagKV's last 76 positions and --sinks 4, less than one "
+                         "--chunk of 10");
     // A budget that holds the prompt keeps it, whatever the lag or chunk.
     lag = params("lagkv", 200);
     EXPECT_EQ(Press::create("lagkv")->select(*capture, lag).entries(), 2 * 200);

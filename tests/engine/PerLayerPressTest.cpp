@@ -15,6 +15,7 @@
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
+#include "LagReference.h"
 #include "RandomCapture.h"
 
 namespace kvlens {
@@ -60,6 +61,37 @@ TEST(PerLayerPress, LayersKeepTheirWeightedShareByTheScorer) {
             for (int64_t h = 0; h < shape.kvHeads; ++h)
                 EXPECT_EQ(s.kept[l][h], byNorm(*capture, l, h, k.prefixBudgets[l], 16))
                     << "B " << k.budget << " layer " << l << " head " << h;
+        }
+    }
+}
+
+// With --scorer lagkv the layers share L x (B - sinks - tail): LagKV's 4 sinks and its tail
+// (the last full partition of 16 and the remainder: 100 .. 119 of 120, longer than the window
+// of 8) are kept whole beside each layer's share, ranked by LagKV's scores (double reference).
+TEST(PerLayerPress, ALagKvScorerKeepsItsTailBesideTheShares) {
+    const Shape shape{3, 4, 2, 120, 16};
+    const auto capture = test::randomCapture(shape, 29);
+    PressParams p;
+    p.method = "perlayer";
+    p.scorer = "lagkv";
+    p.budget = 64;  // 40 beside the 24 kept whole: 120 in all, 3:2:1 gives 60/40/20
+    p.window = 8;
+    p.lag = 16;
+    p.layerWeights = {3, 2, 1};
+    const Selection s = Press::create("perlayer")->select(*capture, p);
+    const std::vector<int64_t> share = {60, 40, 20};
+    for (int64_t l = 0; l < shape.layers; ++l) {
+        EXPECT_EQ(s.layerBudgets[l], share[l] + 24) << "layer " << l;
+        for (int64_t h = 0; h < shape.kvHeads; ++h) {
+            const std::vector<double> score = test::lagScores(capture->keys(l), capture->values(l), h, 120, 4, 16);
+            std::vector<int32_t> order(96);
+            std::iota(order.begin(), order.end(), 4);
+            std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return score[x] > score[y]; });
+            order.resize(size_t(share[l]));
+            for (int32_t t : {0, 1, 2, 3}) order.push_back(t);
+            for (int32_t t = 100; t < 120; ++t) order.push_back(t);
+            std::sort(order.begin(), order.end());
+            EXPECT_EQ(s.kept[l][h], order) << "layer " << l << " head " << h;
         }
     }
 }

@@ -932,6 +932,13 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     finchKvpress.budget = 90;
     finchKvpress.window = 24;
     all.push_back(finchKvpress);
+    PressParams cakeLag;
+    cakeLag.method = "cake";
+    cakeLag.budget = 120;
+    cakeLag.scorer = "lagkv";
+    cakeLag.lag = 40;
+    cakeLag.sinks = 2;
+    all.push_back(cakeLag);
     for (const PressParams& p : all) {
         const PressParams back = PressParams::fromDescription(p.describe());
         if (p.method == "full") {

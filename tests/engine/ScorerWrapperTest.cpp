@@ -7,8 +7,10 @@
 //  ChunkKV(s): between the sinks and the window, chunks of c positions from the first
 //    after the sinks; each head keeps its floor((B - W - sinks) / c) chunks of highest
 //    summed score whole (ties to the earlier chunk), the sinks and the window.
-// Scorers: KNorm (minus the key's L2 norm) and CUR (windowed key x value norm shares,
-// with sinks), on GQA and MHA captures.
+// Scorers: KNorm (minus the key's L2 norm), CUR (windowed key x value norm shares,
+// with sinks) and LagKV (its lag-relative scores, with sinks; its tail, the last full
+// partition with the remainder, kept whole like the window: the longer of the two), on GQA
+// and MHA captures.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 
 #include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
+#include "LagReference.h"
 #include "NormReference.h"
 #include "RandomCapture.h"
 
@@ -28,9 +31,21 @@ namespace {
 
 using Shape = test::CaptureShape;
 
+constexpr int64_t kLag = 16;
+
+// The scorer's sinks and the last positions kept whole (the window, or LagKV's tail when
+// longer: after 4 sinks, partitions of kLag, the last full one and the remainder).
+int64_t sinksOf(const std::string& scorer) { return scorer == "knorm" ? 0 : 4; }
+int64_t tailOf(const std::string& scorer, int64_t T, int64_t W) {
+    if (scorer != "lagkv") return W;
+    const int64_t partitions = (T - 4) / kLag;
+    return std::max(W, T - (4 + (partitions - 1) * kLag));
+}
+
 // A scorer's scores of one KV head over all T positions.
 std::vector<double> scores(const Capture& c, const std::string& scorer, int64_t layer, int64_t head) {
     const int64_t T = c.promptLength();
+    if (scorer == "lagkv") return test::lagScores(c.keys(layer), c.values(layer), head, T, 4, kLag);
     std::vector<double> k = test::squaredNorms(c.keys(layer), head, T);
     if (scorer == "knorm") {
         for (double& v : k) v = -std::sqrt(v);
@@ -44,8 +59,8 @@ std::vector<double> scores(const Capture& c, const std::string& scorer, int64_t 
 }
 
 std::vector<std::vector<int32_t>> adaKvReference(const Capture& c, const std::string& scorer, int64_t layer,
-                                                 int64_t B, int64_t W, int64_t sinks, double alpha) {
-    const int64_t T = c.promptLength(), KV = c.kvHeads(), P = B - W - sinks;
+                                                 int64_t B, int64_t window, int64_t sinks, double alpha) {
+    const int64_t T = c.promptLength(), KV = c.kvHeads(), W = tailOf(scorer, T, window), P = B - W - sinks;
     const int64_t floorPerHead = int64_t(std::floor(alpha * double(P) + 1e-9));
     std::vector<std::vector<int32_t>> kept(KV);
     std::vector<std::tuple<double, int64_t, int64_t>> rest;  // (score, head, position)
@@ -71,8 +86,8 @@ std::vector<std::vector<int32_t>> adaKvReference(const Capture& c, const std::st
 }
 
 std::vector<int32_t> chunkKvReference(const Capture& c, const std::string& scorer, int64_t layer, int64_t head,
-                                      int64_t B, int64_t W, int64_t sinks, int64_t chunk) {
-    const int64_t T = c.promptLength(), ranked = T - W - sinks;
+                                      int64_t B, int64_t window, int64_t sinks, int64_t chunk) {
+    const int64_t T = c.promptLength(), W = tailOf(scorer, T, window), ranked = T - W - sinks;
     const std::vector<double> s = scores(c, scorer, layer, head);
     const int64_t chunks = (ranked + chunk - 1) / chunk, keepChunks = std::min(chunks, (B - W - sinks) / chunk);
     std::vector<double> sums(chunks, 0.0);
@@ -95,13 +110,14 @@ class ScorerWrapperShapes : public ::testing::TestWithParam<Shape> {};
 TEST_P(ScorerWrapperShapes, AdaKvWithAnotherScorerEqualsTheDefinitionInDouble) {
     const Shape shape = GetParam();
     const auto capture = test::randomCapture(shape, 77 + shape.heads);
-    for (const std::string scorer : {"knorm", "cur"}) {
-        const int64_t sinks = scorer == "cur" ? 4 : 0;
+    for (const std::string scorer : {"knorm", "cur", "lagkv"}) {
+        const int64_t sinks = sinksOf(scorer);
         for (double alpha : {0.0, 0.2, 1.0}) {
-            for (int64_t B : {int64_t(30), int64_t(57)}) {
+            for (int64_t B : {scorer == "lagkv" ? int64_t(45) : int64_t(30), int64_t(57)}) {
                 PressParams p;
                 p.method = "adakv";
                 p.scorer = scorer;
+                p.lag = kLag;
                 p.budget = B;
                 p.window = 8;
                 p.alpha = alpha;
@@ -127,12 +143,13 @@ TEST_P(ScorerWrapperShapes, AdaKvWithAnotherScorerEqualsTheDefinitionInDouble) {
 TEST_P(ScorerWrapperShapes, ChunkKvWithAnotherScorerEqualsTheDefinitionInDouble) {
     const Shape shape = GetParam();
     const auto capture = test::randomCapture(shape, 91 + shape.heads);
-    for (const std::string scorer : {"knorm", "cur"}) {
-        const int64_t sinks = scorer == "cur" ? 4 : 0;
+    for (const std::string scorer : {"knorm", "cur", "lagkv"}) {
+        const int64_t sinks = sinksOf(scorer);
         for (int64_t chunk : {int64_t(5), int64_t(7)}) {
             PressParams p;
             p.method = "chunkkv";
             p.scorer = scorer;
+            p.lag = kLag;
             p.budget = 50;
             p.window = 8;
             p.chunk = chunk;

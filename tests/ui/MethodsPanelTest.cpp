@@ -214,6 +214,15 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
     EXPECT_EQ(panel.params().scorer, "expected");
     for (const char* on : {"sinks", "future", "alpha", "window"}) EXPECT_TRUE(panel.findChild<QWidget*>(on)->isEnabled()) << on;
     for (const char* off : {"kernel", "pooling", "gqa", "gamma"}) EXPECT_FALSE(panel.findChild<QWidget*>(off)->isEnabled()) << off;
+    // ChunkKV scored by LagKV takes its sinks and lag.
+    p.method = "chunkkv";
+    p.scorer = "lagkv";
+    p.lag = 48;
+    panel.setParams(p);
+    EXPECT_EQ(panel.params().scorer, "lagkv");
+    EXPECT_EQ(panel.params().lag, 48);
+    for (const char* on : {"sinks", "lag", "chunk", "window"}) EXPECT_TRUE(panel.findChild<QWidget*>(on)->isEnabled()) << on;
+    for (const char* off : {"future", "kernel", "alpha"}) EXPECT_FALSE(panel.findChild<QWidget*>(off)->isEnabled()) << off;
     // A method that takes no scorer never carries one.
     p.method = "snapkv";
     panel.setParams(p);

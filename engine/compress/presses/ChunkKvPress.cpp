@@ -8,7 +8,8 @@ namespace kvlens {
 
 void ChunkKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget,
                         Selection& s) const {
-    const int64_t T = capture.promptLength(), W = p.window, c = p.chunk;
+    // The window, or with --scorer lagkv LagKV's tail when longer: kept whole.
+    const int64_t T = capture.promptLength(), W = p.keptTail(T), c = p.chunk;
     const bool votes = p.scorerInEffect() == "snapkv";
     const int64_t sinks = votes ? 0 : (p.usesSinks() ? std::min(p.sinks, T - W) : 0);
     const int64_t ranked = T - W - sinks;

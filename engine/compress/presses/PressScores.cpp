@@ -360,6 +360,7 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
     else if (scorer == "noncausal") rows = nonCausalScores(capture, layer, p);
     else if (scorer == "compactor") rows = compactorScores(capture, layer, p);
     else if (scorer == "kvzip") rows = reconstructionScores(capture, layer, p);
+    else if (scorer == "lagkv") rows = lagKvScores(capture, layer, p);  // NaN: its sinks and its tail
     else throw Error("--scorer '" + scorer + "' has no scores here");
     for (auto& row : rows) std::fill(row.end() - p.window, row.end(), nan);
     return rows;
@@ -367,7 +368,7 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
 
 void keepLayerShares(const Capture& capture, const PressParams& p, const std::vector<double>& weights,
                      int64_t budget, Selection& s) {
-    const int64_t L = capture.layers(), T = capture.promptLength(), W = p.window;
+    const int64_t L = capture.layers(), T = capture.promptLength(), W = p.keptTail(T);
     const int64_t sinks = p.usesSinks() ? std::min(p.sinks, T - W) : 0;
     const int64_t available = T - W - sinks;
     const std::vector<int64_t> budgets = cakeLayerBudgets(weights, (budget - W - sinks) * L, available);

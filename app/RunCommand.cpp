@@ -117,7 +117,8 @@ int runRun(const std::vector<std::string>& argv) {
             "  tova rolling: what the step's query attends to most, snapkv: the votes of the sequence's last\n"
             "  --window queries, pyramidkv: snapkv's with PyramidKV's layer budgets, cur, expected: the\n"
             "  statistics of every query so far, adakv: a layer's heads share its entries, --scorer snapkv,\n"
-            "  knorm, keydiff, cur or expected); prints the cache's entries per head over the steps\n",
+            "  knorm, keydiff, cur or expected, lagkv: its partitions of the rows, the budget holding --sinks +\n"
+            "  2 x --lag - 1); prints the cache's entries per head over the steps\n",
             stdout);
         return 0;
     }

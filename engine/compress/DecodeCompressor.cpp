@@ -7,6 +7,7 @@
 
 #include "core/Error.h"
 #include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/LagKvPress.h"
 #include "engine/compress/presses/PressScores.h"
 #include "engine/compress/presses/PyramidKvPress.h"
 #include "kernels/LayerSelection.h"
@@ -16,7 +17,7 @@ namespace kvlens {
 bool DecodeCompressor::supports(const std::string& method) {
     return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
            method == "tova" || method == "snapkv" || method == "pyramidkv" || method == "cur" ||
-           method == "expected" || method == "adakv";
+           method == "expected" || method == "adakv" || method == "lagkv";
 }
 
 bool DecodeCompressor::scorerDecodes(const std::string& scorer) {
@@ -46,6 +47,11 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
                                : " (AdaKV keeps it on every head)"));
         }
         return;
+    }
+    if (params.method == "lagkv" && budget_ < params.sinks + 2 * params.lag - 1) {
+        throw Error("--budget " + std::to_string(budget_) + " must hold LagKV's " + std::to_string(params.sinks) +
+                    " sinks and its longest tail while decoding, 2 x --lag - 1 = " + std::to_string(2 * params.lag - 1) +
+                    " rows (the last full partition with the remainder, kept whole): raise the budget or lower --lag");
     }
     if ((params.method == "streamingllm" || params.method == "cur" || params.method == "expected") &&
         budget_ <= params.sinks) {
@@ -204,6 +210,20 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         const std::vector<float> older(acc.begin(), acc.begin() + (n - params_.window));
         for (int32_t r : presses::topPositions(older, budget - params_.window)) rows.push_back(r);
         for (int64_t r = n - params_.window; r < n; ++r) rows.push_back(r);
+        return rows;
+    }
+    if (params_.method == "lagkv") {
+        // LagKV's rule on the rows: partitions of `lag` rows after the sinks, each scored
+        // against the next, each keeping its share; the sinks and the tail whole.
+        c10::InferenceMode guard;
+        const size_t c = static_cast<size_t>(head);
+        const at::Tensor s = presses::lagLocalScores(cache.keys(layer)[c].unsqueeze(0),
+                                                     cache.values(layer)[c].unsqueeze(0), params_)[0]
+                                 .to(at::kCPU)
+                                 .contiguous();
+        for (int32_t r : LagKvPress::keepHead(s.data_ptr<float>(), n, params_.sinks, params_.lag,
+                                              params_.lagTailStart(n), budget))
+            rows.push_back(r);
         return rows;
     }
     const std::vector<float> scores = rowScores(cache, layer, head, false);

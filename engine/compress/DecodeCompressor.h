@@ -27,6 +27,11 @@
 //                 does (AdaKvPress::keepLayer: the last `window` rows and the scorer's sinks on
 //                 every head, floor(alpha x P) best of each, the rest by a top-k over all heads;
 //                 SnapKV's votes normalised per head); heads stay ragged, the layer at the budget
+//   lagkv         LagKV's rule on the rows (Liang et al. 2025 compress as the sequence grows):
+//                 after the first `sinks`, partitions of `lag` rows, each but the last full
+//                 one scored against the next (presses::lagLocalScores) and keeping its share
+//                 of budget - sinks - tail; the sinks and the tail (the last full partition
+//                 with the remainder) whole; the budget must hold sinks + 2 lag - 1
 //   cur           CUR's score on the rows (squared key norm x squared value norm, each over
 //                 its aligned group of 16 rows), the first `sinks` rows always kept
 //   expected      Expected Attention on the rows after the first `sinks` (always kept), with
@@ -62,7 +67,7 @@ public:
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
     static const char* supportedList() {
-        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, adakv";
+        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, adakv, lagkv";
     }
     // Whether adakv with this --scorer has a decode form (the scorer's own rule on the rows).
     static bool scorerDecodes(const std::string& scorer);

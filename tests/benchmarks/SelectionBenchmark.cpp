@@ -330,6 +330,7 @@ BENCHMARK_CAPTURE(BM_DecodeCompression8k, snapkv, "snapkv")->Unit(benchmark::kMi
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, cur, "cur")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, expected, "expected")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, pyramidkv, "pyramidkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, lagkv, "lagkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, snapkv, "snapkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, knorm, "knorm")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);

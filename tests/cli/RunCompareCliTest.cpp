@@ -153,7 +153,8 @@ TEST(RunCli, BudgetAboveAShortPromptKeepsEverythingWhateverTheWindow) {
 // answer token but the last) never pass the budget plus the steps between compressions.
 TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     const std::string base = "run --model random:tiny:layers=2 --prompt-file " + promptFile() + " -n 40 --json ";
-    for (const char* method : {"streamingllm", "knorm", "keydiff", "snapkv", "cur", "expected", "pyramidkv", "adakv"}) {
+    for (const char* method :
+         {"streamingllm", "knorm", "keydiff", "snapkv", "cur", "expected", "pyramidkv", "adakv", "lagkv --lag 8"}) {
         const Result r = runCli(base + "--method " + method + " --budget 48 --decode-every 4 --window 8");
         ASSERT_EQ(r.exitCode, 0) << r.err;
         const auto j = nlohmann::json::parse(r.out);

@@ -21,6 +21,7 @@
 #include "engine/compress/presses/PyramidKvPress.h"
 #include "engine/model/ModelLoader.h"
 #include "engine/model/Sampler.h"
+#include "LagReference.h"
 
 namespace kvlens {
 namespace {
@@ -667,16 +668,81 @@ TEST(DecodeCompressor, PyramidKvKeepsEachLayersShareOfTheBudget) {
     EXPECT_DOUBLE_EQ(same.meanKl, 0.0);
 }
 
-// On the model: SnapKV's, CUR's, AdaKV's and PyramidKV's decode forms hold the budget (entries
-// per head, the mean over the cache) after every compression, and a budget never reached decodes
-// as the full cache does.
-TEST(DecodeCompressor, SnapKvCurAdaKvAndPyramidKvStayWithinTheBudgetOnTheModel) {
+// LagKV during decoding against a double reference from its definition: when due, a head
+// above the budget splits its rows after the S sinks into partitions of `lag`; the last full
+// one and the remainder (the tail) stay whole with the sinks, and each earlier partition keeps
+// its share of B - S - tail (the earlier ones one more while any are left) of highest
+// lag-relative score (keys' plus values' softmax of the spread against the next partition's
+// per-channel range; ties to the lower row).
+TEST(DecodeCompressor, LagKvKeepsEachPartitionsShareAndTheTailWhole) {
+    const int64_t KV = 2, T = 30, D = 8, B = 17, S = 2, lag = 4;
+    int compressions = 0;
+    for (int64_t every : {1, 4}) {
+        at::manual_seed(51 + every);
+        const auto capture = Capture::fromTensors({at::randn({KV, T, D})}, {at::randn({KV, T, D})}, {at::randn({KV, T, D})});
+        PressParams p = params("lagkv", 20);
+        p.sinks = S;
+        p.lag = lag;
+        const Selection selection = Press::create("lagkv")->select(*capture, p);
+        CompressedCache cache(*capture, selection, 40);
+        p.budget = B;
+        DecodeCompressor rule(p, every);
+        rule.start(*capture, selection);
+        std::vector<at::Tensor> keys(KV), values(KV);  // [n, D] double, the reference's rows
+        for (int64_t c = 0; c < KV; ++c) {
+            const at::Tensor idx = at::tensor(std::vector<int64_t>(selection.kept[0][c].begin(), selection.kept[0][c].end()), at::kLong);
+            keys[c] = capture->keys(0)[c].index_select(0, idx).to(at::kDouble);
+            values[c] = capture->values(0)[c].index_select(0, idx).to(at::kDouble);
+        }
+        for (int64_t step = 0; step < 16; ++step) {
+            const at::Tensor k = at::randn({1, KV, D}) * (1.0 + step % 3), v = at::randn({1, KV, D});
+            cache.append(0, k, v);
+            if (rule.afterStep(cache)) ++compressions;
+            for (int64_t c = 0; c < KV; ++c) {
+                keys[c] = at::cat({keys[c], k[0][c].unsqueeze(0).to(at::kDouble)});
+                values[c] = at::cat({values[c], v[0][c].unsqueeze(0).to(at::kDouble)});
+                const int64_t n = keys[c].size(0);
+                if ((step + 1) % every == 0 && n > B) {
+                    const std::vector<double> score =
+                        test::lagScores(keys[c].unsqueeze(0), values[c].unsqueeze(0), 0, n, S, lag);
+                    const int64_t partitions = (n - S) / lag - 1, tailStart = S + partitions * lag;
+                    const int64_t spare = B - S - (n - tailStart);
+                    std::vector<int64_t> kept;
+                    for (int64_t r = 0; r < S; ++r) kept.push_back(r);
+                    for (int64_t part = 0; part < partitions; ++part) {
+                        std::vector<int64_t> order(lag);
+                        std::iota(order.begin(), order.end(), S + part * lag);
+                        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
+                        order.resize(spare / partitions + (part < spare % partitions ? 1 : 0));
+                        kept.insert(kept.end(), order.begin(), order.end());
+                    }
+                    for (int64_t r = tailStart; r < n; ++r) kept.push_back(r);
+                    std::sort(kept.begin(), kept.end());
+                    ASSERT_EQ(int64_t(kept.size()), B);
+                    const at::Tensor idx = at::tensor(kept, at::kLong);
+                    keys[c] = keys[c].index_select(0, idx);
+                    values[c] = values[c].index_select(0, idx);
+                }
+                ASSERT_EQ(cache.length(0, c), keys[c].size(0)) << "every " << every << " step " << step;
+                EXPECT_TRUE(at::equal(cache.keys(0)[c].to(at::kDouble), keys[c])) << "every " << every << " step " << step;
+                EXPECT_TRUE(at::equal(cache.values(0)[c].to(at::kDouble), values[c])) << "every " << every << " step " << step;
+            }
+        }
+    }
+    EXPECT_EQ(compressions, 16 + 4);
+}
+
+// On the model: SnapKV's, CUR's, AdaKV's, PyramidKV's and LagKV's decode forms hold the budget
+// (entries per head, the mean over the cache) after every compression, and a budget never
+// reached decodes as the full cache does.
+TEST(DecodeCompressor, SnapKvCurAdaKvPyramidKvAndLagKvStayWithinTheBudgetOnTheModel) {
     Tiny& t = tiny();
     const int64_t T = static_cast<int64_t>(t.prompt.size()), n = 16;
     auto capture = Capture::fromPrefill(*t.loaded.model, t.prompt, {}, {}, n);
     MethodEvaluator evaluator(*t.loaded.model, capture, n);
-    for (const char* method : {"snapkv", "cur", "adakv", "pyramidkv"}) {
+    for (const char* method : {"snapkv", "cur", "adakv", "pyramidkv", "lagkv"}) {
         PressParams tight = params(method, 24);
+        tight.lag = 8;
         tight.window = 8;
         const RunMetrics within = evaluator.evaluate(Press::create(method)->select(*capture, tight), DecodeCompressor(tight, 2));
         ASSERT_EQ(within.cacheEntries.size(), static_cast<size_t>(n - 1)) << method;
@@ -684,6 +750,7 @@ TEST(DecodeCompressor, SnapKvCurAdaKvAndPyramidKvStayWithinTheBudgetOnTheModel) 
             EXPECT_EQ(within.cacheEntries[i], i % 2 == 0 ? 25 : 24) << method << " step " << i + 1;
         PressParams roomy = params(method, T + n + 8);
         roomy.window = 8;
+        roomy.lag = 8;
         const RunMetrics same = evaluator.evaluate(Press::create(method)->select(*capture, roomy), DecodeCompressor(roomy, 1));
         EXPECT_EQ(same.tokens, same.fullTokens) << method;
         EXPECT_DOUBLE_EQ(same.meanKl, 0.0) << method;
@@ -701,7 +768,7 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("cake", 64), 1),
               "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o, tova, snapkv, pyramidkv, cur, expected, adakv)");
+              "h2o, tova, snapkv, pyramidkv, cur, expected, adakv, lagkv)");
     PressParams ada = params("adakv", 64);
     ada.scorer = "h2o";
     EXPECT_EQ(message(ada, 1), "--decode-every: adakv with --scorer h2o has no form for compression during decoding "
@@ -712,6 +779,13 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     ada.scorer = "";  // SnapKV's votes
     ada.budget = 32;
     EXPECT_EQ(message(ada, 1), "--budget 32 must exceed --window 32 (AdaKV keeps it on every head)");
+    PressParams lagkv = params("lagkv", 34);
+    lagkv.lag = 16;
+    EXPECT_EQ(message(lagkv, 1), "--budget 34 must hold LagKV's 4 sinks and its longest tail while decoding, 2 x --lag "
+                                 "- 1 = 31 rows (the last full partition with the remainder, kept whole): raise the "
+                                 "budget or lower --lag");
+    lagkv.budget = 35;
+    EXPECT_EQ(message(lagkv, 1), "");
     PressParams pyramid = params("pyramidkv", 32);
     EXPECT_EQ(message(pyramid, 1), "--budget 32 must exceed --window 32 (PyramidKV's observation window is part of the budget)");
     PressParams snap = params("snapkv", 32);

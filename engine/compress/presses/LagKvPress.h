@@ -7,11 +7,21 @@
 // one more while any are left over (the authors' code keeps int(ratio x lag) in each).
 #pragma once
 
+#include <vector>
+
 #include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 
 class LagKvPress : public Press {
+public:
+    // One head's kept rows of n (ascending) from its scores (fp32 [n], NaN outside the scored
+    // partitions): the sinks, each scored partition's share of budget - sinks - tail (its best,
+    // ties to the lower row; the earlier partitions one more while any are left over), the tail
+    // from `tailStart`. The budget must hold the sinks and the tail.
+    static std::vector<int32_t> keepHead(const float* scores, int64_t n, int64_t sinks, int64_t lag,
+                                         int64_t tailStart, int64_t budget);
+
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

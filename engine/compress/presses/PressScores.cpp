@@ -183,19 +183,22 @@ at::Tensor lagStateScores(const at::Tensor& x) {
 HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams& p) {
     const std::string key = "lagkv:" + std::to_string(p.sinks) + ":" + std::to_string(p.lag);
     return toRows(capture.memoScores(key, layer, [&] {
-        const int64_t T = capture.promptLength(), KV = capture.kvHeads(), D = capture.headDim(), L = p.lag;
-        const int64_t scored = std::max<int64_t>(0, (p.lagTailStart(T) - p.sinks) / L);
-        at::Tensor out = at::full({KV, T}, std::numeric_limits<float>::quiet_NaN(),
-                                  capture.keys(layer).options().dtype(at::kFloat));
-        if (scored == 0) return out;
-        const int64_t span = (scored + 1) * L;
-        auto states = [&](const at::Tensor& t) {
-            return t.narrow(1, p.sinks, span).to(at::kFloat).reshape({KV, scored + 1, L, D});
-        };
-        out.narrow(1, p.sinks, scored * L)
-            .copy_(lagStateScores(states(capture.keys(layer))) + lagStateScores(states(capture.values(layer))));
-        return out;
+        const int64_t T = capture.promptLength();
+        return lagLocalScores(capture.keys(layer).narrow(1, 0, T), capture.values(layer).narrow(1, 0, T), p);
     }));
+}
+
+at::Tensor lagLocalScores(const at::Tensor& keys, const at::Tensor& values, const PressParams& p) {
+    const int64_t KV = keys.size(0), n = keys.size(1), D = keys.size(2), L = p.lag;
+    const int64_t scored = std::max<int64_t>(0, (p.lagTailStart(n) - p.sinks) / L);
+    at::Tensor out = at::full({KV, n}, std::numeric_limits<float>::quiet_NaN(), keys.options().dtype(at::kFloat));
+    if (scored == 0) return out;
+    const int64_t span = (scored + 1) * L;
+    auto states = [&](const at::Tensor& t) {
+        return t.narrow(1, p.sinks, span).to(at::kFloat).reshape({KV, scored + 1, L, D});
+    };
+    out.narrow(1, p.sinks, scored * L).copy_(lagStateScores(states(keys)) + lagStateScores(states(values)));
+    return out;
 }
 
 at::Tensor curLocalScores(const at::Tensor& keys, const at::Tensor& values) {

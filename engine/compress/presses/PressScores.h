@@ -73,6 +73,10 @@ HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const 
 // key's and value's summed. NaN for the sinks and for the last full partition with the
 // remainder (always kept).
 HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams& params);
+// The same score of keys and values [KV, n, D] (any dtype) with `params`' sinks and lag:
+// fp32 [KV, n] on their device, NaN where it is always kept. The capture's prompt and the
+// decoding cache's rows alike.
+at::Tensor lagLocalScores(const at::Tensor& keys, const at::Tensor& values, const PressParams& params);
 
 // CUR (CurDKV, as kvpress's CURPress scores by default): per KV head, each position's
 // squared key norm and squared value norm, each divided by its sum over the aligned

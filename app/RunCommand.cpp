@@ -105,7 +105,8 @@ int runRun(const std::vector<std::string>& argv) {
             "  --scorer: what adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv rank by: snapkv (their own\n"
             "           but cake's), tova, knorm, keydiff, expected, cur, cake (cake's own eviction indicator),\n"
             "           leverage, noncausal, compactor, kvzip, h2o (its accumulated attention: a replay),\n"
-            "           lagkv (its lag-relative scores; --sinks, --lag: its sinks and last partition kept whole)\n"
+            "           lagkv (its lag-relative scores; --sinks, --lag: its sinks, and its last full partition\n"
+            "           with the remainder, kept whole)\n"
             "  --think R: ThinK over any method: prunes (zeroes) the share R of each kept prompt key's channels\n"
             "           of lowest window-query x key energy; the KV bytes leave them out, kv_bytes_allocated not\n"
             "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
@@ -116,9 +117,9 @@ int runRun(const std::vector<std::string>& argv) {
             "  (streamingllm rolling, knorm, keydiff, h2o rolling: the recent --window and the heavy hitters,\n"
             "  tova rolling: what the step's query attends to most, snapkv: the votes of the sequence's last\n"
             "  --window queries, pyramidkv: snapkv's with PyramidKV's layer budgets, cur, expected: the\n"
-            "  statistics of every query so far, adakv: a layer's heads share its entries, --scorer snapkv,\n"
-            "  knorm, keydiff, cur or expected, lagkv: its partitions of the rows, the budget holding --sinks +\n"
-            "  2 x --lag - 1); prints the cache's entries per head over the steps\n",
+            "  statistics of every query so far; adakv: a layer's heads share its entries, with --scorer\n"
+            "  snapkv, knorm, keydiff, cur or expected; lagkv: its partitions of the rows, the budget holding\n"
+            "  --sinks + 2 x --lag - 1); prints the cache's entries per head over the steps\n",
             stdout);
         return 0;
     }

@@ -250,13 +250,13 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     if ((method == "lagkv" || scorerInEffect() == "lagkv") && lag < 1)
         throw Error("--lag " + std::to_string(lag) + " must be at least 1");
     // A wrapper ranking by LagKV keeps its tail whole beside the window: something must be left.
+    // (The window + sinks check above has passed, so here the tail is the longer.)
     if (scorerInEffect() == "lagkv" && !keepsAll && B <= sinks + keptTail(promptLength)) {
         const int64_t tail = promptLength - lagTailStart(promptLength);
-        throw Error("--budget " + std::to_string(B) + " must exceed LagKV's " + std::to_string(sinks) +
-                    " sinks and the " + std::to_string(keptTail(promptLength)) +
-                    " last positions it keeps whole (its last partition with the remainder, " + std::to_string(tail) +
-                    " at --lag " + std::to_string(lag) + ", or --window " + std::to_string(window) +
-                    " if longer, on a " + std::to_string(promptLength) + "-token prompt)");
+        const std::string why = "LagKV keeps its sinks and its last full partition with the remainder whole: " +
+                                std::to_string(tail) + " positions at --lag " + std::to_string(lag) + " on a " +
+                                std::to_string(promptLength) + "-token prompt; raise the budget or lower --lag";
+        throw Error(budgetTooSmall(*this, promptLength, B, "--sinks + LagKV's tail", sinks + tail, why.c_str()));
     }
     if (method == "lagkv" && !keepsAll && B < sinks + promptLength - lagTailStart(promptLength)) {
         const int64_t tail = promptLength - lagTailStart(promptLength);

@@ -38,7 +38,7 @@ struct RunMetrics {
     double selectSeconds = 0.0, gatherSeconds = 0.0, decodeSeconds = 0.0;
     // With compression during decoding (DecodeCompressor): the decode steps between two
     // compressions (0: the cache was compressed once, after the prompt), and the entries per
-    // head of the greedy run's cache (all its entries over layers x KV heads, rounded up: AdaKV's
+    // head of the greedy run's cache (all its entries over layers x cache heads, rounded up: AdaKV's
     // heads and PyramidKV's layers hold different counts) after each answer token it was fed
     // (the first n - 1; the last is read by nothing; empty without). Both kept since store schema 7.
     int64_t decodeEvery = 0;

@@ -309,7 +309,8 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};
     if (params.takesScorer() && params.scorerInEffect() != "snapkv") {
         // A budget that holds the prompt keeps it whatever the window: nothing ranked, no scores.
-        const int64_t fixed = params.window + (params.usesSinks() ? params.sinks : 0);
+        const int64_t tail = params.keptTail(c.promptLength());  // the window, or LagKV's tail when longer
+        const int64_t fixed = tail + (params.usesSinks() ? params.sinks : 0);
         const std::string scorer = params.scorerInEffect();
         if (((scorer == "expected" || scorer == "leverage" || scorer == "compactor") && !c.queryStatistics()) ||
             fixed >= c.promptLength() || params.window > c.windowCapacity())
@@ -327,9 +328,11 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
         }
         presses::HeadScores rows = presses::scorerScores(c, layer, params);
         if (m == "chunkkv") {
-            // Each ranked position shows its chunk's summed scores, what the chunk is ranked by.
-            const int64_t sinks = params.usesSinks() ? params.sinks : 0;
-            const int64_t ranked = c.promptLength() - params.window - sinks, chunk = std::max<int64_t>(params.chunk, 1);
+            // Each ranked position shows its chunk's summed scores, what the chunk is ranked by
+            // (the span ChunkKvPress ranks: after the sinks, before the window or LagKV's tail).
+            const int64_t T = c.promptLength();
+            const int64_t sinks = params.usesSinks() ? std::min(params.sinks, T - tail) : 0;
+            const int64_t ranked = T - tail - sinks, chunk = std::max<int64_t>(params.chunk, 1);
             for (auto& head : rows) {
                 const std::vector<float> sums =
                     presses::chunkSums(std::vector<float>(head.begin() + sinks, head.begin() + sinks + ranked), chunk);

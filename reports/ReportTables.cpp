@@ -69,9 +69,6 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.method == "streamingllm") knobs = std::to_string(p.sinks) + " sinks";
         if (p.method == "lagkv") knobs = std::to_string(p.sinks) + " sinks, lag " + std::to_string(p.lag);
         if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);
-        if (p.takesScorer() && p.scorerInEffect() == "lagkv")
-            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "LagKV's " + std::to_string(p.sinks) +
-                    " sinks, lag " + std::to_string(p.lag);
         if (p.method == "expected") knobs = std::to_string(p.sinks) + " sinks, " + std::to_string(p.future) + " future";
         if (p.method == "cur") knobs = std::to_string(p.sinks) + " sinks";
         if (p.method == "cake")
@@ -92,6 +89,9 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.ranksBy("compactor"))
             compactor += p.blend >= 0.0 ? ", blend " + ReportText::number("%g", p.blend) : std::string(", blend 1 - B/T");
         if (!p.takesScorer() && !compactor.empty()) knobs = compactor;
+        if (p.takesScorer() && p.scorerInEffect() == "lagkv")
+            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "LagKV's " + std::to_string(p.sinks) +
+                    " sinks, lag " + std::to_string(p.lag);
         if (p.think > 0.0)
             knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "ThinK " + ReportText::number("%g", p.think);
         if (r.metrics.decodeEvery > 0) {

@@ -213,8 +213,8 @@ ALTER TABLE selection_heads ADD COLUMN pruned_channels BLOB;
 // Version 7: KVzip's reconstruction chunk (runs saved before hold its default), the bytes
 // the compressed cache's buffers really took (NULL: not recorded, runs saved before), and
 // compression during decoding: the steps between two compressions (0: none) and the entries
-// per head after each step (the longest head's until every method's heads held the same;
-// since AdaKV's and PyramidKV's decode forms, the mean rounded up, equal for the others) (int64; NULL without).
+// per head after each step (the mean over the cache heads, rounded up; before AdaKV's and
+// PyramidKV's decode forms, the longest head's, equal to the mean for every method then) (int64; NULL without).
 const char* kVersion7 = R"SQL(
 ALTER TABLE runs ADD COLUMN repeat_chunk INTEGER NOT NULL DEFAULT 2048;
 ALTER TABLE metrics ADD COLUMN allocated_bytes INTEGER;

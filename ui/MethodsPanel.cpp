@@ -109,11 +109,12 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     const PressParams defaults;
     sinks_ = spin("sinks", 0, 1 << 20, int(defaults.sinks),
                   "StreamingLLM, LagKV, Expected Attention, CUR, SimLayerKV, Compactor, KVzip (and a wrapper\n"
-                  "scored by Expected Attention, CUR, Compactor or KVzip): the first positions, always kept");
+                  "scored by Expected Attention, CUR, Compactor, KVzip or LagKV): the first positions, always kept");
     form->addRow("Sinks", sinks_);
     lag_ = spin("lag", 1, 1 << 20, int(defaults.lag),
-                "LagKV: positions per partition; each is scored against the next, the last full one\n"
-                "and the remainder are kept whole (the budget must hold them and the sinks)");
+                "LagKV (the method, or a wrapper's scorer): positions per partition; each is scored against\n"
+                "the next, the last full one and the remainder are kept whole (the budget must hold them and\n"
+                "the sinks)");
     form->addRow("Lag", lag_);
     chunk_ = spin("chunk", 1, 1 << 20, int(defaults.chunk), "ChunkKV: consecutive positions kept or dropped together");
     form->addRow("Chunk", chunk_);

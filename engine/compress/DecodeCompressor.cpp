@@ -36,8 +36,8 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
     if (params.method == "adakv") {
         if (!scorerDecodes(scorer_)) {
             throw Error("--decode-every: adakv with --scorer " + scorer_ +
-                        " has no form for compression during decoding here (its scorer: snapkv, knorm, keydiff, cur, "
-                        "expected)");
+                        " has no form for compression during decoding here (adakv decodes with --scorer snapkv, knorm, "
+                        "keydiff, cur or expected)");
         }
         // The window rows, and the scorer's sinks, are kept on every head besides the shared pool.
         const bool sinks = scorer_ == "cur" || scorer_ == "expected";
@@ -227,9 +227,11 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         return rows;
     }
     const std::vector<float> scores = rowScores(cache, layer, head, false);
+    // NaN: always kept (the sinks, the window). A capture holding NaN is refused when made,
+    // so no other row scores NaN here.
     int64_t fixed = 0;
     for (float v : scores) fixed += std::isnan(v) ? 1 : 0;
-    for (int32_t r : presses::keptWithNaNs(scores, budget - fixed)) rows.push_back(r);
+    for (int32_t r : presses::keptWithNaNs(scores, std::max<int64_t>(0, budget - fixed))) rows.push_back(r);
     return rows;
 }
 

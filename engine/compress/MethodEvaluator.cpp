@@ -112,7 +112,7 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
     std::unique_ptr<CompressedCache> free;
     // With compression during decoding, each cache has its own compressor (a fork
     // takes a copy of the forced one's, mid-count), and the greedy run's entries per head
-    // (the cache's entries over layers x KV heads, rounded up: heads and layers may hold
+    // (the cache's entries over layers x cache heads, rounded up: heads and layers may hold
     // different counts, as AdaKV's and PyramidKV's do) are recorded after each answer step.
     std::unique_ptr<DecodeCompressor> forcedRule, freeRule;
     if (decode) {

@@ -772,7 +772,7 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     PressParams ada = params("adakv", 64);
     ada.scorer = "h2o";
     EXPECT_EQ(message(ada, 1), "--decode-every: adakv with --scorer h2o has no form for compression during decoding "
-                               "here (its scorer: snapkv, knorm, keydiff, cur, expected)");
+                               "here (adakv decodes with --scorer snapkv, knorm, keydiff, cur or expected)");
     ada.scorer = "cur";
     ada.budget = 36;  // window 32 + sinks 4
     EXPECT_EQ(message(ada, 1), "--budget 36 must exceed --window 32 + --sinks 4 (AdaKV keeps them on every head)");

@@ -219,8 +219,15 @@ TEST(LagChunkPress, BadSettingsAreOneLineNamingTheFlag) {
     // As a wrapper's scorer: its tail (here 196 positions) is kept whole beside the window.
     PressParams wrapped = params("adakv", 150);
     wrapped.scorer = "lagkv";
-    expectError(wrapped, "--budget 150 must exceed LagKV's 4 sinks and the 196 last positions it keeps whole (its last "
-                         "partition with the remainder, 196 at --lag 128, or --window 32 if longer, on a 200-token prompt)");
+    expectError(wrapped, "--budget 150 must exceed --sinks + LagKV's tail 200 (LagKV keeps its sinks and its last full "
+                         "partition with the remainder whole: 196 positions at --lag 128 on a 200-token prompt; raise "
+                         "the budget or lower --lag)");
+    wrapped.budget = 0;
+    wrapped.budgetRatio = 0.5;
+    expectError(wrapped, "--budget 50% of the 200-token prompt rounds to 100, which must exceed --sinks + LagKV's tail 200 "
+                         "(LagKV keeps its sinks and its last full partition with the remainder whole: 196 positions at "
+                         "--lag 128 on a 200-token prompt; raise the budget or lower --lag)");
+    wrapped.budget = 150;
     wrapped.lag = 0;
     expectError(wrapped, "--lag 0 must be at least 1");
     wrapped.method = "chunkkv";

@@ -196,6 +196,38 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
             }
         }
     }
+    // ChunkKV scored by LagKV with a tail longer than the window: NaN exactly on the sinks and
+    // LagKV's tail (ChunkKV ranks chunks between them), and the kept chunks' sums the highest.
+    {
+        PressParams k = p;
+        k.method = "chunkkv";
+        k.scorer = "lagkv";
+        k.lag = 24;
+        k.chunk = 5;  // chunks from the sinks that do not end where the tail starts
+        const int64_t tailStart = k.lagTailStart(tokens);
+        ASSERT_GT(tokens - tailStart, k.window);
+        ASSERT_NE((tailStart - k.sinks) % k.chunk, 0);
+        const Selection ks = w.select(k);
+        const auto table = w.scores(k, 1);
+        ASSERT_EQ(static_cast<int64_t>(table.size()), ks.headsPerLayer());
+        for (size_t h = 0; h < table.size(); ++h) {
+            std::vector<bool> in(tokens, false);
+            for (int32_t pos : ks.kept[1][h]) in[pos] = true;
+            float lowestKept = 1e30f, highestDropped = -1e30f;
+            for (int64_t t = 0; t < tokens; ++t) {
+                const bool always = t < k.sinks || t >= tailStart;
+                EXPECT_EQ(std::isnan(table[h][t]), always) << "position " << t;
+                if (always) {
+                    EXPECT_TRUE(in[t]) << "position " << t;
+                } else if (in[t]) {
+                    lowestKept = std::min(lowestKept, table[h][t]);
+                } else {
+                    highestDropped = std::max(highestDropped, table[h][t]);
+                }
+            }
+            EXPECT_GE(lowestKept, highestDropped) << "head " << h;
+        }
+    }
     // A budget that holds a prompt shorter than the sinks keeps it all: no scores to rank,
     // and none asked for fails.
     PressParams whole = p;
@@ -309,11 +341,12 @@ TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
     EXPECT_EQ(*std::max_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 22);
     EXPECT_EQ(*std::min_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 20);
     EXPECT_TRUE(w.evaluate(p, 12, {}, nullptr).metrics.cacheEntries.empty());  // off: it grows
-    p.method = "pyramidkv";
+    p.method = "chunkkv";
     p.window = 8;
+    p.chunk = 4;
     EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
-              "compress every: pyramidkv has no form for compression during decoding here (streamingllm, knorm, "
-              "keydiff, h2o, tova, snapkv, cur, expected)");
+              "compress every: chunkkv has no form for compression during decoding here (streamingllm, knorm, "
+              "keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, adakv, lagkv)");
     p.method = "knorm";
     p.budget = 0;
     p.budgetRatio = 0.5;

@@ -2,10 +2,13 @@
 // character-boundary prefix that marks where two continuations part.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "reports/Base64.h"
 #include "reports/ReportHtml.h"
+#include "reports/ReportData.h"
+#include "reports/ReportTables.h"
 #include "reports/ReportText.h"
 
 namespace kvlens {
@@ -67,6 +70,29 @@ TEST(ReportHtmlSvg, InlineSvgDropsTheDeclarationAndPrefixesIds) {
     EXPECT_EQ(ReportHtml::inlineSvg(svg, "f-"),
               "<svg xmlns=\"http://www.w3.org/2000/svg\"><clipPath id=\"f-plot0\"><rect/></clipPath>"
               "<g clip-path=\"url(#f-plot0)\"/><use href=\"#f-plot0\"/></svg>\n");
+}
+
+// The settings table's knobs: a wrapper scored by LagKV names LagKV's sinks and lag beside
+// its own knobs, whatever the wrapper (CAKE's and per-layer's set theirs first).
+TEST(ReportTables, AWrapperScoredByLagKvNamesItsSinksAndLag) {
+    ReportData data;
+    for (const char* method : {"cake", "perlayer", "adakv", "chunkkv"}) {
+        sessions::RunRecord r;
+        r.id = int64_t(data.runs.size()) + 1;
+        r.params.method = method;
+        r.params.budget = 128;
+        r.params.scorer = "lagkv";
+        r.params.sinks = 2;
+        r.params.lag = 48;
+        data.runs.push_back(r);
+    }
+    const ReportTable t = ReportTables::settings(data);
+    const auto knobs = std::find(t.columnIds.begin(), t.columnIds.end(), "knobs") - t.columnIds.begin();
+    ASSERT_EQ(t.rows.size(), 4u);
+    EXPECT_EQ(t.rows[0][knobs].text, "tau1 1, tau2 1, LagKV's 2 sinks, lag 48, scored by lagkv");
+    EXPECT_EQ(t.rows[1][knobs].text, "equal layers, LagKV's 2 sinks, lag 48, scored by lagkv");
+    EXPECT_EQ(t.rows[2][knobs].text, "alpha 0.2, LagKV's 2 sinks, lag 48, scored by lagkv");
+    EXPECT_EQ(t.rows[3][knobs].text, "chunk 10, LagKV's 2 sinks, lag 48, scored by lagkv");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/compress/presses/PressScores.h"
+#include "LagReference.h"
 #include "RandomCapture.h"
 
 namespace kvlens {
@@ -185,6 +186,31 @@ TEST_P(CakePressShapes, BudgetsAndKeptSetsEqualTheDefinitionInDouble) {
                 for (int64_t j = 0; j < T - k.window; ++j) negNorm[j] = -keys[h][j].norm().item<double>();
                 EXPECT_EQ(byNorm.kept[l][h], keep(negNorm, s.layerBudgets[l] - k.window, T, k.window))
                     << what << " knorm layer " << l << " head " << h;
+            }
+        }
+        // LagKV as the scorer: its 4 sinks and its tail (the last full partition of 16 with the
+        // remainder, or the window when longer) kept whole, the layers sharing L x (B - sinks -
+        // tail) by the same preferences, each ranking by LagKV's scores between them.
+        const int64_t partitions = (T - 4) / 16, tail = std::max(k.window, T - (4 + (partitions - 1) * 16));
+        if (k.budget > 4 + tail) {
+            p.scorer = "lagkv";
+            p.lag = 16;
+            p.sinks = 4;
+            const Selection byLag = Press::create("cake")->select(*capture, p);
+            const std::vector<int64_t> lagBudgets = layerBudgets(pref, (k.budget - tail - 4) * L, T - tail - 4);
+            for (int64_t l = 0; l < L; ++l) {
+                const int64_t b = std::min(lagBudgets[l], T - tail - 4);
+                EXPECT_EQ(byLag.layerBudgets[l], b + tail + 4) << what << " lagkv layer " << l;
+                for (int64_t h = 0; h < shape.kvHeads; ++h) {
+                    const std::vector<double> lag = test::lagScores(capture->keys(l), capture->values(l), h, T, 4, 16);
+                    std::vector<double> ranked(lag.begin() + 4, lag.begin() + (T - tail));
+                    std::vector<int32_t> want = keep(ranked, b, 0, 0);
+                    for (int32_t& t : want) t += 4;
+                    for (int32_t t = 0; t < 4; ++t) want.push_back(t);
+                    for (int64_t t = T - tail; t < T; ++t) want.push_back(int32_t(t));
+                    std::sort(want.begin(), want.end());
+                    EXPECT_EQ(byLag.kept[l][h], want) << what << " lagkv layer " << l << " head " << h;
+                }
             }
         }
     }

@@ -40,7 +40,7 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
                         "keydiff, cur or expected)");
         }
         // The window rows, and the scorer's sinks, are kept on every head besides the shared pool.
-        const bool sinks = scorer_ == "cur" || scorer_ == "expected";
+        const bool sinks = params.usesSinks();  // cur's and expected's
         if (budget_ <= params.window + (sinks ? params.sinks : 0)) {
             throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
                         (sinks ? " + --sinks " + std::to_string(params.sinks) + " (AdaKV keeps them on every head)"

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
@@ -61,6 +63,15 @@ std::vector<double> attentionOf(const at::Tensor& q, const std::vector<std::vect
     for (double& x : logit) z += (x = std::exp(x - top));
     for (double& x : logit) x /= z;
     return logit;
+}
+
+// Layer 0's keys and values of head `c` at `selection`'s kept positions, in double ([n, D]
+// each): a decode test's reference rows before its first step.
+std::pair<at::Tensor, at::Tensor> keptStates(const Capture& capture, const Selection& selection, int64_t c) {
+    const std::vector<int32_t>& kept = selection.kept[0][static_cast<size_t>(c)];
+    const at::Tensor idx = at::tensor(std::vector<int64_t>(kept.begin(), kept.end()), at::kLong);
+    return {capture.keys(0)[c].index_select(0, idx).to(at::kDouble),
+            capture.values(0)[c].index_select(0, idx).to(at::kDouble)};
 }
 
 int32_t greedy(const at::Tensor& logits) { return Sampler::argmax(logits.data_ptr<float>(), logits.numel()); }
@@ -481,11 +492,7 @@ TEST(DecodeCompressor, CurKeepsTheSinksAndTheRowsOfMostLocalEnergy) {
         DecodeCompressor rule(p, every);
         rule.start(*capture, selection);
         std::vector<at::Tensor> keys(KV), values(KV);  // [n, D] double, the reference's rows
-        for (int64_t c = 0; c < KV; ++c) {
-            const at::Tensor idx = at::tensor(std::vector<int64_t>(selection.kept[0][c].begin(), selection.kept[0][c].end()), at::kLong);
-            keys[c] = capture->keys(0)[c].index_select(0, idx).to(at::kDouble);
-            values[c] = capture->values(0)[c].index_select(0, idx).to(at::kDouble);
-        }
+        for (int64_t c = 0; c < KV; ++c) std::tie(keys[c], values[c]) = keptStates(*capture, selection, c);
         int compressions = 0;
         for (int64_t step = 0; step < 16; ++step) {
             const at::Tensor q = at::randn({1, KV, D}), k = at::randn({1, KV, D}) * (1.0 + step % 3), v = at::randn({1, KV, D});
@@ -689,11 +696,7 @@ TEST(DecodeCompressor, LagKvKeepsEachPartitionsShareAndTheTailWhole) {
         DecodeCompressor rule(p, every);
         rule.start(*capture, selection);
         std::vector<at::Tensor> keys(KV), values(KV);  // [n, D] double, the reference's rows
-        for (int64_t c = 0; c < KV; ++c) {
-            const at::Tensor idx = at::tensor(std::vector<int64_t>(selection.kept[0][c].begin(), selection.kept[0][c].end()), at::kLong);
-            keys[c] = capture->keys(0)[c].index_select(0, idx).to(at::kDouble);
-            values[c] = capture->values(0)[c].index_select(0, idx).to(at::kDouble);
-        }
+        for (int64_t c = 0; c < KV; ++c) std::tie(keys[c], values[c]) = keptStates(*capture, selection, c);
         for (int64_t step = 0; step < 16; ++step) {
             const at::Tensor k = at::randn({1, KV, D}) * (1.0 + step % 3), v = at::randn({1, KV, D});
             cache.append(0, k, v);

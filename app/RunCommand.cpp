@@ -14,6 +14,7 @@
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
+#include "engine/compress/Capture.h"
 #include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/presses/Press.h"
@@ -139,8 +140,13 @@ int runRun(const std::vector<std::string>& argv) {
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, {}, chat.parseSpecial);
-    params.validate(capture->promptLength(), capture->windowCapacity());
+    const std::vector<int32_t> ids = loaded.tokenizer->encode(
+        prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial);
+    // The budget and window against the prompt fail before its prefill (seconds on a long one),
+    // with the window queries the capture will keep.
+    const int64_t T = static_cast<int64_t>(ids.size());
+    params.validate(T, std::min(Capture::kMaxWindow, T));
+    auto capture = captureTokens(loaded, ids, n);
     MethodEvaluator evaluator(*loaded.model, capture, n);
     prepareMethod(loaded, *capture, params);
     const auto t0 = std::chrono::steady_clock::now();

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "app/ChatOptions.h"
@@ -15,6 +15,7 @@
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
+#include "engine/compress/Capture.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/presses/Press.h"
 
@@ -53,9 +54,12 @@ int runCompare(const std::vector<std::string>& argv) {
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, {}, chat.parseSpecial);
+    const std::vector<int32_t> ids = loaded.tokenizer->encode(
+        prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial);
+    // Every run's settings against the prompt, before its prefill (seconds on a long one).
+    const int64_t T = static_cast<int64_t>(ids.size());
     if (args.has("--methods")) {
-        for (const PressParams& p : runs) p.validate(capture->promptLength(), capture->windowCapacity());
+        for (const PressParams& p : runs) p.validate(T, Capture::windowCapacityFor(T));
     } else {
         // The default list names every method: one whose own settings cannot fit this prompt
         // and budget (LagKV's tail at a small budget, say) is left out with its reason, not
@@ -63,7 +67,7 @@ int runCompare(const std::vector<std::string>& argv) {
         std::vector<PressParams> fitting;
         for (const PressParams& p : runs) {
             try {
-                p.validate(capture->promptLength(), capture->windowCapacity());
+                p.validate(T, Capture::windowCapacityFor(T));
                 fitting.push_back(p);
             } catch (const Error& e) {
                 std::fprintf(stderr, "compare: left out %s: %s\n", p.describe().c_str(), e.what());
@@ -71,6 +75,7 @@ int runCompare(const std::vector<std::string>& argv) {
         }
         runs = std::move(fitting);
     }
+    auto capture = captureTokens(loaded, ids, n);
     MethodEvaluator evaluator(*loaded.model, capture, n);
     if (saver) saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);
 

@@ -12,6 +12,7 @@
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
 #include "core/Error.h"
+#include "engine/compress/Capture.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/eval/AnswerMetrics.h"
@@ -165,13 +166,15 @@ int runEval(const std::vector<std::string>& argv) {
         }
         const auto at = ids.begin() + (questionAfter ? split : static_cast<int64_t>(ids.size()));
         const std::vector<int32_t> prompt(ids.begin(), at), question(at, ids.end());
+        // Every run's settings against this prompt, before its prefill.
+        const int64_t T = static_cast<int64_t>(prompt.size());
+        for (const PressParams& p : runs) p.validate(T, Capture::windowCapacityFor(T));
         const auto t0 = std::chrono::steady_clock::now();
         auto capture = captureTokens(loaded, prompt, n + static_cast<int64_t>(question.size()));
         MethodEvaluator evaluator(*loaded.model, capture, n, {}, question);
         captureSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         for (const PressParams& p0 : runs) {
             PressParams p = p0;
-            p.validate(capture->promptLength(), capture->windowCapacity());
             const auto r0 = std::chrono::steady_clock::now();
             prepareMethod(loaded, *capture, p);
             const RunMetrics m = evaluator.evaluate(Press::create(p.method)->select(*capture, p));

@@ -18,10 +18,11 @@
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
 #include "core/Error.h"
+#include "core/SelectionOverlap.h"
 #include "engine/analysis/AttentionMap.h"
 #include "engine/analysis/AttentionStats.h"
 #include "engine/analysis/HitRate.h"
-#include "core/SelectionOverlap.h"
+#include "engine/compress/Capture.h"
 #include "engine/compress/presses/Press.h"
 
 namespace kvlens {
@@ -114,15 +115,15 @@ int runInspect(const std::vector<std::string>& argv) {
         }
     }
     // Settings that depend on the prompt's length fail before its prefill.
-    const int64_t promptTokens = static_cast<int64_t>(
-        loaded.tokenizer->encode(prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial)
-            .size());
+    const std::vector<int32_t> ids = loaded.tokenizer->encode(
+        prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial);
+    const int64_t promptTokens = static_cast<int64_t>(ids.size());
     if (hitK > promptTokens) {
         throw Error("--hit-k " + std::to_string(hitK) + " must be between 1 and the prompt's " +
                     std::to_string(promptTokens) + " tokens");
     }
-    auto capture = capturePrompt(loaded, prompt, !args.has("--no-bos"), n, heads, chat.parseSpecial);
-    params.validate(capture->promptLength(), capture->windowCapacity());
+    params.validate(promptTokens, Capture::windowCapacityFor(promptTokens));
+    auto capture = captureTokens(loaded, ids, n, heads);
 
     InspectData data;
     data.model = modelOptions.model;

@@ -11,10 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "app/CommandLine.h"
 #include "app/Commands.h"
@@ -23,6 +22,7 @@
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
+#include "engine/compress/Capture.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/eval/AnswerMetrics.h"
@@ -253,6 +253,10 @@ int runNiah(const std::vector<std::string>& argv) {
                 const auto split = sample.tokens.begin() + (questionAfter ? sample.contextTokens
                                                                           : static_cast<int64_t>(sample.tokens.size()));
                 const std::vector<int32_t> prompt(sample.tokens.begin(), split), question(split, sample.tokens.end());
+                // Every pending run's settings against this prompt, before its prefill.
+                const int64_t T = static_cast<int64_t>(prompt.size());
+                for (const PressParams* run : pending)
+                    run->validate(T, Capture::windowCapacityFor(T));
                 auto capture = captureTokens(loaded, prompt, n + static_cast<int64_t>(question.size()));
                 captureSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 const auto f0 = std::chrono::steady_clock::now();
@@ -262,7 +266,6 @@ int runNiah(const std::vector<std::string>& argv) {
                 for (const PressParams* run : pending) {
                     const PressParams& p0 = *run;
                     PressParams p = p0;
-                    p.validate(capture->promptLength(), capture->windowCapacity());
                     const auto r0 = std::chrono::steady_clock::now();
                     prepareMethod(loaded, *capture, p);
                     const Selection selection = Press::create(p.method)->select(*capture, p);

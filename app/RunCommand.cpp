@@ -145,7 +145,7 @@ int runRun(const std::vector<std::string>& argv) {
     // The budget and window against the prompt fail before its prefill (seconds on a long one),
     // with the window queries the capture will keep.
     const int64_t T = static_cast<int64_t>(ids.size());
-    params.validate(T, std::min(Capture::kMaxWindow, T));
+    params.validate(T, Capture::windowCapacityFor(T));
     auto capture = captureTokens(loaded, ids, n);
     MethodEvaluator evaluator(*loaded.model, capture, n);
     prepareMethod(loaded, *capture, params);

@@ -51,7 +51,7 @@ public:
         keepHeadQueries(fullQueries, layer, q, firstPosition, promptLength_);
         if (stats_) stats_->add(layer, q, firstPosition);
         // Keep the queries of the last kMaxWindow prompt positions, [H, w, D] fp32.
-        const int64_t w = std::min<int64_t>(Capture::kMaxWindow, promptLength_);
+        const int64_t w = Capture::windowCapacityFor(promptLength_);
         copyWindowRows(q, firstPosition, promptLength_ - w, w, queries[layer]);
     }
 

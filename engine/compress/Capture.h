@@ -96,6 +96,11 @@ public:
     int64_t kvHeads() const { return kvHeads_; }
     int64_t headDim() const { return headDim_; }
     int64_t windowCapacity() const { return windowQueries_.empty() ? 0 : windowQueries_[0].size(1); }
+    // The window queries a prefill of `promptLength` tokens keeps: what PressParams::validate
+    // checks a window against before the prefill (a bad budget then fails in under a second).
+    static int64_t windowCapacityFor(int64_t promptLength) {
+        return std::min(kMaxWindow, promptLength);
+    }
 
     const KvCache& cache() const { return *cache_; }
     // Rows of room after the prompt in every KV buffer.

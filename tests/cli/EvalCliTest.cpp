@@ -79,6 +79,10 @@ TEST(EvalCli, BadRecordsAndFlagsAreOneLine) {
     expectOneLineError(runKvlens(base + "--data " + good + " --template " + tmpl),
                        {"--template: needs {context} and then {input}"});
     expectOneLineError(runKvlens(base + "--data " + good + " --metric bleu"), {"unknown metric 'bleu'"});
+    // Each record's runs are checked before its prefill.
+    expectOneLineError(runKvlens("eval --model " + kStories +
+                                 " --methods snapkv --budgets 16 --window 32 -n 4 --data " + good),
+                       {"--window 32 must be below the prompt length 19"});
     const std::string cls = writeFile("cls.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"], "
                                                    "\"dataset\": \"trec\"}\n");
     expectOneLineError(runKvlens(base + "--data " + cls),

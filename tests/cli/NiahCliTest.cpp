@@ -89,6 +89,11 @@ TEST(NiahCli, BadFlagsAreOneLineErrors) {
     expectOneLineError(runKvlens(base + "--lengths 300 --filler /nonexistent/filler.txt"),
                        {"--filler /nonexistent/filler.txt: cannot read"});
     expectOneLineError(runKvlens(base + "--lengths 300 --method snapkv"), {"niah takes --methods and --budgets"});
+    // Each prompt's runs are checked before its prefill.
+    expectOneLineError(
+        runKvlens("niah --model " + kStories +
+                  " --methods full,snapkv --budgets 16 --window 32 -n 2 --lengths 300"),
+        {"--budget 16 must exceed --window 32"});
     for (const char* shard : {"0/2", "3/2", "1", "a/b", "1/0"})
         expectOneLineError(runKvlens(base + "--lengths 300 --shard " + shard),
                            {std::string("--shard: '") + shard + "' is not I/N with 1 <= I <= N"});

@@ -118,9 +118,10 @@ int runRun(const std::vector<std::string>& argv) {
             "  (streamingllm rolling, knorm, keydiff, h2o rolling: the recent --window and the heavy hitters,\n"
             "  tova rolling: what the step's query attends to most, snapkv: the votes of the sequence's last\n"
             "  --window queries, pyramidkv: snapkv's with PyramidKV's layer budgets, cur, expected: the\n"
-            "  statistics of every query so far; adakv: a layer's heads share its entries, with --scorer\n"
-            "  snapkv, knorm, keydiff, cur or expected; lagkv: its partitions of the rows, the budget holding\n"
-            "  --sinks + 2 x --lag - 1); prints the cache's entries per head over the steps\n",
+            "  statistics of every query so far; lagkv: its partitions of the rows, the budget holding\n"
+            "  --sinks + 2 x --lag - 1; adakv: a layer's heads share its entries; chunkkv: whole chunks of\n"
+            "  --chunk rows; perlayer: --layer-weights' shares; these three with --scorer snapkv, tova, knorm,\n"
+            "  keydiff, cur, expected or lagkv); prints the cache's entries per head over the steps\n",
             stdout);
         return 0;
     }

@@ -2,6 +2,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -17,11 +18,21 @@ namespace kvlens {
 bool DecodeCompressor::supports(const std::string& method) {
     return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
            method == "tova" || method == "snapkv" || method == "pyramidkv" || method == "cur" ||
-           method == "expected" || method == "adakv" || method == "lagkv";
+           method == "expected" || method == "lagkv" || wraps(method);
+}
+
+bool DecodeCompressor::wraps(const std::string& method) {
+    return method == "adakv" || method == "chunkkv" || method == "perlayer";
 }
 
 bool DecodeCompressor::scorerDecodes(const std::string& scorer) {
-    return scorer == "snapkv" || scorer == "knorm" || scorer == "keydiff" || scorer == "cur" || scorer == "expected";
+    return scorer == "snapkv" || scorer == "tova" || scorer == "knorm" || scorer == "keydiff" || scorer == "cur" ||
+           scorer == "expected" || scorer == "lagkv";
+}
+
+int64_t DecodeCompressor::fixedRows() const {
+    const int64_t tail = scorer_ == "lagkv" ? std::max(params_.window, 2 * params_.lag - 1) : params_.window;
+    return tail + (params_.usesSinks() ? params_.sinks : 0);
 }
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
@@ -32,19 +43,30 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
     }
     if (params.budget <= 0) throw Error("--decode-every needs --budget in entries (a ratio of what? the cache grows)");
     budget_ = params.budget;
-    scorer_ = params.method == "adakv" ? params.scorerInEffect() : params.method == "pyramidkv" ? "snapkv" : params.method;
-    if (params.method == "adakv") {
+    scorer_ = wraps(params.method) ? params.scorerInEffect() : params.method == "pyramidkv" ? "snapkv" : params.method;
+    if (wraps(params.method)) {
         if (!scorerDecodes(scorer_)) {
-            throw Error("--decode-every: adakv with --scorer " + scorer_ +
-                        " has no form for compression during decoding here (adakv decodes with --scorer snapkv, knorm, "
-                        "keydiff, cur or expected)");
+            throw Error("--decode-every: " + params.method + " with --scorer " + scorer_ +
+                        " has no form for compression during decoding here (adakv, chunkkv and perlayer decode with "
+                        "--scorer snapkv, tova, knorm, keydiff, cur, expected or lagkv)");
         }
-        // The window rows, and the scorer's sinks, are kept on every head besides the shared pool.
-        const bool sinks = params.usesSinks();  // cur's and expected's
-        if (budget_ <= params.window + (sinks ? params.sinks : 0)) {
-            throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
-                        (sinks ? " + --sinks " + std::to_string(params.sinks) + " (AdaKV keeps them on every head)"
-                               : " (AdaKV keeps it on every head)"));
+        // The window rows (with LagKV's scorer its tail, when longer: up to 2 lag - 1 rows), and
+        // the scorer's sinks, are kept on every head besides what it ranks.
+        const bool sinks = params.usesSinks();  // cur's, expected's and lagkv's
+        const std::string what =
+            (scorer_ == "lagkv" ? "the longer of --window " + std::to_string(params.window) + " and LagKV's tail (2 x --lag - 1 = " +
+                                      std::to_string(2 * params.lag - 1) + " rows)"
+                                : "--window " + std::to_string(params.window)) +
+            (sinks ? " + --sinks " + std::to_string(params.sinks) : "");
+        if (params.method == "chunkkv") {
+            if (budget_ - fixedRows() < params.chunk) {
+                throw Error("--budget " + std::to_string(budget_) + " leaves " + std::to_string(budget_ - fixedRows()) +
+                            " entries beside " + what + ", less than one --chunk of " + std::to_string(params.chunk));
+            }
+        } else if (budget_ <= fixedRows()) {
+            throw Error("--budget " + std::to_string(budget_) + " must exceed " + what + " (" +
+                        (params.method == "adakv" ? "AdaKV" : "per-layer") + " keeps " +
+                        (sinks || scorer_ == "lagkv" ? "them" : "it") + " on every head)");
         }
         return;
     }
@@ -170,13 +192,13 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
             std::vector<double>& acc = scores_[l][c];
             acc.resize(static_cast<size_t>(k.size(0)), 0.0);
             const double* pp = p.contiguous().data_ptr<double>();
-            const bool tova = params_.method == "tova";
+            const bool tova = scorer_ == "tova";
             for (size_t r = 0; r < acc.size(); ++r) acc[r] = (tova ? 0.0 : acc[r]) + pp[r];
         }
         queries_[l] = at::Tensor();
         // TOVA: one score for the layer, the mean over all its query heads, while its heads
         // hold the same rows (equal lengths); each head's own otherwise.
-        if (params_.method == "tova" && cache.heads() > 1) {
+        if (scorer_ == "tova" && cache.heads() > 1) {
             std::vector<std::vector<double>>& heads = scores_[l];
             bool same = true;
             for (const auto& h : heads) same = same && h.size() == heads[0].size();
@@ -226,7 +248,24 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
             rows.push_back(r);
         return rows;
     }
-    const std::vector<float> scores = rowScores(cache, layer, head, false);
+    const std::vector<float> scores = rowScores(cache, layer, head, wraps(params_.method));
+    if (params_.method == "chunkkv") {
+        // The rows between the leading NaNs (the scorer's sinks) and the trailing ones (the
+        // window, LagKV's tail) in chunks of `chunk` from the first, the last one maybe short;
+        // the best floor((budget - fixed) / chunk) chunks by their scores' sum, whole.
+        const int64_t c = params_.chunk;
+        int64_t lead = 0, trail = 0;
+        while (lead < n && std::isnan(scores[size_t(lead)])) ++lead;
+        while (trail < n - lead && std::isnan(scores[size_t(n - 1 - trail)])) ++trail;
+        const std::vector<float> middle(scores.begin() + lead, scores.end() - trail);
+        const int64_t ranked = n - lead - trail, chunks = (ranked + c - 1) / c;
+        const int64_t keep = std::min(chunks, std::max<int64_t>(0, budget - lead - trail) / c);
+        for (int64_t r = 0; r < lead; ++r) rows.push_back(r);
+        for (int32_t chunk : presses::topPositions(presses::chunkSums(middle, c), keep))
+            for (int64_t i = chunk * c; i < std::min(ranked, (chunk + 1) * c); ++i) rows.push_back(lead + i);
+        for (int64_t r = n - trail; r < n; ++r) rows.push_back(r);
+        return rows;
+    }
     // NaN: always kept (the sinks, the window). A capture holding NaN is refused when made,
     // so no other row scores NaN here.
     int64_t fixed = 0;
@@ -264,11 +303,20 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
         kernels::VoteSpec spec = presses::voteSpec(params_);
         spec.window = w;
         spec.perQueryHead = false;  // one row: the mean of the readers' votes
+        if (params_.method == "chunkkv") spec.kernel = 1;  // ChunkKV sums the votes unpooled
         out = toVector(kernels::layerScores(q, k.unsqueeze(0), spec)[0]);  // [n - w]
         out.resize(static_cast<size_t>(n), nan);
         return out;
     }
-    if (scorer_ == "expected") {
+    if (scorer_ == "tova") {
+        // This step's attention (accumulate: the layer's mean while its heads hold the same rows).
+        const std::vector<double>& s = scores_[layer][head];
+        out.assign(s.begin(), s.end());
+    } else if (scorer_ == "lagkv") {
+        // NaN on the sinks and the tail (the last full partition with the remainder).
+        out = toVector(presses::lagLocalScores(k.unsqueeze(0), cache.values(layer)[static_cast<size_t>(head)].unsqueeze(0),
+                                               params_)[0]);
+    } else if (scorer_ == "expected") {
         // Expected Attention of the rows after the sinks under the statistics so far.
         if (querySum_.empty()) throw Error("Expected Attention's decode form needs DecodeCompressor::start before the first step");
         const int64_t sinks = std::min<int64_t>(params_.sinks, n), D = k.size(1);
@@ -306,7 +354,7 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
     if (observes()) {
         if (scores_.empty()) throw Error("the rolling form needs DecodeCompressor::start before the first step");
         // H2O accumulates every step; TOVA's score is the step's own, needed only when due.
-        if (params_.method == "h2o" || (steps_ + 1) % every_ == 0) accumulate(cache);
+        if (scorer_ == "h2o" || (steps_ + 1) % every_ == 0) accumulate(cache);
     }
     if (++steps_ % every_ != 0) return false;
     // The same for every head of every layer: the rotation averaged from the next position.
@@ -318,6 +366,19 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
         layerBudget = PyramidKvPress::prefixBudgets(cache.layers(), cache.nextPosition(), params_.window, budget_,
                                                     params_.beta, params_.schedule);
         for (int64_t& b : layerBudget) b += params_.window;
+    } else if (params_.method == "perlayer") {
+        // Per-layer: the layers share layers x (budget - fixed) in proportion to --layer-weights
+        // as its prefill shares them for a prompt as long as the sequence so far; fixed: the
+        // rows the scorer keeps whole (its window or longest LagKV tail, its sinks).
+        const int64_t L = cache.layers(), fixed = fixedRows(), available = cache.nextPosition() - fixed;
+        const std::vector<double> weights =
+            params_.layerWeights.empty() ? std::vector<double>(static_cast<size_t>(L), 1.0) : params_.layerWeights;
+        if (static_cast<int64_t>(weights.size()) != L) {
+            throw Error("--layer-weights has " + std::to_string(weights.size()) + " weights; the model has " +
+                        std::to_string(L) + " layers, one weight each");
+        }
+        const std::vector<int64_t> shares = presses::cakeLayerBudgets(weights, (budget_ - fixed) * L, available);
+        for (int64_t l = 0; l < L; ++l) layerBudget[l] = std::clamp<int64_t>(shares[l], 0, available) + fixed;
     }
     bool dropped = false;
     for (int64_t l = 0; l < cache.layers(); ++l) {

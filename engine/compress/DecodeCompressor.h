@@ -21,12 +21,26 @@
 //   pyramidkv     SnapKV's decode form with a budget per layer: layer l keeps its share of
 //                 layers x budget as PyramidKV's prefill (PyramidKvPress::prefixBudgets, --beta,
 //                 --schedule) shares it for a prompt as long as the sequence so far
-//   adakv         AdaKV around its --scorer's decode form (snapkv, knorm, keydiff, cur,
-//                 expected), as kvpress's DecodingPress(AdaKVPress(scorer)): each layer longer
-//                 than heads x budget keeps that many, its heads sharing them as AdaKV's prefill
-//                 does (AdaKvPress::keepLayer: the last `window` rows and the scorer's sinks on
+//   adakv         AdaKV around its --scorer's decode form (below), as kvpress's
+//                 DecodingPress(AdaKVPress(scorer)): each layer longer than heads x budget
+//                 keeps that many, its heads sharing them as AdaKV's prefill does
+//                 (AdaKvPress::keepLayer: the last `window` rows and the scorer's sinks on
 //                 every head, floor(alpha x P) best of each, the rest by a top-k over all heads;
 //                 SnapKV's votes normalised per head); heads stay ragged, the layer at the budget
+//   chunkkv       ChunkKV around its --scorer's decode form: a head keeps its scorer's sinks,
+//                 its last `window` rows (or LagKV's tail) and the best
+//                 floor((budget - those) / chunk) chunks of `chunk` consecutive rows between
+//                 them (chunks from the first row after the sinks; the scores summed, SnapKV's
+//                 votes unpooled), whole: so up to chunk - 1 rows under the budget
+//   perlayer      its --scorer's decode form with a budget per layer: the layers share
+//                 layers x (budget - fixed) as its prefill shares them (--layer-weights,
+//                 presses::cakeLayerBudgets) for a prompt as long as the sequence so far, fixed
+//                 the rows kept whole (the window, with --scorer lagkv the longer of it and
+//                 LagKV's longest tail 2 lag - 1, plus the scorer's sinks); the cache's mean at B
+//   A wrapper's --scorer ranks the rows as that method's decode form does (snapkv, tova,
+//   knorm, keydiff, cur, expected; lagkv: its lag-relative scores, NaN on the sinks and the
+//   tail), and always keeps the last `window` rows too. TOVA's score is each head's own
+//   once AdaKV has made the heads ragged (no row is then shared by every head).
 //   lagkv         LagKV's rule on the rows (Liang et al. 2025 compress as the sequence grows):
 //                 after the first `sinks`, partitions of `lag` rows, each but the last full
 //                 one scored against the next (presses::lagLocalScores) and keeping its share
@@ -67,9 +81,12 @@ public:
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
     static const char* supportedList() {
-        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, adakv, lagkv";
+        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, adakv, chunkkv, "
+               "perlayer";
     }
-    // Whether adakv with this --scorer has a decode form (the scorer's own rule on the rows).
+    // The wrappers with a decode form around their --scorer's (adakv, chunkkv, perlayer).
+    static bool wraps(const std::string& method);
+    // Whether a wrapper with this --scorer has a decode form (the scorer's own rule on the rows).
     static bool scorerDecodes(const std::string& scorer);
 
     // Before the first step on a cache gathered from `selection` of `capture`: H2O's
@@ -102,13 +119,16 @@ private:
     // H2O: adds this step's attention (from the queries onQueries kept) to every row;
     // TOVA: replaces each row's score by it.
     void accumulate(const CompressedCache& cache);
-    bool observes() const { return params_.method == "h2o" || params_.method == "tova"; }
+    bool observes() const { return scorer_ == "h2o" || scorer_ == "tova"; }
+    // The rows a wrapper's scorer keeps whole at most: its window (with lagkv the longer of it
+    // and LagKV's longest tail, 2 lag - 1) and its sinks.
+    int64_t fixedRows() const;
     bool votes() const { return scorer_ == "snapkv"; }
     bool expects() const { return scorer_ == "expected"; }
     // The query heads reading `head` of `cache` (the same in every layer).
     static std::vector<int64_t> readersOf(const CompressedCache& cache, int64_t head);
     PressParams params_;
-    std::string scorer_;  // the rule ranking the rows: the method's own, SnapKV's for pyramidkv, adakv's scorer
+    std::string scorer_;  // the rule ranking the rows: the method's own, SnapKV's for pyramidkv, a wrapper's scorer
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
     std::vector<at::Tensor> queries_;                     // H2O, TOVA: [layer] -> [H, D] fp32 of this step
     std::vector<std::vector<std::vector<double>>> scores_;  // H2O, TOVA: [layer][head][row]

@@ -148,8 +148,8 @@ void BM_CriticalAdaKvSelectAndGather8k(benchmark::State& state) { selectAfterFir
 // then the compressor cutting each head back to 1024 by the method's rule (--decode-every 1).
 // A real step costs the decode itself beside this.
 // PyramidKV's layers keep their shares of 22 x 1024 (the first ones more than the 1024 they
-// hold); AdaKV's heads share each layer's 4 x 1024 (`scorer`: its scorer, SnapKV's votes when
-// empty).
+// hold), as per-layer's do (equal weights); AdaKV's heads share each layer's 4 x 1024, ChunkKV
+// keeps chunks of 10 rows (`scorer`: the wrapper's scorer, SnapKV's votes when empty).
 void decodeCompression(benchmark::State& state, const std::string& method, const std::string& scorer = "") {
     at::set_num_threads(2);
     // Expected Attention's statistics come from a prefill: the random model's 8192 tokens.
@@ -184,6 +184,9 @@ void decodeCompression(benchmark::State& state, const std::string& method, const
 }
 void BM_DecodeCompression8k(benchmark::State& state, const char* method) { decodeCompression(state, method); }
 void BM_DecodeCompressionAdaKv8k(benchmark::State& state, const char* scorer) { decodeCompression(state, "adakv", scorer); }
+void BM_DecodeCompressionWrapper8k(benchmark::State& state, const char* method, const char* scorer) {
+    decodeCompression(state, method, scorer);
+}
 // What a method computes on first use for a setting not seen before, on the 8192-token prompt
 // (every layer), once per iteration (`vary` makes each one new): the time beside the prefill.
 void firstUseOfTheModel(benchmark::State& state, const std::string& method,
@@ -333,6 +336,10 @@ BENCHMARK_CAPTURE(BM_DecodeCompression8k, pyramidkv, "pyramidkv")->Unit(benchmar
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, lagkv, "lagkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, snapkv, "snapkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, knorm, "knorm")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, tova, "tova")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, lagkv, "lagkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionWrapper8k, chunkkv, "chunkkv", "")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionWrapper8k, perlayer, "perlayer", "")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LeverageFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_NonCausalReplay8k)->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -154,7 +154,8 @@ TEST(RunCli, BudgetAboveAShortPromptKeepsEverythingWhateverTheWindow) {
 TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     const std::string base = "run --model random:tiny:layers=2 --prompt-file " + promptFile() + " -n 40 --json ";
     for (const char* method :
-         {"streamingllm", "knorm", "keydiff", "snapkv", "cur", "expected", "pyramidkv", "adakv", "lagkv --lag 8"}) {
+         {"streamingllm", "knorm", "keydiff", "snapkv", "cur", "expected", "pyramidkv", "adakv", "lagkv --lag 8",
+          "adakv --scorer tova", "chunkkv --chunk 4", "perlayer --scorer lagkv --lag 8"}) {
         const Result r = runCli(base + "--method " + method + " --budget 48 --decode-every 4 --window 8");
         ASSERT_EQ(r.exitCode, 0) << r.err;
         const auto j = nlohmann::json::parse(r.out);
@@ -176,8 +177,12 @@ TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     expectOneLineError(runCli(text + "--method cake --budget 48 --decode-every 2"),
                        {"--decode-every: cake has no form for compression during decoding here"});
     expectOneLineError(runCli(text + "--method knorm --budget 48 --decode-every 0"), {"--decode-every 0 must be at least 1"});
-    expectOneLineError(runCli(text + "--method adakv --scorer tova --budget 48 --decode-every 2"),
-                       {"--decode-every: adakv with --scorer tova has no form for compression during decoding here"});
+    expectOneLineError(runCli(text + "--method adakv --scorer compactor --budget 48 --decode-every 2"),
+                       {"--decode-every: adakv with --scorer compactor has no form for compression during decoding here"});
+    expectOneLineError(runCli(text + "--method chunkkv --scorer lagkv --lag 20 --window 8 --chunk 4 --budget 46 "
+                                     "--decode-every 2"),
+                       {"--budget 46 leaves 3 entries beside the longer of --window 8 and LagKV's tail (2 x --lag - 1 "
+                        "= 39 rows) + --sinks 4, less than one --chunk of 4"});
     expectOneLineError(runCli(text + "--method knorm --budget 10% --decode-every 2"), {"--decode-every needs --budget in entries"});
     // Saved, such a run keeps its schedule and the cache's size after each step.
     const std::string store = kvlens::test::testOutputPath("decode-every-" + std::to_string(::getpid()) + ".db");

@@ -341,12 +341,16 @@ TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
     EXPECT_EQ(*std::max_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 22);
     EXPECT_EQ(*std::min_element(out.metrics.cacheEntries.begin(), out.metrics.cacheEntries.end()), 20);
     EXPECT_TRUE(w.evaluate(p, 12, {}, nullptr).metrics.cacheEntries.empty());  // off: it grows
-    p.method = "chunkkv";
+    p.method = "chunkkv";  // a wrapper around its scorer's decode form (SnapKV's votes)
     p.window = 8;
     p.chunk = 4;
+    const WorkbenchOutputs chunked = w.evaluate(p, 12, {}, nullptr, 3);
+    ASSERT_EQ(chunked.metrics.cacheEntries.size(), 11u);
+    EXPECT_LE(*std::max_element(chunked.metrics.cacheEntries.begin(), chunked.metrics.cacheEntries.end()), 22);
+    p.method = "cake";
     EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
-              "compress every: chunkkv has no form for compression during decoding here (streamingllm, knorm, "
-              "keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, adakv, lagkv)");
+              "compress every: cake has no form for compression during decoding here (streamingllm, knorm, "
+              "keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, adakv, chunkkv, perlayer)");
     p.method = "knorm";
     p.budget = 0;
     p.budgetRatio = 0.5;

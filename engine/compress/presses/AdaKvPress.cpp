@@ -21,11 +21,14 @@ std::vector<std::vector<int32_t>> AdaKvPress::keepLayer(presses::HeadScores& sco
     const int64_t heads = static_cast<int64_t>(scores.size());
     std::vector<std::vector<int32_t>> kept(heads);
     std::vector<std::vector<char>> taken(heads);
-    int64_t fixed = 0;  // the same on every head: the window and the scorer's sinks
-    for (float v : scores[0]) fixed += std::isnan(v) ? 1 : 0;
-    const int64_t P = std::max<int64_t>(0, budget - fixed);
-    const int64_t floorPerHead = safeguard(alpha, P);
+    // Each head's pool P beside what it always keeps (the window, the scorer's sinks: the
+    // same count on every head of a prompt; while decoding, LagKV's tail may differ).
+    int64_t remaining = 0;
     for (int64_t h = 0; h < heads; ++h) {
+        int64_t fixed = 0;
+        for (float v : scores[h]) fixed += std::isnan(v) ? 1 : 0;
+        const int64_t P = std::max<int64_t>(0, budget - fixed), floorPerHead = safeguard(alpha, P);
+        remaining += P - floorPerHead;
         std::vector<float>& row = scores[h];
         if (normalise) {
             double sum = 0.0;
@@ -48,7 +51,7 @@ std::vector<std::vector<int32_t>> AdaKvPress::keepLayer(presses::HeadScores& sco
     for (int64_t h = 0; h < heads; ++h)
         for (size_t j = 0; j < scores[h].size(); ++j)
             if (!taken[h][j]) rest.push_back({scores[h][j], int32_t(h), int32_t(j)});
-    const int64_t remaining = std::min<int64_t>(heads * (P - floorPerHead), int64_t(rest.size()));
+    remaining = std::min<int64_t>(remaining, int64_t(rest.size()));
     auto better = [](const Candidate& a, const Candidate& b) {
         if (a.score != b.score) return a.score > b.score;
         return a.head != b.head ? a.head < b.head : a.pos < b.pos;

@@ -32,7 +32,7 @@ int runCompare(const std::vector<std::string>& argv) {
             "usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n"
             "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff,\n"
             "        lagkv,chunkkv,expected,cur,cake,simlayerkv,perlayer,leverage,noncausal,compactor,criticalkv,\n"
-            "        criticaladakv,kvzip,finch,finch-kvpress]\n"
+            "        criticaladakv,kvzip,finch,finch-kvpress,chunkkv-kvpress]\n"
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
             "       [--special] [--chat [--system T]]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
@@ -46,7 +46,8 @@ int runCompare(const std::vector<std::string>& argv) {
     std::vector<PressParams> runs = PressOptions::sweepFromCommandLine(
         args,
         "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff,lagkv,chunkkv,expected,cur,cake,"
-        "simlayerkv,perlayer,leverage,noncausal,compactor,criticalkv,criticaladakv,kvzip,finch,finch-kvpress",
+        "simlayerkv,perlayer,leverage,noncausal,compactor,criticalkv,criticaladakv,kvzip,finch,finch-kvpress,"
+        "chunkkv-kvpress",
         "64,128,256");
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here

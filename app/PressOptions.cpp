@@ -129,8 +129,8 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
     }
     if (!base.scorer.empty() &&
         std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
-        throw Error("--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, and --methods names "
-                    "none of them");
+        throw Error("--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and criticaladakv, "
+                    "and --methods names none of them");
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     return runs;

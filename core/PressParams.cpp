@@ -40,7 +40,7 @@ const std::vector<std::string>& PressParams::methodNames() {
                                                    "lagkv",  "chunkkv", "expected",     "cur",
                                                    "cake",   "simlayerkv", "perlayer", "leverage",
                                                    "noncausal", "compactor", "criticalkv", "criticaladakv", "kvzip",
-                                                   "finch", "finch-kvpress"};
+                                                   "finch", "finch-kvpress", "chunkkv-kvpress"};
     return names;
 }
 
@@ -53,7 +53,7 @@ const std::vector<std::string>& PressParams::scorerNames() {
 
 bool PressParams::takesScorer() const {
     return method == "adakv" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "criticalkv" || method == "criticaladakv";
+           method == "criticalkv" || method == "criticaladakv" || method == "chunkkv-kvpress";
 }
 
 bool PressParams::ranksBy(const std::string& name) const {
@@ -83,7 +83,10 @@ bool PressParams::usesWindow() const {
     return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
            method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
            method == "compactor" || method == "criticalkv" || method == "criticaladakv" || method == "finch" ||
-           method == "finch-kvpress";
+           method == "finch-kvpress" ||
+           // kvpress's ChunkKV: the window is its scorer's (votes, a span), never kept as such.
+           (method == "chunkkv-kvpress" && (scorerInEffect() == "snapkv" || scorerInEffect() == "cake" ||
+                                            scorerInEffect() == "compactor" || scorerInEffect() == "h2o"));
 }
 
 bool PressParams::usesSinks() const {
@@ -118,8 +121,8 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     if (!scorer.empty()) {
         if (!takesScorer())
-            throw Error("--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, not --method " +
-                        method);
+            throw Error("--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and "
+                        "criticaladakv, not --method " + method);
         const auto& scorers = scorerNames();
         if (std::find(scorers.begin(), scorers.end(), scorer) == scorers.end()) {
             std::string list;
@@ -238,9 +241,12 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
                         " first queries the capture keeps (Expected Attention leaves the sinks' queries out of its statistics)");
             }
         }
-        if (!keepsAll && B <= sinks) throw Error(budgetTooSmall(*this, promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
+        // (kvpress's ChunkKV keeps no position as such: its scorer's sinks only score high.)
+        const bool keepsEnds = method != "chunkkv-kvpress";
+        if (!keepsAll && keepsEnds && B <= sinks)
+            throw Error(budgetTooSmall(*this, promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
         // A wrapper keeps its window and its scorer's sinks beside what it ranks.
-        if (!keepsAll && usesWindow() && B <= window + sinks)
+        if (!keepsAll && keepsEnds && usesWindow() && B <= window + sinks)
             throw Error(budgetTooSmall(*this, promptLength, B, "--window + --sinks", window + sinks,
                                        "the budget includes the window and the scorer's sinks"));
         if (!keepsAll && usesWindow() && window + sinks >= promptLength)
@@ -251,7 +257,8 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
         throw Error("--lag " + std::to_string(lag) + " must be at least 1");
     // A wrapper ranking by LagKV keeps its tail whole beside the window: something must be left.
     // (The window + sinks check above has passed, so here the tail is the longer.)
-    if (scorerInEffect() == "lagkv" && !keepsAll && B <= sinks + keptTail(promptLength)) {
+    if (scorerInEffect() == "lagkv" && method != "chunkkv-kvpress" && !keepsAll &&
+        B <= sinks + keptTail(promptLength)) {
         const int64_t tail = promptLength - lagTailStart(promptLength);
         const std::string why = "LagKV keeps its sinks and its last full partition with the remainder whole: " +
                                 std::to_string(tail) + " positions at --lag " + std::to_string(lag) + " on a " +
@@ -265,7 +272,12 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
                     " positions at --lag " + std::to_string(lag) + " on a " + std::to_string(promptLength) +
                     "-token prompt): raise the budget or lower --lag");
     }
-    if (method == "chunkkv" && chunk < 1) throw Error("--chunk " + std::to_string(chunk) + " must be at least 1");
+    if ((method == "chunkkv" || method == "chunkkv-kvpress") && chunk < 1)
+        throw Error("--chunk " + std::to_string(chunk) + " must be at least 1");
+    if (method == "chunkkv-kvpress" && !keepsAll && chunk > promptLength) {
+        throw Error("--chunk " + std::to_string(chunk) + " is longer than the " + std::to_string(promptLength) +
+                    "-token prompt (kvpress's ChunkKV then falls back to its scorer alone)");
+    }
     const int64_t tail = keptTail(promptLength);
     if (method == "chunkkv" && !keepsAll && B - tail - (usesSinks() ? sinks : 0) < chunk) {
         const int64_t fixed = tail + (usesSinks() ? sinks : 0);
@@ -302,6 +314,7 @@ std::string PressParams::describe() const {
     if (usesSinks()) s << " sinks=" << sinks;
     if (method == "lagkv" || scorerInEffect() == "lagkv") s << " lag=" << lag;
     if (method == "chunkkv") s << " chunk=" << chunk << (scorerInEffect() == "snapkv" ? std::string(" ") + gqaModeName(gqa) : "");
+    if (method == "chunkkv-kvpress") s << " chunk=" << chunk;
     if (method == "expected" || scorerInEffect() == "expected") s << " future=" << future;
     if (method == "cake") s << " tau1=" << exact(tau1) << " tau2=" << exact(tau2);
     if (scorerInEffect() == "cake") s << " gamma=" << exact(gamma);

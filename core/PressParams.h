@@ -26,9 +26,9 @@ const char* scheduleName(PyramidSchedule schedule);
 struct PressParams {
     // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
     // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor,
-    // criticalkv, criticaladakv, kvzip, finch, finch-kvpress
+    // criticalkv, criticaladakv, kvzip, finch, finch-kvpress, chunkkv-kvpress
     std::string method = "snapkv";
-    // AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the method whose scores they
+    // AdaKV, ChunkKV (both forms), CAKE, per-layer, CriticalKV, CriticalAdaKV: the method whose scores they
     // rank by ("" = their own: SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE).
     std::string scorer;
     // Per-layer: each layer's relative share of L x (B - W - sinks) (empty: equal shares).
@@ -94,7 +94,8 @@ struct PressParams {
     bool usesSinks() const;
     // The scorers the methods that take --scorer rank by.
     static const std::vector<std::string>& scorerNames();
-    // Whether the method takes --scorer (adakv, chunkkv, cake, perlayer, criticalkv, criticaladakv).
+    // Whether the method takes --scorer (adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv,
+    // criticaladakv).
     bool takesScorer() const;
     // Whether the method or its scorer ranks by `name` (e.g. "noncausal": the method
     // itself, Compactor, or a wrapper whose scorer is one of them).

@@ -21,6 +21,7 @@
 #include "engine/analysis/AttentionMap.h"
 #include "engine/analysis/AttentionStats.h"
 #include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/ChunkKvKvpressPress.h"
 #include "engine/compress/presses/CompactorScores.h"
 #include "engine/compress/presses/PressScores.h"
 #include "engine/tokenizer/ChatTemplate.h"
@@ -307,7 +308,7 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     // A budget that holds the whole prompt keeps everything, whatever the window:
     // a window the capture cannot vote with then has no scores to show.
     if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};
-    if (params.takesScorer() && params.scorerInEffect() != "snapkv") {
+    if (params.takesScorer() && (params.scorerInEffect() != "snapkv" || m == "chunkkv-kvpress")) {
         // A budget that holds the prompt keeps it whatever the window: nothing ranked, no scores.
         const int64_t tail = params.keptTail(c.promptLength());  // the window, or LagKV's tail when longer
         const int64_t fixed = tail + (params.usesSinks() ? params.sinks : 0);
@@ -327,6 +328,15 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
                 return {};
         }
         presses::HeadScores rows = presses::scorerScores(c, layer, params);
+        if (m == "chunkkv-kvpress") {
+            // Every head shows each position's chunk mean of the layer's summed scores, what
+            // kvpress's ChunkKV ranks the chunks by (the same on every head).
+            const int64_t chunk = std::max<int64_t>(params.chunk, 1);
+            const std::vector<float> means = ChunkKvKvpressPress::chunkMeans(rows, chunk);
+            for (auto& head : rows)
+                for (size_t t = 0; t < head.size(); ++t) head[t] = means[t / size_t(chunk)];
+            return rows;
+        }
         if (m == "chunkkv") {
             // Each ranked position shows its chunk's summed scores, what the chunk is ranked by
             // (the span ChunkKvPress ranks: after the sinks, before the window or LagKV's tail).

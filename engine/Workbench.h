@@ -151,7 +151,7 @@ public:
     // expected attention times ||v|| (expected), the lag-relative score (lagkv) and the
     // windowed key x value norm shares (cur), NaN
     // where they always keep (sinks, LagKV's tail); KVzip's reconstruction scores (kvzip, NaN for the
-    // sinks); for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv with a
+    // sinks); for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and criticaladakv with a
     // --scorer (cake's own: its eviction indicator), that scorer's (chunk sums for
     // chunkkv), NaN for the window and the scorer's sinks; the last query's mean
     // attention for simlayerkv; the z-scored leverage, non-causal attention and their

@@ -69,6 +69,7 @@ ReportTable ReportTables::settings(const ReportData& d) {
         if (p.method == "streamingllm") knobs = std::to_string(p.sinks) + " sinks";
         if (p.method == "lagkv") knobs = std::to_string(p.sinks) + " sinks, lag " + std::to_string(p.lag);
         if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);
+        if (p.method == "chunkkv-kvpress") knobs = "chunk " + std::to_string(p.chunk) + ", kvpress's variant";
         if (p.method == "expected") knobs = std::to_string(p.sinks) + " sinks, " + std::to_string(p.future) + " future";
         if (p.method == "cur") knobs = std::to_string(p.sinks) + " sinks";
         if (p.method == "cake")

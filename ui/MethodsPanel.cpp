@@ -125,7 +125,8 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     scorer_->setObjectName("scorer");
     scorer_->addItem("(own)");
     for (const std::string& s : PressParams::scorerNames()) scorer_->addItem(QString::fromStdString(s));
-    scorer_->setToolTip("AdaKV, ChunkKV, CAKE, per-layer, CriticalKV, CriticalAdaKV: the scores they rank by;\n"
+    scorer_->setToolTip("AdaKV, ChunkKV (both forms), CAKE, per-layer, CriticalKV, CriticalAdaKV: the scores\n"
+                        "they rank by; "
                         "(own): SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE");
     form->addRow("Scorer", scorer_);
     auto real = [&](const char* name, double lo, double hi, double step, int decimals, double value, const char* tip) {
@@ -430,7 +431,7 @@ void MethodsPanel::updateEnabled() {
     kernel_->setEnabled(pooled);
     pooling_->setEnabled(pooled);
     lag_->setEnabled(m == "lagkv" || scorer == "lagkv");
-    chunk_->setEnabled(m == "chunkkv");
+    chunk_->setEnabled(m == "chunkkv" || m == "chunkkv-kvpress");
     future_->setEnabled(m == "expected" || scorer == "expected");
     beta_->setEnabled(m == "pyramidkv");
     alpha_->setEnabled(m == "adakv" || m == "criticaladakv");

@@ -70,7 +70,7 @@ void checkCompare(const std::string& model, const std::string& extra) {
                             " --budgets 32,64,128 -n 24 --csv --dtype f32 --lag 8 " + extra);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto rows = csvRows(r.out);
-    ASSERT_EQ(rows.size(), 1u + 24u * 3u);  // full once, twenty-four methods at three budgets
+    ASSERT_EQ(rows.size(), 1u + 25u * 3u);  // full once, twenty-five methods at three budgets
     EXPECT_EQ(rows[0][0], "full");
     std::set<std::string> methods;
     for (const auto& row : rows) methods.insert(row[0]);
@@ -78,7 +78,7 @@ void checkCompare(const std::string& model, const std::string& extra) {
                                               "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
                                               "cake", "simlayerkv", "perlayer", "leverage", "noncausal",
                                               "compactor", "criticalkv", "criticaladakv", "kvzip", "finch",
-                                              "finch-kvpress"}));
+                                              "finch-kvpress", "chunkkv-kvpress"}));
     EXPECT_EQ(std::stod(rows[0][5]), 1.0);  // ratio
     EXPECT_EQ(std::stod(rows[0][6]), 24.0);  // agreed prefix
     EXPECT_EQ(std::stod(rows[0][7]), 1.0);  // token agreement
@@ -246,6 +246,8 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method chunkkv --budget 40"),
                        {"--budget 40 leaves 8 entries beside --window 32, less than one --chunk of 10"});
     expectOneLineError(runCli(base + "--method chunkkv --budget 64 --chunk x"), {"--chunk 'x' is not an integer"});
+    expectOneLineError(runCli(base + "--method chunkkv-kvpress --budget 64 --chunk 5000"),
+                       {"--chunk 5000 is longer than the ", "-token prompt (kvpress's ChunkKV then falls back"});
     expectOneLineError(runCli(base + "--method expected --budget 64 --sinks 65"),
                        {"--sinks 65 is above the 64 first queries the capture keeps"});
     expectOneLineError(runCli(base + "--method expected --budget 64 --future 0"), {"--future '0' is not an integer in [1,"});
@@ -254,7 +256,8 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method cur --budget 4"),
                        {"--budget 4 must exceed --sinks 4 (the budget includes the sinks)"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, not --method snapkv"});
+                       {"--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and "
+                        "criticaladakv, not --method snapkv"});
     expectOneLineError(runCli(base + "--method adakv --budget 64 --scorer attention"),
                        {"--scorer 'attention' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake, "
                         "leverage, noncausal, compactor"});
@@ -298,7 +301,8 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--budget 36 must exceed --window + --sinks 36"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,knorm --budgets 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, and --methods names none of them"});
+                       {"--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and "
+                        "criticaladakv, and --methods names none of them"});
     // Named explicitly, a method whose settings do not fit the prompt fails the comparison.
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,lagkv --budgets 64"),
@@ -317,7 +321,8 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
     EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
                                               "tova", "knorm", "keydiff", "chunkkv", "expected", "cur", "cake",
                                               "simlayerkv", "perlayer", "leverage", "noncausal", "compactor",
-                                              "criticalkv", "criticaladakv", "kvzip", "finch", "finch-kvpress"}));
+                                              "criticalkv", "criticaladakv", "kvzip", "finch", "finch-kvpress",
+                                              "chunkkv-kvpress"}));
 }
 
 }  // namespace

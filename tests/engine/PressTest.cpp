@@ -647,7 +647,8 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     // The methods and wrappers of CAKE, SimLayerKV and --scorer.
     PressParams scored = params("snapkv", 48);
     scored.scorer = "knorm";
-    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv and criticaladakv, not --method snapkv"});
+    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, "
+                                                    "criticalkv and criticaladakv, not --method snapkv"});
     scored.method = "adakv";
     scored.scorer = "lru";
     expectError([&] { select(*capture, scored); },
@@ -927,6 +928,12 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     finch.window = 80;
     finch.finchChunk = 300;
     all.push_back(finch);
+    PressParams chunkKvpress;
+    chunkKvpress.method = "chunkkv-kvpress";
+    chunkKvpress.budget = 70;
+    chunkKvpress.chunk = 20;
+    chunkKvpress.scorer = "knorm";
+    all.push_back(chunkKvpress);
     PressParams finchKvpress;
     finchKvpress.method = "finch-kvpress";
     finchKvpress.budget = 90;

@@ -346,7 +346,8 @@ TEST(MainWindowTest, KeptByComparesTheChosenMethods) {
         // LagKV is left out: at the default budget its tail (--lag 128) does not fit.
         EXPECT_EQ(methodsOf(w.keptView()->otherSelectionNames()),
                   (QStringList{"pyramidkv", "streamingllm", "adakv", "random", "tova", "knorm", "keydiff", "chunkkv",
-                               "expected", "cur", "cake", "simlayerkv", "perlayer", "leverage", "finch-kvpress"}));
+                               "expected", "cur", "cake", "simlayerkv", "perlayer", "leverage", "finch-kvpress",
+                               "chunkkv-kvpress"}));
         w.methodsPanel()->setComparedMethods({"h2o", "knorm"});
         ASSERT_TRUE(waitFor(others, 2, 60000, "the chosen methods"));
         QTest::qWait(50);

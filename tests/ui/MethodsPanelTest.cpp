@@ -72,7 +72,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     MethodsPanel panel;
     const QStringList all = {"snapkv", "pyramidkv", "streamingllm", "adakv", "random", "tova",
                              "knorm",  "keydiff",   "lagkv",        "chunkkv", "expected", "cur",
-                             "cake",   "simlayerkv", "perlayer", "leverage", "finch-kvpress"};
+                             "cake",   "simlayerkv", "perlayer", "leverage", "finch-kvpress", "chunkkv-kvpress"};
     // Every method but FullKV and those whose first use replays the prompt (H2O,
     // non-causal attention, Compactor), projects every value (CriticalKV, CriticalAdaKV) or
     // reconstructs the prompt (KVzip), or prefills it again for each budget (Finch).
@@ -80,7 +80,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     EXPECT_EQ(MethodsPanel::defaultComparedMethods(), all);
     auto* button = panel.findChild<QToolButton*>("comparedMethods");
     ASSERT_NE(button, nullptr);
-    EXPECT_EQ(button->text(), "17 of 24 methods");
+    EXPECT_EQ(button->text(), "18 of 25 methods");
     QSignalSpy changed(&panel, &MethodsPanel::comparedMethodsChanged);
     QSignalSpy params(&panel, &MethodsPanel::paramsChanged);
     for (QAction* a : button->menu()->actions())
@@ -92,7 +92,7 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     panel.setComparedMethods({"tova", "no-such-method", "full"});
     EXPECT_EQ(panel.comparedMethods(), QStringList{"tova"});
     EXPECT_EQ(changed.size(), 3);  // one signal for the whole list
-    EXPECT_EQ(button->text(), "1 of 24 methods");
+    EXPECT_EQ(button->text(), "1 of 25 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
 }
@@ -134,7 +134,9 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                            false, false, false, false, false, false, true},
                           {"finch", false, true, false, false, false, false, false, false, false, false, false,
                            false, false, false, false, false, false, false, true},
-                          {"finch-kvpress", false, true, false, false, false}};
+                          {"finch-kvpress", false, true, false, false, false},
+                          // kvpress's ChunkKV over SnapKV's pooled votes (its default scorer).
+                          {"chunkkv-kvpress", true, true, true, false, false, false, false, true, false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;

@@ -8,6 +8,7 @@
 #include "engine/compress/presses/CompactorPress.h"
 #include "engine/compress/presses/CriticalAdaKvPress.h"
 #include "engine/compress/presses/CriticalKvPress.h"
+#include "engine/compress/presses/ChunkKvKvpressPress.h"
 #include "engine/compress/presses/ChunkKvPress.h"
 #include "engine/compress/presses/CurPress.h"
 #include "engine/compress/presses/ExpectedAttentionPress.h"
@@ -58,6 +59,7 @@ std::unique_ptr<Press> Press::create(const std::string& method) {
     if (method == "kvzip") return std::make_unique<KvzipPress>();
     if (method == "finch") return std::make_unique<FinchPress>();
     if (method == "finch-kvpress") return std::make_unique<FinchKvpressPress>();
+    if (method == "chunkkv-kvpress") return std::make_unique<ChunkKvKvpressPress>();
     PressParams probe;
     probe.method = method;
     probe.validate(2, 1);  // throws the one-line "not one of" message

@@ -365,7 +365,10 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
     else if (scorer == "kvzip") rows = reconstructionScores(capture, layer, p);
     else if (scorer == "lagkv") rows = lagKvScores(capture, layer, p);  // NaN: its sinks and its tail
     else throw Error("--scorer '" + scorer + "' has no scores here");
-    for (auto& row : rows) std::fill(row.end() - p.window, row.end(), nan);
+    // The wrappers keep the window beside their scorer; kvpress's ChunkKV only what the scorer
+    // itself keeps.
+    if (p.method != "chunkkv-kvpress")
+        for (auto& row : rows) std::fill(row.end() - p.window, row.end(), nan);
     return rows;
 }
 

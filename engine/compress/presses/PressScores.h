@@ -127,8 +127,10 @@ void keepLayerShares(const Capture& capture, const PressParams& params, const st
 
 // The scores a method that takes --scorer ranks by (PressParams::scorerInEffect): per
 // row (KV head, or query head for SnapKV's votes in query-head mode) over all T
-// positions, NaN where it always keeps (the window, the scorer's sinks). SnapKV's are
-// its pooled votes; TOVA's the last query's attention (the same on every KV head).
+// positions, NaN where it always keeps (the window, the scorer's sinks; for
+// chunkkv-kvpress, as kvpress's scorers, the window only where the scorer keeps it: SnapKV's
+// votes, Compactor's ends). SnapKV's are its pooled votes; TOVA's the last query's attention
+// (the same on every KV head).
 HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams& params);
 
 // Per row of `scores`: the NaN positions and the `k` best others (ties to the lower

@@ -3,6 +3,7 @@
 // re-selection on it: the greedy answer on the compressed cache scored against the
 // needle's value (contains, exact), the share of the needle's positions each
 // layer's heads kept, and agreement / KL against the full cache.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -314,11 +315,13 @@ int runNiah(const std::vector<std::string>& argv) {
         }
     }
     if (!csv) {
-        std::printf("%-13s %7s %9s %7s %12s %10s %10s %8s\n", "method", "budget", "contains", "exact", "needle kept",
-                    "agreement", "mean KL", "KV kept");
+        int width = 13;  // the method column: the longest name (chunkkv-kvpress) widens it
+        for (const auto& key : order) width = std::max(width, static_cast<int>(key.first.size()));
+        std::printf("%-*s %7s %9s %7s %12s %10s %10s %8s\n", width, "method", "budget", "contains", "exact",
+                    "needle kept", "agreement", "mean KL", "KV kept");
         for (const auto& key : order) {
             const Totals& t = totals[key];
-            std::printf("%-13s %7s %8.1f%% %6.1f%% %11.1f%% %9.1f%% %10.4g %7.1f%%\n", key.first.c_str(),
+            std::printf("%-*s %7s %8.1f%% %6.1f%% %11.1f%% %9.1f%% %10.4g %7.1f%%\n", width, key.first.c_str(),
                         key.second.c_str(), 100.0 * t.contains / t.runs, 100.0 * t.exact / t.runs,
                         100.0 * t.kept / t.runs, 100.0 * t.agreement / t.runs, t.kl / t.runs, 100.0 * t.kv / t.runs);
         }

@@ -114,6 +114,9 @@ void BM_ThinkSelectAndGather8k(benchmark::State& state) {
     selectAndGather(state, "snapkv", tinyllama8k(), Pooling::Max, "", [](PressParams& p) { p.think = 0.25; });
 }
 void BM_ChunkKvSelectAndGather8k(benchmark::State& state) { selectAndGather(state, "chunkkv", tinyllama8k()); }
+void BM_ChunkKvKvpressSelectAndGather8k(benchmark::State& state) {
+    selectAndGather(state, "chunkkv-kvpress", tinyllama8k());
+}
 void BM_ExpectedSelectAndGather8k(benchmark::State& state) {
     selectAndGather(state, "expected", tinyllamaPrefill8k());
 }
@@ -312,6 +315,7 @@ BENCHMARK(BM_SimLayerKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTim
 BENCHMARK(BM_AdaKvKnormSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_LagKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ChunkKvSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_ChunkKvKvpressSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_ExpectedSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_LeverageSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_CompactorSelectAndGather8k)->Unit(benchmark::kMillisecond)->MinTime(2.0);

@@ -127,7 +127,7 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
                              "is cut back to it by the method's rule (streamingllm, knorm, keydiff, h2o, tova, snapkv,\n"
                              "pyramidkv, cur, expected, lagkv; adakv: a layer's heads share it; chunkkv: whole\n"
                              "chunks of rows; perlayer: a budget per layer; the wrappers with --scorer snapkv, tova,\n"
-                             "knorm, keydiff, cur, expected or lagkv);\n"
+                             "h2o, knorm, keydiff, cur, expected or lagkv);\n"
                              "off: the compressed cache grows by one entry a step");
     runRow->addWidget(new QLabel("compress every"));
     runRow->addWidget(decodeEvery_);

@@ -26,8 +26,8 @@ bool DecodeCompressor::wraps(const std::string& method) {
 }
 
 bool DecodeCompressor::scorerDecodes(const std::string& scorer) {
-    return scorer == "snapkv" || scorer == "tova" || scorer == "knorm" || scorer == "keydiff" || scorer == "cur" ||
-           scorer == "expected" || scorer == "lagkv";
+    return scorer == "snapkv" || scorer == "tova" || scorer == "h2o" || scorer == "knorm" || scorer == "keydiff" ||
+           scorer == "cur" || scorer == "expected" || scorer == "lagkv";
 }
 
 int64_t DecodeCompressor::fixedRows() const {
@@ -48,7 +48,7 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
         if (!scorerDecodes(scorer_)) {
             throw Error("--decode-every: " + params.method + " with --scorer " + scorer_ +
                         " has no form for compression during decoding here (adakv, chunkkv and perlayer decode with "
-                        "--scorer snapkv, tova, knorm, keydiff, cur, expected or lagkv)");
+                        "--scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv)");
         }
         // The window rows (with LagKV's scorer its tail, when longer: up to 2 lag - 1 rows), and
         // the scorer's sinks, are kept on every head besides what it ranks.
@@ -135,7 +135,7 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection)
     queries_.assign(L, at::Tensor());
     for (int64_t l = 0; l < L; ++l) {
         at::Tensor grouped;  // [heads, T]: the query heads of each selection head averaged, as the press ranks
-        if (params_.method == "h2o" && capture.hasH2oScores()) {
+        if (scorer_ == "h2o" && capture.hasH2oScores()) {
             const at::Tensor s = capture.h2oScores(l).to(at::kCPU, at::kDouble);  // [H, T]
             grouped = s.view({heads, G, s.size(1)}).mean(1).contiguous();
         }
@@ -308,8 +308,9 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
         out.resize(static_cast<size_t>(n), nan);
         return out;
     }
-    if (scorer_ == "tova") {
-        // This step's attention (accumulate: the layer's mean while its heads hold the same rows).
+    if (scorer_ == "tova" || scorer_ == "h2o") {
+        // TOVA: this step's attention (accumulate: the layer's mean while its heads hold the same
+        // rows); H2O: the attention each row has accumulated (the prompt's, then every step's).
         const std::vector<double>& s = scores_[layer][head];
         out.assign(s.begin(), s.end());
     } else if (scorer_ == "lagkv") {
@@ -348,6 +349,16 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
     // A wrapper keeps the last `window` rows (the most recent tokens) as it does at prefill.
     if (keepWindow) std::fill(out.end() - std::min<int64_t>(params_.window, n), out.end(), nan);
     return out;
+}
+
+void DecodeCompressor::keep(CompressedCache& cache, int64_t layer, int64_t head, const std::vector<int64_t>& rows) {
+    cache.keepRows(layer, head, rows);
+    if (!observes()) return;
+    // The rows' accumulated (H2O) or last (TOVA) attention follows them.
+    std::vector<double>& acc = scores_[layer][head];
+    std::vector<double> kept;
+    for (int64_t r : rows) kept.push_back(acc[static_cast<size_t>(r)]);
+    acc = std::move(kept);
 }
 
 bool DecodeCompressor::afterStep(CompressedCache& cache) {
@@ -391,21 +402,13 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
             for (int64_t c = 0; c < cache.heads(); ++c) scores.push_back(rowScores(cache, l, c, true));
             const std::vector<std::vector<int32_t>> kept =
                 AdaKvPress::keepLayer(scores, budget_, params_.alpha, scorer_ == "snapkv");
-            for (int64_t c = 0; c < cache.heads(); ++c)
-                cache.keepRows(l, c, std::vector<int64_t>(kept[c].begin(), kept[c].end()));
+            for (int64_t c = 0; c < cache.heads(); ++c) keep(cache, l, c, std::vector<int64_t>(kept[c].begin(), kept[c].end()));
             dropped = true;
             continue;
         }
         for (int64_t c = 0; c < cache.heads(); ++c) {
             if (cache.length(l, c) <= layerBudget[l]) continue;
-            const std::vector<int64_t> rows = keptRows(cache, l, c, layerBudget[l]);
-            cache.keepRows(l, c, rows);
-            if (observes()) {
-                std::vector<double>& acc = scores_[l][c];
-                std::vector<double> kept;
-                for (int64_t r : rows) kept.push_back(acc[static_cast<size_t>(r)]);
-                acc = std::move(kept);
-            }
+            keep(cache, l, c, keptRows(cache, l, c, layerBudget[l]));
             dropped = true;
         }
     }

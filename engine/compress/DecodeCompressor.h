@@ -38,8 +38,9 @@
 //                 the rows kept whole (the window, with --scorer lagkv the longer of it and
 //                 LagKV's longest tail 2 lag - 1, plus the scorer's sinks); the cache's mean at B
 //   A wrapper's --scorer ranks the rows as that method's decode form does (snapkv, tova,
-//   knorm, keydiff, cur, expected; lagkv: its lag-relative scores, NaN on the sinks and the
-//   tail), and always keeps the last `window` rows too. TOVA's score is each head's own
+//   h2o: the attention accumulated over the prompt and every step, knorm, keydiff, cur,
+//   expected; lagkv: its lag-relative scores, NaN on the sinks and the tail), and always
+//   keeps the last `window` rows too. TOVA's score is each head's own
 //   once AdaKV has made the heads ragged (no row is then shared by every head).
 //   lagkv         LagKV's rule on the rows (Liang et al. 2025 compress as the sequence grows):
 //                 after the first `sinks`, partitions of `lag` rows, each but the last full
@@ -116,6 +117,8 @@ private:
     // `window` rows as a wrapper keeps them).
     std::vector<float> rowScores(const CompressedCache& cache, int64_t layer, int64_t head, bool keepWindow) const;
 
+    // Keeps `rows` of head `head` of `layer`, and their H2O or TOVA scores with them.
+    void keep(CompressedCache& cache, int64_t layer, int64_t head, const std::vector<int64_t>& rows);
     // H2O: adds this step's attention (from the queries onQueries kept) to every row;
     // TOVA: replaces each row's score by it.
     void accumulate(const CompressedCache& cache);

@@ -400,6 +400,71 @@ TEST(DecodeWrapper, AdaKvOfTovaRanksByTheStepsAttention) {
     EXPECT_EQ(compressions, 12 + 4);
 }
 
+// AdaKV around H2O while decoding: a row's score is the attention it has accumulated, the
+// prompt's (none on tensors: zero) and every step's since (softmax of q.k / sqrt(D) over the
+// head's rows, the mean of its readers), kept with the row through each compression; the last
+// W rows kept; AdaKV shares heads x B.
+TEST(DecodeWrapper, AdaKvOfH2oRanksByTheAttentionAccumulatedOverTheSteps) {
+    const int64_t H = 4, KV = 2, G = H / KV, T = 24, D = 8, W = 2, B = 12;
+    const double alpha = 0.2;
+    int compressions = 0;
+    for (int64_t every : {1, 3}) {
+        at::manual_seed(101 + every);
+        const auto capture = Capture::fromTensors({at::randn({H, T, D})}, {at::randn({KV, T, D})}, {at::randn({KV, T, D})});
+        PressParams p = params("adakv", "knorm", 16);  // tensors have no H2O scores to select by
+        p.window = W;
+        p.alpha = alpha;
+        const Selection selection = Press::create("adakv")->select(*capture, p);
+        CompressedCache cache(*capture, selection, 40);
+        p.scorer = "h2o";
+        p.budget = B;
+        DecodeCompressor rule(p, every);
+        rule.start(*capture, selection);
+        std::vector<at::Tensor> keys(KV);
+        std::vector<std::vector<double>> acc(KV);
+        for (int64_t c = 0; c < KV; ++c) {
+            keys[c] = keptStates(*capture, selection, 0, c).first;
+            acc[c].assign(keys[c].size(0), 0.0);
+        }
+        for (int64_t step = 0; step < 12; ++step) {
+            const at::Tensor q = at::randn({1, H, D}) * 2.0, k = at::randn({1, KV, D}), v = at::randn({1, KV, D});
+            rule.onQueries(0, q, T + step);
+            cache.append(0, k, v);
+            if (rule.afterStep(cache)) ++compressions;
+            int64_t total = 0;
+            for (int64_t c = 0; c < KV; ++c) {
+                keys[c] = at::cat({keys[c], k[0][c].unsqueeze(0).to(at::kDouble)});
+                acc[c].push_back(0.0);
+                for (int64_t g = 0; g < G; ++g) {
+                    const at::Tensor prob =
+                        at::softmax(at::mv(keys[c], q[0][c * G + g].to(at::kDouble)) / std::sqrt(double(D)), 0);
+                    for (size_t r = 0; r < acc[c].size(); ++r) acc[c][r] += prob[r].item<double>() / double(G);
+                }
+                total += keys[c].size(0);
+            }
+            if ((step + 1) % every == 0 && total > KV * B) {
+                std::vector<std::vector<double>> scores = acc;
+                for (auto& s : scores)
+                    for (size_t r = s.size() - W; r < s.size(); ++r) s[r] = kNaN;
+                const std::vector<std::vector<int64_t>> kept = adaKvReference(scores, B, alpha);
+                for (int64_t c = 0; c < KV; ++c) {
+                    keys[c] = rowsAt(keys[c], kept[c]);
+                    std::vector<double> a;
+                    for (int64_t r : kept[c]) a.push_back(acc[c][r]);
+                    acc[c] = a;
+                }
+            }
+            for (int64_t c = 0; c < KV; ++c) {
+                ASSERT_EQ(cache.length(0, c), keys[c].size(0)) << "every " << every << " step " << step << " head " << c;
+                EXPECT_TRUE(at::equal(cache.keys(0)[c].to(at::kDouble), keys[c])) << "every " << every << " step " << step;
+                ASSERT_EQ(rule.accumulated(0, c).size(), acc[c].size());
+                for (size_t r = 0; r < acc[c].size(); ++r) EXPECT_NEAR(rule.accumulated(0, c)[r], acc[c][r], 1e-5);
+            }
+        }
+    }
+    EXPECT_EQ(compressions, 12 + 4);
+}
+
 // On the model: every wrapper's decode form holds the budget after each compression (ChunkKV
 // at or under it, AdaKV and per-layer the cache's mean at it), and a budget never reached
 // decodes as the full cache does.
@@ -409,10 +474,11 @@ TEST(DecodeWrapper, EveryWrapperStaysWithinTheBudgetOnTheModel) {
     for (int i = 0; i < 60; ++i) prompt.push_back(3 + (i * 37) % 200);
     const int64_t T = static_cast<int64_t>(prompt.size()), n = 12;
     auto capture = Capture::fromPrefill(*loaded.model, prompt, {}, {}, n);
+    capture->keepScoresFor(*loaded.model, "h2o");  // the h2o scorer's prompt attention
     MethodEvaluator evaluator(*loaded.model, capture, n);
     const std::vector<std::pair<std::string, std::string>> runs = {
-        {"chunkkv", ""},      {"chunkkv", "lagkv"}, {"chunkkv", "tova"},      {"perlayer", ""},
-        {"perlayer", "cur"},  {"perlayer", "lagkv"}, {"adakv", "lagkv"},      {"adakv", "tova"}};
+        {"chunkkv", ""},     {"chunkkv", "lagkv"}, {"chunkkv", "tova"}, {"perlayer", ""}, {"perlayer", "cur"},
+        {"perlayer", "lagkv"}, {"adakv", "lagkv"},  {"adakv", "tova"},   {"adakv", "h2o"}, {"chunkkv", "h2o"}};
     for (const auto& [method, scorer] : runs) {
         const std::string what = method + "(" + scorer + ")";
         PressParams tight = params(method, scorer, 28);
@@ -452,7 +518,8 @@ TEST(DecodeWrapper, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("chunkkv", "compactor", 64)),
               "--decode-every: chunkkv with --scorer compactor has no form for compression during decoding here "
-              "(adakv, chunkkv and perlayer decode with --scorer snapkv, tova, knorm, keydiff, cur, expected or lagkv)");
+              "(adakv, chunkkv and perlayer decode with --scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or "
+              "lagkv)");
     PressParams chunk = params("chunkkv", "", 41);  // window 32, chunk 10
     EXPECT_EQ(message(chunk), "--budget 41 leaves 9 entries beside --window 32, less than one --chunk of 10");
     chunk.budget = 42;

@@ -167,7 +167,9 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
             throw Error("--window " + std::to_string(window) + " is above the " +
                         std::to_string(maxWindow) + " window queries the capture holds");
         }
-        if (!keepsAll && B <= window) throw Error(budgetTooSmall(*this, promptLength, B, "--window", window, "the budget includes the window"));
+        // (kvpress's ChunkKV keeps no window as such: its scorer's window only scores high.)
+        if (!keepsAll && B <= window && method != "chunkkv-kvpress")
+            throw Error(budgetTooSmall(*this, promptLength, B, "--window", window, "the budget includes the window"));
     }
     if (method == "snapkv" || method == "pyramidkv" || (method != "chunkkv" && scorerInEffect() == "snapkv")) {
         if (kernel < 1 || kernel % 2 == 0) {

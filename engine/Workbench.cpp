@@ -327,16 +327,17 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
                 (params.ranksBy("h2o") && !c.hasH2oScores()))
                 return {};
         }
-        presses::HeadScores rows = presses::scorerScores(c, layer, params);
         if (m == "chunkkv-kvpress") {
             // Every head shows each position's chunk mean of the layer's summed scores, what
             // kvpress's ChunkKV ranks the chunks by (the same on every head).
             const int64_t chunk = std::max<int64_t>(params.chunk, 1);
+            presses::HeadScores rows = ChunkKvKvpressPress::kvpressScores(c, layer, params);
             const std::vector<float> means = ChunkKvKvpressPress::chunkMeans(rows, chunk);
             for (auto& head : rows)
                 for (size_t t = 0; t < head.size(); ++t) head[t] = means[t / size_t(chunk)];
             return rows;
         }
+        presses::HeadScores rows = presses::scorerScores(c, layer, params);
         if (m == "chunkkv") {
             // Each ranked position shows its chunk's summed scores, what the chunk is ranked by
             // (the span ChunkKvPress ranks: after the sinks, before the window or LagKV's tail).

@@ -453,7 +453,7 @@ void MethodsPanel::updateEnabled() {
     sinks_->setEnabled(probe.usesSinks());
     // Only the voting methods select per query head; the others always keep one
     // selection per KV head (Press::select), so the control would do nothing.
-    gqa_->setEnabled(m == "snapkv" || m == "pyramidkv" || scorer == "snapkv");
+    gqa_->setEnabled(m == "snapkv" || m == "pyramidkv" || (scorer == "snapkv" && m != "chunkkv-kvpress"));
 }
 
 }  // namespace kvlens::ui

@@ -197,8 +197,10 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
         }
         queries_[l] = at::Tensor();
         // TOVA: one score for the layer, the mean over all its query heads, while its heads
-        // hold the same rows (equal lengths); each head's own otherwise.
-        if (scorer_ == "tova" && cache.heads() > 1) {
+        // hold the same rows (TOVA's, ChunkKV's and per-layer's heads keep the same rows, so
+        // equal lengths say it); under AdaKV, whose heads keep different rows even at equal
+        // lengths, each head's own.
+        if (scorer_ == "tova" && params_.method != "adakv" && cache.heads() > 1) {
             std::vector<std::vector<double>>& heads = scores_[l];
             bool same = true;
             for (const auto& h : heads) same = same && h.size() == heads[0].size();

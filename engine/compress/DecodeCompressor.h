@@ -31,7 +31,8 @@
 //                 its last `window` rows (or LagKV's tail) and the best
 //                 floor((budget - those) / chunk) chunks of `chunk` consecutive rows between
 //                 them (chunks from the first row after the sinks; the scores summed, SnapKV's
-//                 votes unpooled), whole: so up to chunk - 1 rows under the budget
+//                 votes unpooled), whole: so up to 2 (chunk - 1) rows under the budget (the
+//                 budget's remainder, and a short last chunk among those kept)
 //   perlayer      its --scorer's decode form with a budget per layer: the layers share
 //                 layers x (budget - fixed) as its prefill shares them (--layer-weights,
 //                 presses::cakeLayerBudgets) for a prompt as long as the sequence so far, fixed
@@ -40,8 +41,9 @@
 //   A wrapper's --scorer ranks the rows as that method's decode form does (snapkv, tova,
 //   h2o: the attention accumulated over the prompt and every step, knorm, keydiff, cur,
 //   expected; lagkv: its lag-relative scores, NaN on the sinks and the tail), and always
-//   keeps the last `window` rows too. TOVA's score is each head's own
-//   once AdaKV has made the heads ragged (no row is then shared by every head).
+//   keeps the last `window` rows too. TOVA's score is the layer's mean over its query heads
+//   (ChunkKV's and per-layer's heads keep the same rows), under AdaKV each head's own
+//   readers' (its heads keep different rows).
 //   lagkv         LagKV's rule on the rows (Liang et al. 2025 compress as the sequence grows):
 //                 after the first `sinks`, partitions of `lag` rows, each but the last full
 //                 one scored against the next (presses::lagLocalScores) and keeping its share

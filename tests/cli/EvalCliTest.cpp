@@ -79,7 +79,7 @@ TEST(EvalCli, BadRecordsAndFlagsAreOneLine) {
     expectOneLineError(runKvlens(base + "--data " + good + " --template " + tmpl),
                        {"--template: needs {context} and then {input}"});
     expectOneLineError(runKvlens(base + "--data " + good + " --metric bleu"), {"unknown metric 'bleu'"});
-    // Each record's runs are checked before its prefill.
+    // A window the record's prompt cannot hold is one line (checked before its prefill).
     expectOneLineError(runKvlens("eval --model " + kStories +
                                  " --methods snapkv --budgets 16 --window 32 -n 4 --data " + good),
                        {"--window 32 must be below the prompt length 19"});

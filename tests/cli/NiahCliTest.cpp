@@ -89,7 +89,7 @@ TEST(NiahCli, BadFlagsAreOneLineErrors) {
     expectOneLineError(runKvlens(base + "--lengths 300 --filler /nonexistent/filler.txt"),
                        {"--filler /nonexistent/filler.txt: cannot read"});
     expectOneLineError(runKvlens(base + "--lengths 300 --method snapkv"), {"niah takes --methods and --budgets"});
-    // Each prompt's runs are checked before its prefill.
+    // A budget at the window is one line (each prompt's runs are checked before its prefill).
     expectOneLineError(
         runKvlens("niah --model " + kStories +
                   " --methods full,snapkv --budgets 16 --window 32 -n 2 --lengths 300"),

@@ -235,9 +235,10 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method pyramidkv --budget 64 --schedule linear"), {"--schedule 'linear'"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt hi --methods snapkv,nope"),
                        {"--methods: 'nope' is not one of"});
-    // compare checks every run against the tokenized prompt before its prefill.
-    expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
-                              " --methods snapkv,knorm --budgets 64,16 --window 32 -n 4"),
+    // compare checks every run against the tokenized prompt before its prefill: before the
+    // prefill's own check that -n fits the context, which would speak first otherwise.
+    expectOneLineError(runCli("compare --model random:tiny:layers=1:ctx=1500 --prompt-file " + promptFile() +
+                              " --methods snapkv,knorm --budgets 64,16 --window 32 -n 400"),
                        {"--budget 16 must exceed --window 32"});
     expectOneLineError(runCli(base + "--method lagkv --budget 64"),
                        {"--budget 64 must hold LagKV's 4 sinks and its last partition with the remainder",

@@ -1,10 +1,12 @@
 // kvpress's ChunkKV (chunkkv-kvpress) against a reference written here in double precision
-// from kvpress's ChunkKVPress: the scorer's scores, the positions it always keeps padded with
-// the layer's highest score + 1, summed over the layer's heads, averaged per chunk from
-// position 0 (the last chunk over its own length); the best max(1, floor(chunks x B / T))
-// chunks (floor(chunks x R) for a ratio budget) kept whole in every head, ties to the lower
-// chunk. Scorers: KNorm (no window added, as kvpress's KnormPress), SnapKV's pooled votes
-// (the window padded) and LagKV (its sinks and tail padded); GQA and MHA captures.
+// from kvpress's ChunkKVPress and its scorer presses: the scorer's scores as kvpress's press
+// gives them, summed over the layer's heads, averaged per chunk from position 0 (the last
+// chunk over its own length); the best max(1, floor(chunks x B / T)) chunks (floor(chunks x
+// (1 - (1 - R))) for a ratio budget) kept whole in every head, ties to the lower chunk.
+// Scorers: KNorm (no window: kvpress's KnormPress has none), SnapKV (the window's mean vote,
+// max-pooled here, the window padded with the layer's highest + 1), LagKV (kvpress's
+// cross_scoring form, (key + value) / 2, its sinks and tail 1.0; on a prompt shorter than
+// sinks + 2 lag, kvpress's ramp); GQA and MHA captures; budgets under the window too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -60,6 +62,7 @@ std::vector<double> snapReference(const Capture& c, int64_t layer, int64_t head,
     return out;
 }
 
+// One head's scores in kvpress's convention (no NaN but SnapKV's window, padded by the caller).
 std::vector<double> scorerReference(const Capture& c, const PressParams& p, int64_t layer, int64_t head) {
     const int64_t T = c.promptLength();
     if (p.scorer == "knorm") {
@@ -72,8 +75,20 @@ std::vector<double> scorerReference(const Capture& c, const PressParams& p, int6
         }
         return s;
     }
-    if (p.scorer == "lagkv") return test::lagScores(c.keys(layer), c.values(layer), head, T, p.sinks, p.lag);
-    return snapReference(c, layer, head, p.window, p.kernel);
+    if (p.scorer == "lagkv") {
+        std::vector<double> s(T, 1.0);
+        if (T < p.sinks + 2 * p.lag) {
+            for (int64_t t = p.sinks; t < T; ++t) s[t] = double(t - p.sinks) / double(T - p.sinks);
+            return s;
+        }
+        const std::vector<double> lag = test::lagScores(c.keys(layer), c.values(layer), head, T, p.sinks, p.lag);
+        for (int64_t t = 0; t < T; ++t)
+            if (!std::isnan(lag[t])) s[t] = lag[t] / 2.0;
+        return s;
+    }
+    std::vector<double> votes = snapReference(c, layer, head, p.window, p.kernel);
+    for (double& v : votes) v /= double(p.window);  // kvpress averages the window's rows
+    return votes;
 }
 
 std::vector<int32_t> reference(const Capture& c, const PressParams& p, int64_t layer) {
@@ -93,7 +108,8 @@ std::vector<int32_t> reference(const Capture& c, const PressParams& p, int64_t l
         mean[i] /= double(to - from);
     }
     const int64_t keep = std::clamp<int64_t>(
-        p.budget > 0 ? chunks * p.budget / T : int64_t(std::floor(double(chunks) * p.budgetRatio)), 1, chunks);
+        p.budget > 0 ? chunks * p.budget / T : int64_t(std::floor(double(chunks) * (1.0 - (1.0 - p.budgetRatio)))),
+        1, chunks);
     std::vector<int64_t> order(chunks);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return mean[a] > mean[b]; });
@@ -112,17 +128,17 @@ TEST_P(ChunkKvKvpress, KeepsTheChunksOfHighestHeadSummedMeanScoreInEveryHead) {
     const auto capture = randomCapture(shape, 41 + shape.heads);
     const int64_t T = shape.promptLength;
     int aboveBudget = 0;
-    for (const std::string scorer : {"knorm", "snapkv", "lagkv"}) {
+    for (const std::string scorer : {"knorm", "snapkv", "lagkv", "lagkv-short"}) {
         for (const int64_t chunk : {int64_t(7), int64_t(10)}) {
-            for (const int64_t B : {int64_t(20), int64_t(45), int64_t(89), T - 3, int64_t(0)}) {
+            for (const int64_t B : {int64_t(6), int64_t(20), int64_t(45), int64_t(89), T - 3, int64_t(0)}) {
                 PressParams p;
                 p.method = "chunkkv-kvpress";
-                p.scorer = scorer;
+                p.scorer = scorer == "lagkv-short" ? "lagkv" : scorer;
                 p.chunk = chunk;
-                p.window = 8;
-                p.lag = 12;
+                p.window = 8;  // B = 6 is under it: kvpress's ChunkKV keeps no window as such
+                p.lag = scorer == "lagkv-short" ? 80 : 12;  // 80: sinks + 2 lag passes both prompts
                 p.budget = B;
-                if (B == 0) p.budgetRatio = 0.3;
+                if (B == 0) p.budgetRatio = 0.2;  // kvpress's int(chunks * (1 - 0.8)) rounds down
                 const Selection s = Press::create(p.method)->select(*capture, p);
                 ASSERT_EQ(s.headsPerLayer(), shape.kvHeads);
                 for (int64_t l = 0; l < shape.layers; ++l) {

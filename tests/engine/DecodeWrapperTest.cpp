@@ -163,7 +163,8 @@ TEST(DecodeWrapper, ChunkKvKeepsTheBestChunksOfRowsBetweenTheSinksAndTheWindow) 
                         for (int64_t r = n - trail; r < n; ++r) kept.push_back(r);
                         std::sort(kept.begin(), kept.end());
                         ASSERT_LE(int64_t(kept.size()), B);
-                        ASSERT_GT(int64_t(kept.size()), B - C) << where;
+                        // Short of B by the budget's remainder and a short last chunk at most.
+                        ASSERT_GE(int64_t(kept.size()), B - 2 * (C - 1)) << where;
                         keys[c] = rowsAt(keys[c], kept);
                         values[c] = rowsAt(values[c], kept);
                     }
@@ -339,9 +340,8 @@ TEST(DecodeWrapper, AdaKvOfLagKvSharesTheLayerAmongHeadsOfDifferentTails) {
 }
 
 // AdaKV around TOVA while decoding: a row's score is the step's query's attention (softmax of
-// q.k / sqrt(D) over the head's rows, the mean of the query heads reading it); while the
-// heads hold as many rows, the layer's mean over all its query heads, as TOVA scores a prompt;
-// the last W rows kept; AdaKV shares heads x B.
+// q.k / sqrt(D) over the head's rows, the mean of the query heads reading it: AdaKV's heads
+// keep different rows, so no layer mean); the last W rows kept; AdaKV shares heads x B.
 TEST(DecodeWrapper, AdaKvOfTovaRanksByTheStepsAttention) {
     const int64_t H = 4, KV = 2, G = H / KV, T = 24, D = 8, W = 2, B = 12;
     const double alpha = 0.2;
@@ -381,10 +381,6 @@ TEST(DecodeWrapper, AdaKvOfTovaRanksByTheStepsAttention) {
                     }
                 }
                 std::vector<std::vector<double>> scores = attention;
-                if (keys[0].size(0) == keys[1].size(0)) {
-                    for (size_t r = 0; r < scores[0].size(); ++r)
-                        scores[0][r] = scores[1][r] = (attention[0][r] + attention[1][r]) / 2.0;
-                }
                 for (auto& s : scores)
                     for (size_t r = s.size() - W; r < s.size(); ++r) s[r] = kNaN;
                 const std::vector<std::vector<int64_t>> kept = adaKvReference(scores, B, alpha);
@@ -491,7 +487,7 @@ TEST(DecodeWrapper, EveryWrapperStaysWithinTheBudgetOnTheModel) {
         for (size_t i = 1; i < within.cacheEntries.size(); i += 2) {  // after each compression
             if (method == "chunkkv") {
                 EXPECT_LE(within.cacheEntries[i], 28) << what << " step " << i + 1;
-                EXPECT_GT(within.cacheEntries[i], 28 - 4) << what << " step " << i + 1;
+                EXPECT_GE(within.cacheEntries[i], 28 - 2 * 3) << what << " step " << i + 1;
             } else {
                 EXPECT_EQ(within.cacheEntries[i], 28) << what << " step " << i + 1;
             }

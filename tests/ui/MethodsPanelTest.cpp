@@ -136,7 +136,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
                            false, false, false, false, false, false, false, true},
                           {"finch-kvpress", false, true, false, false, false},
                           // kvpress's ChunkKV over SnapKV's pooled votes (its default scorer).
-                          {"chunkkv-kvpress", true, true, true, false, false, false, false, true, false, true}};
+                          {"chunkkv-kvpress", false, true, true, false, false, false, false, true, false, true}};
     for (const Want& w : wants) {
         PressParams p = panel.params();
         p.method = w.method;

@@ -4,28 +4,47 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/compress/presses/PressScores.h"
-
 namespace kvlens {
 
 int64_t ChunkKvKvpressPress::keptChunks(int64_t chunks, int64_t budget, int64_t promptLength, double ratio) {
-    const int64_t n = ratio > 0.0 ? static_cast<int64_t>(std::floor(double(chunks) * ratio))
+    // kvpress: int(chunks * (1 - compression_ratio)), compression_ratio = 1 - R in double.
+    const int64_t n = ratio > 0.0 ? static_cast<int64_t>(std::floor(double(chunks) * (1.0 - (1.0 - ratio))))
                                   : chunks * budget / promptLength;
     return std::clamp<int64_t>(n, 1, chunks);
+}
+
+presses::HeadScores ChunkKvKvpressPress::kvpressScores(const Capture& capture, int64_t layer, const PressParams& p) {
+    const std::string scorer = p.scorerInEffect();
+    const int64_t T = capture.promptLength();
+    if (scorer == "lagkv" && T < p.sinks + 2 * p.lag) {
+        // kvpress's LagKVPress on a prompt too short for two partitions: a ramp after the sinks.
+        std::vector<float> ramp(static_cast<size_t>(T), 1.0f);
+        for (int64_t t = std::min(p.sinks, T); t < T; ++t)
+            ramp[t] = static_cast<float>(double(t - p.sinks) / double(T - p.sinks));
+        return presses::HeadScores(static_cast<size_t>(capture.kvHeads()), ramp);
+    }
+    presses::HeadScores rows = presses::scorerScores(capture, layer, p);
+    if (scorer == "tova")
+        for (auto& row : rows) row.back() = std::numeric_limits<float>::quiet_NaN();  // TOVAPress keeps it
+    const float scale = scorer == "snapkv" ? 1.0f / float(p.window) : scorer == "lagkv" ? 0.5f : 1.0f;
+    float top = -std::numeric_limits<float>::infinity();
+    for (auto& row : rows)
+        for (float& v : row)
+            if (!std::isnan(v)) top = std::max(top, v *= scale);
+    if (!std::isfinite(top)) top = 0.0f;
+    const float pad = scorer == "cur" || scorer == "lagkv" ? 1.0f : scorer == "compactor" ? top : top + 1.0f;
+    for (auto& row : rows)
+        for (float& v : row)
+            if (std::isnan(v)) v = pad;
+    return rows;
 }
 
 std::vector<float> ChunkKvKvpressPress::chunkMeans(const presses::HeadScores& scores, int64_t c) {
     const int64_t T = scores.empty() ? 0 : static_cast<int64_t>(scores[0].size());
     const int64_t chunks = (T + c - 1) / c;
-    // The always-kept positions score the layer's highest + 1, as kvpress pads them.
-    float top = -std::numeric_limits<float>::infinity();
-    for (const auto& row : scores)
-        for (float v : row)
-            if (!std::isnan(v)) top = std::max(top, v);
-    const float pad = std::isfinite(top) ? top + 1.0f : 1.0f;
     std::vector<double> sum(static_cast<size_t>(T), 0.0);
     for (const auto& row : scores)
-        for (int64_t t = 0; t < T; ++t) sum[t] += std::isnan(row[t]) ? pad : row[t];
+        for (int64_t t = 0; t < T; ++t) sum[t] += row[t];
     std::vector<float> mean(static_cast<size_t>(chunks), 0.0f);
     for (int64_t i = 0; i < chunks; ++i) {
         const int64_t from = i * c, to = std::min(T, from + c);
@@ -41,7 +60,7 @@ void ChunkKvKvpressPress::fill(const Capture& capture, const PressParams& p, int
     const int64_t chunks = (T + c - 1) / c;
     const int64_t keep = keptChunks(chunks, budget, T, p.budget > 0 ? 0.0 : p.budgetRatio);
     for (int64_t l = 0; l < capture.layers(); ++l) {
-        const std::vector<float> mean = chunkMeans(presses::scorerScores(capture, l, p), c);
+        const std::vector<float> mean = chunkMeans(kvpressScores(capture, l, p), c);
         std::vector<int32_t> kept;
         for (int32_t chunk : presses::topPositions(mean, keep))
             for (int64_t t = chunk * c; t < std::min(T, (chunk + 1) * c); ++t) kept.push_back(int32_t(t));

@@ -83,8 +83,10 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
     s.kvHeads = capture.kvHeads();
     // Query-head selections exist for the voting methods (as in the original
     // SnapKV code); the others have one selection per KV head.
-    const bool voting = params.method == "snapkv" || params.method == "pyramidkv" ||
-                        params.scorerInEffect() == "snapkv";
+    // (kvpress's ChunkKV keeps one set of positions for all the layer's heads: per KV head.)
+    const bool voting = (params.method == "snapkv" || params.method == "pyramidkv" ||
+                         params.scorerInEffect() == "snapkv") &&
+                        params.method != "chunkkv-kvpress";
     s.gqa = voting ? params.gqa : GqaMode::KvHead;
     s.params.gqa = s.gqa;
     const int64_t L = capture.layers(), heads = s.headsPerLayer();

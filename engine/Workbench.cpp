@@ -307,14 +307,15 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     if (m == "simlayerkv") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
     // A budget that holds the whole prompt keeps everything, whatever the window:
     // a window the capture cannot vote with then has no scores to show.
-    if (params.window >= c.promptLength() || params.window > c.windowCapacity()) return {};
+    if (params.usesWindow() && (params.window >= c.promptLength() || params.window > c.windowCapacity())) return {};
     if (params.takesScorer() && (params.scorerInEffect() != "snapkv" || m == "chunkkv-kvpress")) {
         // A budget that holds the prompt keeps it whatever the window: nothing ranked, no scores.
         const int64_t tail = params.keptTail(c.promptLength());  // the window, or LagKV's tail when longer
         const int64_t fixed = tail + (params.usesSinks() ? params.sinks : 0);
         const std::string scorer = params.scorerInEffect();
+        // (kvpress's ChunkKV keeps nothing whole: its window-free scorers rank whatever the window.)
         if (((scorer == "expected" || scorer == "leverage" || scorer == "compactor") && !c.queryStatistics()) ||
-            fixed >= c.promptLength() || params.window > c.windowCapacity())
+            (m != "chunkkv-kvpress" && (fixed >= c.promptLength() || params.window > c.windowCapacity())))
             return {};
         // Scorers that need a run of the model (a replay, a reconstruction): none on tensors, and
         // none when the budget holds the prompt (nothing ranked, nothing computed).

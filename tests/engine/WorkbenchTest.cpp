@@ -278,6 +278,28 @@ TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
     all.window = tokens + 5;
     EXPECT_EQ(w.select(all).entries(1), 4 * tokens);
     EXPECT_TRUE(w.scores(all, 1).empty());
+
+    // kvpress's ChunkKV over a window-free scorer ranks whatever the window: every position
+    // shows its chunk's mean, the same in every head, and the kept chunks are the highest.
+    PressParams chunked = all;
+    chunked.method = "chunkkv-kvpress";
+    chunked.scorer = "knorm";
+    chunked.chunk = 5;
+    chunked.budget = tokens / 2;
+    const Selection sc = w.select(chunked);
+    const auto table = w.scores(chunked, 1);
+    ASSERT_EQ(static_cast<int64_t>(table.size()), 4);
+    std::vector<bool> kept(tokens, false);
+    for (int32_t pos : sc.kept[1][0]) kept[pos] = true;
+    float lowestKept = 1e30f, highestDropped = -1e30f;
+    for (int64_t t = 0; t < tokens; ++t) {
+        EXPECT_EQ(table[3][t], table[0][t]);
+        EXPECT_EQ(table[0][t], table[0][t - t % 5]) << t;
+        if (kept[t]) lowestKept = std::min(lowestKept, table[0][t]);
+        else highestDropped = std::max(highestDropped, table[0][t]);
+    }
+    EXPECT_GE(lowestKept, highestDropped);
+    EXPECT_EQ(sc.kept[1][0].size() % 5 == 0 || kept[tokens - 1], true);  // whole chunks
 }
 
 TEST(WorkbenchTest, AttentionRowsAreCausalDistributions) {

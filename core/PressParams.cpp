@@ -102,6 +102,16 @@ int64_t PressParams::keptTail(int64_t T) const {
     return std::max(window, T - lagTailStart(T));
 }
 
+int64_t PressParams::keptEndStart(int64_t T) const {
+    if (method == "lagkv") return lagTailStart(T);
+    if (usesWindow()) return std::max<int64_t>(0, T - keptTail(T));
+    return T;
+}
+
+std::string PressParams::keptEndName(int64_t T) const {
+    return method == "lagkv" || keptTail(T) > window ? "LagKV's tail" : "observation window";
+}
+
 int64_t PressParams::lagTailStart(int64_t T) const {
     const int64_t full = lag > 0 ? std::max<int64_t>(0, (T - sinks) / lag) : 0;
     return std::min(T, sinks + std::max<int64_t>(0, full - 1) * lag);

@@ -117,6 +117,12 @@ struct PressParams {
     // The last positions a wrapper keeps whole beside what it ranks: its window, or with
     // --scorer lagkv the longer of the window and LagKV's tail (from lagTailStart).
     int64_t keptTail(int64_t promptLength) const;
+    // The first of the prompt's last positions the method keeps whole: its observation window
+    // (with --scorer lagkv the longer of it and LagKV's tail), LagKV's tail for lagkv; the
+    // prompt length when it keeps none. And what to call them ("observation window",
+    // "LagKV's tail").
+    int64_t keptEndStart(int64_t promptLength) const;
+    std::string keptEndName(int64_t promptLength) const;
 };
 
 // Parsers of the words above; each throws kvlens::Error naming `what` (the CLI

@@ -297,8 +297,7 @@ int KeptPositionsView::headsPerLayer() const {
 int64_t KeptPositionsView::windowStart() const {
     if (!selection_) return 0;
     const auto& p = selection_->params;
-    return p.usesWindow() ? std::max<int64_t>(0, selection_->promptLength - p.window)
-                          : selection_->promptLength;
+    return p.keptEndStart(selection_->promptLength);
 }
 
 KeptPositionsView::Layout KeptPositionsView::layout() const {
@@ -443,10 +442,12 @@ QString KeptPositionsView::hoverText(int head, int64_t position) const {
     lines << QStringLiteral("L%1 %2: %3")
                  .arg(layer)
                  .arg(headName(head))
-                 .arg(kept
-                          ? (position >= windowStart() ? QStringLiteral("kept (observation window)")
-                                                       : QStringLiteral("kept"))
-                          : QStringLiteral("dropped"));
+                 .arg(kept ? (position >= windowStart()
+                                  ? QStringLiteral("kept (%1)")
+                                        .arg(QString::fromStdString(
+                                            s.params.keptEndName(s.promptLength)))
+                                  : QStringLiteral("kept"))
+                           : QStringLiteral("dropped"));
     const auto scores = scores_.find(layer);
     if (scores != scores_.end()) {
         const auto& table = *scores->second;
@@ -541,8 +542,10 @@ void KeptPositionsView::drawTitle(const Layout& l) {
     };
     std::vector<Item> items = {{toImU32(paletteColor(1)), "kept"},
                                {toImU32(paletteColor(0)), "dropped"}};
-    if (windowStart() < promptLength())
-        items.insert(items.begin() + 1, {toImU32(paletteColor(2)), "window"});
+    if (windowStart() < promptLength()) {
+        const bool tail = selection_->params.keptEndName(promptLength()) != "observation window";
+        items.insert(items.begin() + 1, {toImU32(paletteColor(2)), tail ? "tail" : "window"});
+    }
     const std::string markLegend = markName_.isEmpty() ? std::string("marked") : toUtf8(markName_);
     if (!marked_.empty()) items.push_back({kMark, markLegend.c_str()});
     float legendWidth = 0.0f;

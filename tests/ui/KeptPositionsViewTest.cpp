@@ -412,6 +412,27 @@ TEST(KeptPositionsViewTest, ANewSelectionDropsThePreviousScores) {
     EXPECT_FALSE(view.hoverText(0, 10).contains(QStringLiteral("score"))) << view.hoverText(0, 10).toStdString();
 }
 
+// LagKV keeps its tail whole (here sinks 4, lag 8 on 40 positions: 28..39): the view shades
+// it as the always-kept end and the hover names it; a SnapKV selection names its window.
+TEST(KeptPositionsViewTest, LagKvsTailIsNamedAsTheKeptEnd) {
+    KeptPositionsView view;
+    auto lag = std::make_shared<Selection>(*smallSelection());
+    lag->params.method = "lagkv";
+    lag->params.sinks = 4;
+    lag->params.lag = 8;
+    ASSERT_EQ(lag->params.keptEndStart(40), 28);
+    const std::vector<int32_t> kept = withWindow({0, 1, 2, 3, 10}, 28, 40);
+    lag->kept = {{kept, kept}, {kept, kept}};
+    view.setSelection(lag, kLabel);
+    EXPECT_TRUE(view.hoverText(0, 30).contains(QStringLiteral("L0 KV0: kept (LagKV's tail)")))
+        << view.hoverText(0, 30).toStdString();
+    EXPECT_TRUE(view.hoverText(0, 10).contains(QStringLiteral("L0 KV0: kept\n")) ||
+                view.hoverText(0, 10).endsWith(QStringLiteral("L0 KV0: kept")));
+    view.setSelection(smallSelection(), kLabel);
+    EXPECT_TRUE(
+        view.hoverText(0, 35).contains(QStringLiteral("L0 KV0: kept (observation window)")));
+}
+
 TEST(KeptPositionsViewTest, HoverTextNamesTokenHeadScoreAndTheMethodsKeepingIt) {
     KeptPositionsView view;
     auto tokens = std::make_shared<std::vector<std::string>>();

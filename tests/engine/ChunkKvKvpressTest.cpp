@@ -21,6 +21,7 @@
 #include "engine/compress/presses/Press.h"
 #include "LagReference.h"
 #include "RandomCapture.h"
+#include "VoteReference.h"
 
 namespace kvlens {
 namespace {
@@ -29,29 +30,11 @@ using Shape = test::CaptureShape;
 using test::randomCapture;
 using test::rowsOf;
 
-// SnapKV's votes of KV head `head` in double: the last W window queries' causal softmax
-// (1/sqrt(D)) summed, averaged over the head's query heads, max-pooled over `kernel`
-// positions of the prefix [0, T - W); NaN on the window.
+// SnapKV's votes of KV head `head` (VoteReference.h) max-pooled over `kernel` positions of
+// the prefix [0, T - W); NaN on the window.
 std::vector<double> snapReference(const Capture& c, int64_t layer, int64_t head, int64_t W, int64_t kernel) {
-    const int64_t T = c.promptLength(), G = c.queryHeads() / c.kvHeads(), D = c.headDim();
-    const test::Rows keys = rowsOf(c.keys(layer), head);
-    const at::Tensor q = c.windowQueries(layer).to(at::kDouble).contiguous();
-    const auto qa = q.accessor<double, 3>();
-    std::vector<double> votes(T - W, 0.0);
-    for (int64_t h = head * G; h < (head + 1) * G; ++h) {
-        for (int64_t w = 0; w < W; ++w) {
-            const int64_t pos = T - W + w, row = q.size(1) - W + w;
-            std::vector<double> logit(pos + 1);
-            double top = -INFINITY, z = 0.0;
-            for (int64_t j = 0; j <= pos; ++j) {
-                double s = 0.0;
-                for (int64_t d = 0; d < D; ++d) s += qa[h][row][d] * keys[j][d];
-                top = std::max(top, logit[j] = s / std::sqrt(double(D)));
-            }
-            for (double& x : logit) z += (x = std::exp(x - top));
-            for (int64_t j = 0; j < T - W; ++j) votes[j] += logit[j] / z / double(G);
-        }
-    }
+    const int64_t T = c.promptLength();
+    const std::vector<double> votes = test::votesReference(c, layer, head, W, false);
     std::vector<double> out(T, std::numeric_limits<double>::quiet_NaN());
     for (int64_t i = 0; i < T - W; ++i) {
         double best = -INFINITY;

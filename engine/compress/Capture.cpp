@@ -13,6 +13,7 @@
 #include "engine/model/LlamaModel.h"
 #include "core/PressParams.h"
 #include "kernels/LayerSelection.h"
+#include "kernels/ProjectedNorms.h"
 
 namespace kvlens {
 namespace {
@@ -383,32 +384,17 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     if (params.method == "h2o") return;
     if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined()) {
         // Each query head's slice of W_o [E, H * D] applied to its KV head's values, L1 over E.
-        const int64_t T = promptLength_, D = headDim_, G = queryHeads_ / kvHeads_;
+        const int64_t T = promptLength_, G = queryHeads_ / kvHeads_;
         // All layers first, then stored together: a failure or a cancel halfway leaves none
         // (needsReplayFor looks at layer 0 only).
         std::vector<at::Tensor> all(layers());
         const ProgressFn normsProgress = share();
         for (int64_t l = 0; l < layers(); ++l) {
             if (normsProgress) normsProgress(double(l) / double(layers()), "projected value norms, layer " + std::to_string(l));
-            const kernels::Weight& wo = model.weights().layers[l].wo;
-            at::Tensor w;
-            if (wo.quantised()) {
-                w = at::empty({wo.rows(), wo.cols()}, at::kFloat);
-                wo.quant().dequantizeRows(0, wo.rows(), w.data_ptr<float>());
-            } else {
-                w = wo.dense().to(at::kFloat);
-            }
-            const at::Tensor v = values(l).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
-            w = w.to(v.device());
-            at::Tensor norms = at::empty({queryHeads_, T}, v.options());
-            constexpr int64_t kRows = 2048;  // positions per product: [kRows, E] fp32 at a time
-            for (int64_t h = 0; h < queryHeads_; ++h) {
-                const at::Tensor wh = w.narrow(1, h * D, D).t();  // [D, E]
-                for (int64_t t0 = 0; t0 < T; t0 += kRows) {
-                    const int64_t n = std::min(kRows, T - t0);
-                    norms[h].narrow(0, t0, n).copy_(at::matmul(v[h / G].narrow(0, t0, n), wh).abs().sum(-1));
-                }
-            }
+            const at::Tensor v = values(l).narrow(1, 0, T);  // [KV, T, D]
+            const at::Tensor w = kernels::floatWeight(model.weights().layers[l].wo).to(v.device());
+            at::Tensor norms = at::empty({queryHeads_, T}, v.options().dtype(at::kFloat));
+            for (int64_t h = 0; h < queryHeads_; ++h) norms[h].copy_(kernels::projectedValueNorms(w, v[h / G], h));
             requireFinite(norms, l, "query head", "projected value norms", kPrefill);
             all[l] = norms.contiguous();
         }

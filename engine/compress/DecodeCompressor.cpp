@@ -8,21 +8,25 @@
 
 #include "core/Error.h"
 #include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/CriticalKvPress.h"
 #include "engine/compress/presses/LagKvPress.h"
 #include "engine/compress/presses/PressScores.h"
 #include "engine/compress/presses/PyramidKvPress.h"
+#include "engine/compress/presses/RandomPress.h"
 #include "kernels/LayerSelection.h"
+#include "kernels/ProjectedNorms.h"
 
 namespace kvlens {
 
 bool DecodeCompressor::supports(const std::string& method) {
     return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
            method == "tova" || method == "snapkv" || method == "pyramidkv" || method == "cur" ||
-           method == "expected" || method == "lagkv" || wraps(method);
+           method == "expected" || method == "lagkv" || method == "random" || wraps(method);
 }
 
 bool DecodeCompressor::wraps(const std::string& method) {
-    return method == "adakv" || method == "chunkkv" || method == "perlayer";
+    return method == "adakv" || method == "chunkkv" || method == "perlayer" || method == "criticalkv" ||
+           method == "criticaladakv";
 }
 
 bool DecodeCompressor::scorerDecodes(const std::string& scorer) {
@@ -47,8 +51,8 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
     if (wraps(params.method)) {
         if (!scorerDecodes(scorer_)) {
             throw Error("--decode-every: " + params.method + " with --scorer " + scorer_ +
-                        " has no form for compression during decoding here (adakv, chunkkv and perlayer decode with "
-                        "--scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv)");
+                        " has no form for compression during decoding here (adakv, chunkkv, perlayer, criticalkv and "
+                        "criticaladakv decode with --scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv)");
         }
         // The window rows (with LagKV's scorer its tail, when longer: up to 2 lag - 1 rows), and
         // the scorer's sinks, are kept on every head besides what it ranks.
@@ -64,8 +68,11 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
                             " entries beside " + what + ", less than one --chunk of " + std::to_string(params.chunk));
             }
         } else if (budget_ <= fixedRows()) {
-            throw Error("--budget " + std::to_string(budget_) + " must exceed " + what + " (" +
-                        (params.method == "adakv" ? "AdaKV" : "per-layer") + " keeps " +
+            const std::string name = params.method == "adakv"           ? "AdaKV"
+                                     : params.method == "perlayer"      ? "per-layer"
+                                     : params.method == "criticalkv"    ? "CriticalKV"
+                                                                        : "CriticalAdaKV";
+            throw Error("--budget " + std::to_string(budget_) + " must exceed " + what + " (" + name + " keeps " +
                         (sinks || scorer_ == "lagkv" ? "them" : "it") + " on every head)");
         }
         return;
@@ -80,9 +87,10 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
         throw Error("--budget " + std::to_string(budget_) + " must exceed --sinks " + std::to_string(params.sinks) +
                     " (the budget includes the sinks)");
     }
-    if (params.method == "h2o" && budget_ <= params.window) {
+    if ((params.method == "h2o" || params.method == "random") && budget_ <= params.window) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
-                    " (H2O's recent rows are part of the budget)");
+                    (params.method == "h2o" ? " (H2O's recent rows are part of the budget)"
+                                            : " (Random keeps the window's rows and draws the rest)"));
     }
     if ((params.method == "snapkv" || params.method == "pyramidkv") && budget_ <= params.window) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
@@ -98,8 +106,28 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
     return heads;
 }
 
-void DecodeCompressor::start(const Capture& capture, const Selection& selection) {
+void DecodeCompressor::start(const Capture& capture, const Selection& selection, const LlamaModel* model) {
     c10::InferenceMode guard;
+    if (critical()) {
+        // The kept prompt positions' norms, as the press ranked them (a selection head's own,
+        // or its KV head group's mean); the model's W_o for the rows decoded later.
+        if (!model) {
+            throw Error("--decode-every with " + params_.method + " needs the model's output projection for the rows it "
+                        "decodes, which tensors given with --inputs do not have");
+        }
+        model_ = model;
+        norms_.assign(capture.layers(), {});
+        for (int64_t l = 0; l < capture.layers(); ++l) {
+            const at::Tensor perHead = CriticalKvPress::headNorms(capture, l, selection.gqa, params_.method);
+            const int64_t T = perHead.size(1);
+            for (int64_t c = 0; c < perHead.size(0); ++c) {
+                const double* n = perHead.data_ptr<double>() + c * T;
+                std::vector<double> row;
+                for (int32_t p : selection.kept[l][c]) row.push_back(n[p]);
+                norms_[l].push_back(std::move(row));
+            }
+        }
+    }
     if (votes()) {
         // The last `window` queries of the prompt (fewer when it is shorter).
         window_.assign(capture.layers(), at::Tensor());
@@ -250,7 +278,21 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
             rows.push_back(r);
         return rows;
     }
+    if (params_.method == "random") {
+        // A new draw per compression among the rows before the window, then the window.
+        const uint64_t seed = params_.seed + uint64_t(steps_ / every_) * 0xD1B54A32D192ED03ull;
+        for (int32_t r : RandomPress::draw(seed, layer, head, n - params_.window, budget - params_.window))
+            rows.push_back(r);
+        for (int64_t r = n - params_.window; r < n; ++r) rows.push_back(r);
+        return rows;
+    }
     const std::vector<float> scores = rowScores(cache, layer, head, wraps(params_.method));
+    if (params_.method == "criticalkv") {
+        int64_t fixed = 0;
+        for (float v : scores) fixed += std::isnan(v) ? 1 : 0;
+        for (int32_t r : CriticalKvPress::keepHead(scores, norms_[layer][head].data(), budget - fixed)) rows.push_back(r);
+        return rows;
+    }
     if (params_.method == "chunkkv") {
         // The rows between the leading NaNs (the scorer's sinks) and the trailing ones (the
         // window, LagKV's tail) in chunks of `chunk` from the first, the last one maybe short;
@@ -355,12 +397,37 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
 
 void DecodeCompressor::keep(CompressedCache& cache, int64_t layer, int64_t head, const std::vector<int64_t>& rows) {
     cache.keepRows(layer, head, rows);
-    if (!observes()) return;
-    // The rows' accumulated (H2O) or last (TOVA) attention follows them.
-    std::vector<double>& acc = scores_[layer][head];
-    std::vector<double> kept;
-    for (int64_t r : rows) kept.push_back(acc[static_cast<size_t>(r)]);
-    acc = std::move(kept);
+    // The rows' accumulated (H2O) or last (TOVA) attention, and their CriticalKV norms, follow them.
+    auto follow = [&rows](std::vector<double>& perRow) {
+        std::vector<double> kept;
+        for (int64_t r : rows) kept.push_back(perRow[static_cast<size_t>(r)]);
+        perRow = std::move(kept);
+    };
+    if (observes()) follow(scores_[layer][head]);
+    if (critical()) follow(norms_[layer][head]);
+}
+
+void DecodeCompressor::extendNorms(const CompressedCache& cache) {
+    if (norms_.empty()) throw Error("CriticalKV's decode form needs DecodeCompressor::start before the first step");
+    c10::InferenceMode guard;
+    for (int64_t l = 0; l < cache.layers(); ++l) {
+        at::Tensor wo;  // fp32 W_o, dequantised once per layer and compression, when a head needs it
+        const std::vector<at::Tensor> values = cache.values(l);
+        for (int64_t c = 0; c < cache.heads(); ++c) {
+            std::vector<double>& norms = norms_[l][c];
+            const int64_t have = static_cast<int64_t>(norms.size()), n = cache.length(l, c);
+            if (have >= n) continue;
+            if (!wo.defined()) wo = kernels::floatWeight(model_->weights().layers[l].wo);
+            // The mean over the query heads reading this head, as the prompt's rows have it.
+            const at::Tensor v = values[static_cast<size_t>(c)].narrow(0, have, n - have);
+            const std::vector<int64_t> readers = readersOf(cache, c);
+            at::Tensor sum = at::zeros({n - have}, at::kDouble);
+            for (int64_t h : readers) sum += kernels::projectedValueNorms(wo, v, h).to(at::kCPU, at::kDouble);
+            sum /= double(readers.size());
+            const double* s = sum.data_ptr<double>();
+            norms.insert(norms.end(), s, s + (n - have));
+        }
+    }
 }
 
 bool DecodeCompressor::afterStep(CompressedCache& cache) {
@@ -372,6 +439,7 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
     if (++steps_ % every_ != 0) return false;
     // The same for every head of every layer: the rotation averaged from the next position.
     if (expects()) rotation_ = stats_->averageRotation(cache.nextPosition(), params_.future);
+    if (critical()) extendNorms(cache);
     // PyramidKV: each layer's share of layers x budget, as its prefill splits a prompt as long
     // as the sequence so far.
     std::vector<int64_t> layerBudget(static_cast<size_t>(cache.layers()), budget_);
@@ -395,15 +463,27 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
     }
     bool dropped = false;
     for (int64_t l = 0; l < cache.layers(); ++l) {
-        if (params_.method == "adakv") {
+        if (params_.method == "adakv" || params_.method == "criticaladakv") {
             // The layer's heads share heads x budget entries as AdaKV's prefill shares them.
             int64_t total = 0;
             for (int64_t c = 0; c < cache.heads(); ++c) total += cache.length(l, c);
             if (total <= cache.heads() * budget_) continue;
             presses::HeadScores scores;
             for (int64_t c = 0; c < cache.heads(); ++c) scores.push_back(rowScores(cache, l, c, true));
-            const std::vector<std::vector<int32_t>> kept =
-                AdaKvPress::keepLayer(scores, budget_, params_.alpha, scorer_ == "snapkv");
+            presses::HeadScores forAllocation = scores;  // keepLayer normalises SnapKV's votes in place
+            std::vector<std::vector<int32_t>> kept =
+                AdaKvPress::keepLayer(forAllocation, budget_, params_.alpha, scorer_ == "snapkv");
+            if (params_.method == "criticaladakv") {
+                // Each head keeps its allocation as CriticalKV does, its first stage at least
+                // AdaKV's safeguard of its own pool (B less its always-kept rows).
+                for (int64_t c = 0; c < cache.heads(); ++c) {
+                    int64_t fixed = 0;
+                    for (float v : scores[c]) fixed += std::isnan(v) ? 1 : 0;
+                    const int64_t safeguard = AdaKvPress::safeguard(params_.alpha, std::max<int64_t>(0, budget_ - fixed));
+                    kept[c] = CriticalKvPress::keepHead(scores[c], norms_[l][c].data(),
+                                                        static_cast<int64_t>(kept[c].size()) - fixed, safeguard);
+                }
+            }
             for (int64_t c = 0; c < cache.heads(); ++c) keep(cache, l, c, std::vector<int64_t>(kept[c].begin(), kept[c].end()));
             dropped = true;
             continue;

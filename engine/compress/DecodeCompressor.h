@@ -38,6 +38,19 @@
 //                 presses::cakeLayerBudgets) for a prompt as long as the sequence so far, fixed
 //                 the rows kept whole (the window, with --scorer lagkv the longer of it and
 //                 LagKV's longest tail 2 lag - 1, plus the scorer's sinks); the cache's mean at B
+//   criticalkv    CriticalKV around its --scorer's decode form (kvpress's
+//                 DecodingPress(CriticalKVPress(scorer))): a head above the budget keeps its
+//                 last `window` rows and the scorer's sinks, then of the k ranked rows the
+//                 floor(k / 2) best by the scorer and the rest by (score + 1e-4) x ||W_o v||_1
+//                 (CriticalKvPress::keepHead); each row's norm (the mean over the query heads
+//                 reading the head) comes with it: the capture's for the prompt's rows, the
+//                 model's W_o on each decoded row's value, computed when a compression is due
+//   criticaladakv AdaKV's decode form (above) allocates a layer above heads x budget among its
+//                 heads; each head then keeps its share as criticalkv does, its first stage at
+//                 least AdaKV's floor(alpha x P) (as its prefill, CriticalAdaKvPress)
+//   random        the last `window` rows and budget - window rows drawn uniformly from the
+//                 older ones, a new draw per compression (RandomPress::draw with the seed, the
+//                 layer, the head and the compression's count): the floor to beat
 //   A wrapper's --scorer ranks the rows as that method's decode form does (snapkv, tova,
 //   h2o: the attention accumulated over the prompt and every step, knorm, keydiff, cur,
 //   expected; lagkv: its lag-relative scores, NaN on the sinks and the tail), and always
@@ -84,10 +97,11 @@ public:
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
     static const char* supportedList() {
-        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, adakv, chunkkv, "
-               "perlayer";
+        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, adakv, "
+               "chunkkv, perlayer, criticalkv, criticaladakv";
     }
-    // The wrappers with a decode form around their --scorer's (adakv, chunkkv, perlayer).
+    // The wrappers with a decode form around their --scorer's (adakv, chunkkv, perlayer,
+    // criticalkv, criticaladakv).
     static bool wraps(const std::string& method);
     // Whether a wrapper with this --scorer has a decode form (the scorer's own rule on the rows).
     static bool scorerDecodes(const std::string& scorer);
@@ -95,8 +109,10 @@ public:
     // Before the first step on a cache gathered from `selection` of `capture`: H2O's
     // accumulated attention of the kept positions (zero where the capture has none);
     // SnapKV's window, the capture's last `window` prompt queries; Expected Attention's
-    // query statistics, the capture's (throws kvlens::Error when it has none).
-    void start(const Capture& capture, const Selection& selection);
+    // query statistics, the capture's (throws kvlens::Error when it has none); CriticalKV's
+    // projected value norms of the kept positions, the capture's (Capture::keepScoresFor made
+    // them), and `model`'s output projection for the rows decoded later (throws without either).
+    void start(const Capture& capture, const Selection& selection, const LlamaModel* model = nullptr);
     // The step's queries (after RoPE), kept for afterStep (H2O, TOVA, SnapKV) or added to
     // the statistics (Expected Attention).
     void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) override;
@@ -119,7 +135,8 @@ private:
     // `window` rows as a wrapper keeps them).
     std::vector<float> rowScores(const CompressedCache& cache, int64_t layer, int64_t head, bool keepWindow) const;
 
-    // Keeps `rows` of head `head` of `layer`, and their H2O or TOVA scores with them.
+    // Keeps `rows` of head `head` of `layer`, and their H2O or TOVA scores and CriticalKV norms
+    // with them.
     void keep(CompressedCache& cache, int64_t layer, int64_t head, const std::vector<int64_t>& rows);
     // H2O: adds this step's attention (from the queries onQueries kept) to every row;
     // TOVA: replaces each row's score by it.
@@ -129,6 +146,9 @@ private:
     // and LagKV's longest tail, 2 lag - 1) and its sinks.
     int64_t fixedRows() const;
     bool votes() const { return scorer_ == "snapkv"; }
+    bool critical() const { return params_.method == "criticalkv" || params_.method == "criticaladakv"; }
+    // CriticalKV: the projected value norms of the rows decoded since the last compression.
+    void extendNorms(const CompressedCache& cache);
     bool expects() const { return scorer_ == "expected"; }
     // The query heads reading `head` of `cache` (the same in every layer).
     static std::vector<int64_t> readersOf(const CompressedCache& cache, int64_t head);
@@ -145,6 +165,9 @@ private:
     std::vector<at::Tensor> querySum_, queryOuter_;
     int64_t queryCount_ = 0;
     at::Tensor rotation_;  // RoPE averaged over the future positions: one per compression, every layer's
+    // CriticalKV: the model (its W_o) and each row's projected value norm, [layer][head][row].
+    const LlamaModel* model_ = nullptr;
+    std::vector<std::vector<std::vector<double>>> norms_;
 };
 
 }  // namespace kvlens

@@ -117,7 +117,7 @@ RunMetrics MethodEvaluator::run(const Selection& selection, const DecodeCompress
     std::unique_ptr<DecodeCompressor> forcedRule, freeRule;
     if (decode) {
         forcedRule = std::make_unique<DecodeCompressor>(*decode);
-        forcedRule->start(*capture_, selection);
+        forcedRule->start(*capture_, selection, &model_);
     }
     auto perHead = [](const CompressedCache& c) {
         int64_t total = 0;

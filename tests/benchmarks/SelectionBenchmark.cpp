@@ -153,10 +153,14 @@ void BM_CriticalAdaKvSelectAndGather8k(benchmark::State& state) { selectAfterFir
 // PyramidKV's layers keep their shares of 22 x 1024 (the first ones more than the 1024 they
 // hold), as per-layer's do (equal weights); AdaKV's heads share each layer's 4 x 1024, ChunkKV
 // keeps chunks of 10 rows (`scorer`: the wrapper's scorer, SnapKV's votes when empty).
+// CriticalKV's: each step's new row's projected value norm (W_o turned to fp32 once per layer
+// and compression), then its two stages.
 void decodeCompression(benchmark::State& state, const std::string& method, const std::string& scorer = "") {
     at::set_num_threads(2);
-    // Expected Attention's statistics come from a prefill: the random model's 8192 tokens.
-    const std::shared_ptr<Capture>& capture = method == "expected" ? tinyllamaPrefill8k() : tinyllama8k();
+    // Expected Attention's statistics and CriticalKV's norms come from a prefill: the random
+    // model's 8192 tokens.
+    const bool critical = method == "criticalkv" || method == "criticaladakv";
+    const std::shared_ptr<Capture>& capture = method == "expected" || critical ? tinyllamaPrefill8k() : tinyllama8k();
     PressParams p;
     p.method = method;
     p.budget = 1024;
@@ -170,8 +174,9 @@ void decodeCompression(benchmark::State& state, const std::string& method, const
     start.scorer.clear();
     const Selection selection = Press::create("streamingllm")->select(*capture, start);
     CompressedCache cache(*capture, selection, 2);
+    if (critical) capture->keepScoresFor(*tinyllamaModel().model, p);
     DecodeCompressor rule(p, 1);
-    rule.start(*capture, selection);
+    rule.start(*capture, selection, critical ? tinyllamaModel().model.get() : nullptr);
     at::Generator gen = at::detail::createCPUGenerator(7);
     const at::Tensor q = at::randn({1, 32, 64}, gen), k = at::randn({1, 4, 64}, gen).to(at::kBFloat16);
     int64_t position = capture->promptLength();
@@ -338,12 +343,20 @@ BENCHMARK_CAPTURE(BM_DecodeCompression8k, cur, "cur")->Unit(benchmark::kMillisec
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, expected, "expected")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, pyramidkv, "pyramidkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompression8k, lagkv, "lagkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompression8k, random, "random")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, snapkv, "snapkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, knorm, "knorm")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, tova, "tova")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionAdaKv8k, lagkv, "lagkv")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionWrapper8k, chunkkv, "chunkkv", "")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_DecodeCompressionWrapper8k, perlayer, "perlayer", "")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionWrapper8k, criticalkv_knorm, "criticalkv", "knorm")
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionWrapper8k, criticalkv, "criticalkv", "")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_DecodeCompressionWrapper8k, criticaladakv, "criticaladakv", "")
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
 BENCHMARK(BM_ExpectedFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LeverageFirstUse8k)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_NonCausalReplay8k)->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -771,12 +771,13 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("cake", 64), 1),
               "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, adakv, chunkkv, perlayer)");
+              "h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, adakv, chunkkv, perlayer, criticalkv, "
+              "criticaladakv)");
     PressParams ada = params("adakv", 64);
     ada.scorer = "leverage";
     EXPECT_EQ(message(ada, 1), "--decode-every: adakv with --scorer leverage has no form for compression during "
-                               "decoding here (adakv, chunkkv and perlayer decode with --scorer snapkv, tova, h2o, "
-                               "knorm, keydiff, cur, expected or lagkv)");
+                               "decoding here (adakv, chunkkv, perlayer, criticalkv and criticaladakv decode with "
+                               "--scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv)");
     ada.scorer = "cur";
     ada.budget = 36;  // window 32 + sinks 4
     EXPECT_EQ(message(ada, 1), "--budget 36 must exceed --window 32 + --sinks 4 (AdaKV keeps them on every head)");

@@ -23,6 +23,7 @@
 #include "engine/compress/presses/Press.h"
 #include "engine/model/ModelLoader.h"
 #include "engine/model/Sampler.h"
+#include "AdaKvReference.h"
 #include "LagReference.h"
 
 namespace kvlens {
@@ -63,47 +64,8 @@ std::vector<double> scoresOf(const std::string& scorer, const at::Tensor& keys, 
     return s;
 }
 
-// Rows of highest score first, ties to the lower row.
-std::vector<int64_t> byScore(const std::vector<int64_t>& rows, const std::vector<double>& score) {
-    std::vector<int64_t> order = rows;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
-    return order;
-}
-
-// AdaKV on one layer's per-head scores (NaN: always kept): head h's pool P_h = B minus its
-// NaN rows, floor(alpha P_h) of its own best, then the sum over heads of P_h - floor(alpha P_h)
-// best of all the rest (ties to the lower head, then row). Kept rows per head, ascending.
-std::vector<std::vector<int64_t>> adaKvReference(const std::vector<std::vector<double>>& scores, int64_t B,
-                                                 double alpha) {
-    struct Row {
-        double score;
-        int64_t head, row;
-    };
-    std::vector<std::vector<int64_t>> kept(scores.size());
-    std::vector<Row> rest;
-    int64_t pool = 0;
-    for (size_t h = 0; h < scores.size(); ++h) {
-        std::vector<int64_t> ranked;
-        for (int64_t r = 0; r < int64_t(scores[h].size()); ++r) {
-            if (std::isnan(scores[h][r])) kept[h].push_back(r);
-            else ranked.push_back(r);
-        }
-        const int64_t P = B - int64_t(kept[h].size()), own = int64_t(std::floor(alpha * double(P) + 1e-9));
-        pool += P - own;
-        const std::vector<int64_t> order = byScore(ranked, scores[h]);
-        for (int64_t i = 0; i < int64_t(order.size()); ++i) {
-            if (i < own) kept[h].push_back(order[i]);
-            else rest.push_back({scores[h][order[i]], int64_t(h), order[i]});
-        }
-    }
-    std::sort(rest.begin(), rest.end(), [](const Row& a, const Row& b) {
-        if (a.score != b.score) return a.score > b.score;
-        return a.head != b.head ? a.head < b.head : a.row < b.row;
-    });
-    for (int64_t i = 0; i < std::min<int64_t>(pool, int64_t(rest.size())); ++i) kept[rest[i].head].push_back(rest[i].row);
-    for (auto& k : kept) std::sort(k.begin(), k.end());
-    return kept;
-}
+using test::adaKvReference;
+using test::byScore;
 
 at::Tensor rowsAt(const at::Tensor& t, const std::vector<int64_t>& rows) {
     return t.index_select(0, at::tensor(rows, at::kLong));
@@ -471,10 +433,12 @@ TEST(DecodeWrapper, EveryWrapperStaysWithinTheBudgetOnTheModel) {
     const int64_t T = static_cast<int64_t>(prompt.size()), n = 12;
     auto capture = Capture::fromPrefill(*loaded.model, prompt, {}, {}, n);
     capture->keepScoresFor(*loaded.model, "h2o");  // the h2o scorer's prompt attention
+    capture->keepScoresFor(*loaded.model, params("criticalkv", "", 40));  // the prompt's projected value norms
     MethodEvaluator evaluator(*loaded.model, capture, n);
     const std::vector<std::pair<std::string, std::string>> runs = {
         {"chunkkv", ""},     {"chunkkv", "lagkv"}, {"chunkkv", "tova"}, {"perlayer", ""}, {"perlayer", "cur"},
-        {"perlayer", "lagkv"}, {"adakv", "lagkv"},  {"adakv", "tova"},   {"adakv", "h2o"}, {"chunkkv", "h2o"}};
+        {"perlayer", "lagkv"}, {"adakv", "lagkv"},  {"adakv", "tova"},   {"adakv", "h2o"}, {"chunkkv", "h2o"},
+        {"criticalkv", ""},  {"criticalkv", "h2o"}, {"criticaladakv", "lagkv"}, {"criticaladakv", "tova"}};
     for (const auto& [method, scorer] : runs) {
         const std::string what = method + "(" + scorer + ")";
         PressParams tight = params(method, scorer, 28);
@@ -514,8 +478,8 @@ TEST(DecodeWrapper, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("chunkkv", "compactor", 64)),
               "--decode-every: chunkkv with --scorer compactor has no form for compression during decoding here "
-              "(adakv, chunkkv and perlayer decode with --scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or "
-              "lagkv)");
+              "(adakv, chunkkv, perlayer, criticalkv and criticaladakv decode with --scorer snapkv, tova, h2o, knorm, "
+              "keydiff, cur, expected or lagkv)");
     PressParams chunk = params("chunkkv", "", 41);  // window 32, chunk 10
     EXPECT_EQ(message(chunk), "--budget 41 leaves 9 entries beside --window 32, less than one --chunk of 10");
     chunk.budget = 42;

@@ -155,7 +155,8 @@ TEST(RunCli, DecodeEveryKeepsTheCacheNearTheBudget) {
     const std::string base = "run --model random:tiny:layers=2 --prompt-file " + promptFile() + " -n 40 --json ";
     for (const char* method :
          {"streamingllm", "knorm", "keydiff", "snapkv", "cur", "expected", "pyramidkv", "adakv", "lagkv --lag 8",
-          "adakv --scorer tova", "chunkkv --chunk 4", "perlayer --scorer lagkv --lag 8"}) {
+          "adakv --scorer tova", "chunkkv --chunk 4", "perlayer --scorer lagkv --lag 8", "criticalkv",
+          "criticaladakv --scorer knorm", "random"}) {
         const Result r = runCli(base + "--method " + method + " --budget 48 --decode-every 4 --window 8");
         ASSERT_EQ(r.exitCode, 0) << r.err;
         const auto j = nlohmann::json::parse(r.out);

@@ -107,7 +107,9 @@ std::vector<std::string> InspectFigures::writeSelection() const {
     const Selection& sel = d.chosen().selection;
     const PressParams& p = d.chosen().params;
     const int64_t T = d.promptLength, heads = sel.headsPerLayer();
-    const int64_t windowStart = p.usesWindow() ? T - p.window : T;
+    // The end the method keeps whole: its observation window, or LagKV's tail.
+    const int64_t windowStart = p.keptEndStart(T);
+    const std::string endName = p.keptEndName(T);
     // One pixel or more per position: exact categories. Fewer: each pixel shows
     // the share of its positions kept (a "highest wins" colour would overstate it).
     auto plotWidth = [&](bool categories) {
@@ -117,14 +119,15 @@ std::vector<std::string> InspectFigures::writeSelection() const {
     const std::string how = exact ? "each column one prompt position"
                                   : "each pixel column ~" + fmt("%.1f", double(T) / plotWidth(false)) +
                                         " positions, coloured by the share kept";
-    const std::string window = p.usesWindow() ? "; positions " + std::to_string(windowStart) + "-" +
-                                                    std::to_string(T - 1) + " are the observation window"
-                                              : "";
+    const std::string window = windowStart < T ? "; positions " + std::to_string(windowStart) + "-" +
+                                                     std::to_string(T - 1) + " are " +
+                                                     (endName == "observation window" ? "the " : "") + endName
+                                               : "";
     auto setUp = [&](viz::HeatmapFigure& fig, const std::string& title) {
         fig.setTitle(title, d.methodLabel + " | " + d.context() + " | " + how + window);
         fig.setXAxis("prompt position", "token");
         fig.setYAxis(viz::KeptPositionsFigure::headAxis(sel), "");
-        viz::KeptPositionsFigure::setScale(fig, exact);
+        viz::KeptPositionsFigure::setScale(fig, exact, endName);
     };
     auto addLayer = [&](viz::HeatmapFigure& fig, int64_t l, const std::string& name) {
         viz::KeptPositionsFigure::addLayer(fig, sel, l, windowStart, exact, name);

@@ -129,6 +129,14 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
             }
         }
         if (drawn.empty()) continue;
+        // The end each run keeps whole is shaded: the observation window, or LagKV's tail (one
+        // legend entry: the name they share, or both).
+        bool window = false, tail = false;
+        for (size_t i : drawn) {
+            const PressParams& p = d.runs[i].params;
+            if (p.keptEndStart(T) < T) (p.keptEndName(T) == "observation window" ? window : tail) = true;
+        }
+        const std::string endName = !tail ? "observation window" : !window ? "LagKV's tail" : "window or LagKV's tail";
         const int panelH = int(std::clamp<int64_t>(maxHeads * 12, 30, 120));
         const int height = int(std::min<int64_t>(170 + int64_t(drawn.size()) * (panelH + 12), 16000));
         // Exact categories when every position gets a pixel column; otherwise each pixel
@@ -137,10 +145,10 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
             viz::HeatmapFigure fig(kMapWidth, height);
             fig.setXAxis("prompt position", "token");
             fig.setYAxis("head", "");
-            viz::KeptPositionsFigure::setScale(fig, categories);
+            viz::KeptPositionsFigure::setScale(fig, categories, endName);
             for (size_t i : drawn) {
                 const auto& r = d.runs[i];
-                const int64_t windowStart = r.params.usesWindow() ? T - r.params.window : T;
+                const int64_t windowStart = r.params.keptEndStart(T);
                 viz::KeptPositionsFigure::addLayer(fig, r.selection, layer, windowStart, categories,
                                                    ReportData::label(r));
             }
@@ -159,7 +167,11 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
         f.name = "kept_L" + std::to_string(layer);
         f.title = "Kept positions, layer " + std::to_string(layer);
         f.caption = "One panel per run, rows are heads, the same prompt positions across. " +
-                    std::string(exact ? "Blue: kept; orange: kept observation window; grey: dropped."
+                    std::string(exact ? "Blue: kept; orange: kept " +
+                                            std::string(endName == "observation window" ? "observation window"
+                                                        : endName == "LagKV's tail"     ? "as LagKV's tail"
+                                                                                        : "observation window (LagKV's tail where LagKV ranks)") +
+                                            "; grey: dropped."
                                       : "Colour: share of the positions under a pixel that the head kept.");
         f.raster = true;
         f.png = viz::encodePng(fig.render());

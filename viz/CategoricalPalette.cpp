@@ -17,11 +17,11 @@ const CategoricalPalette& CategoricalPalette::okabeIto() {
     return palette;
 }
 
-CategoricalPalette CategoricalPalette::selection() {
+CategoricalPalette CategoricalPalette::selection(const std::string& endName) {
     return CategoricalPalette({
         {"not kept", {0xE4, 0xE4, 0xE4}},
         {"kept", {0x00, 0x72, 0xB2}},
-        {"observation window", {0xE6, 0x9F, 0x00}},
+        {endName, {0xE6, 0x9F, 0x00}},
     });
 }
 

@@ -25,8 +25,9 @@ public:
 
     // The 8 Okabe-Ito colours, unnamed; color(i) cycles for i >= 8.
     static const CategoricalPalette& okabeIto();
-    // Codes 0 "not kept" (light grey), 1 "kept" (blue), 2 "observation window" (orange).
-    static CategoricalPalette selection();
+    // Codes 0 "not kept" (light grey), 1 "kept" (blue), 2 `endName` (orange): the prompt's
+    // last positions the method keeps whole, its observation window or LagKV's tail.
+    static CategoricalPalette selection(const std::string& endName = "observation window");
 
     size_t size() const { return entries_.size(); }
     const Entry& entry(size_t i) const { return entries_.at(i); }

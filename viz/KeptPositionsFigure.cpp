@@ -18,9 +18,9 @@ std::string KeptPositionsFigure::headAxis(const Selection& s) {
     return s.gqa == GqaMode::KvHead ? "KV head" : "query head";
 }
 
-void KeptPositionsFigure::setScale(HeatmapFigure& fig, bool exact) {
+void KeptPositionsFigure::setScale(HeatmapFigure& fig, bool exact, const std::string& endName) {
     if (exact) {
-        fig.setLegend(CategoricalPalette::selection());
+        fig.setLegend(CategoricalPalette::selection(endName));
     } else {
         fig.setColorBar(Colormap::viridis(), Scale::linear(0, 1), "share of positions kept", "");
     }

@@ -1,7 +1,7 @@
 // The panels of a kept-positions picture, as inspect's selection figures and
 // the report's kept maps draw them: one layer of a selection as heads x
 // prompt positions, either exact categories (dropped / kept / kept in the
-// observation window) when every position gets a pixel column, or the share
+// observation window or LagKV's tail) when every position gets a pixel column, or the share
 // of the positions under a pixel that the head kept.
 #pragma once
 
@@ -20,10 +20,12 @@ public:
     static std::vector<std::string> headLabels(const Selection& s);
     // The y axis: "KV head" or "query head".
     static std::string headAxis(const Selection& s);
-    // The legend of the categories (exact) or the 0..1 share colour bar.
-    static void setScale(HeatmapFigure& fig, bool exact);
-    // Layer `layer` of `s` as one panel named `name`; positions at or after
-    // `windowStart` are the observation window (the prompt length: none).
+    // The legend of the categories (exact; the third named `endName`, what the positions at
+    // or after addLayer's windowStart are) or the 0..1 share colour bar.
+    static void setScale(HeatmapFigure& fig, bool exact, const std::string& endName = "observation window");
+    // Layer `layer` of `s` as one panel named `name`; positions at or after `windowStart` are
+    // the end the method keeps whole, its observation window or LagKV's tail
+    // (PressParams::keptEndStart; the prompt length: none).
     static void addLayer(HeatmapFigure& fig, const Selection& s, int64_t layer, int64_t windowStart,
                          bool exact, const std::string& name);
     // The plot width, in pixels, of a `width` x `height` figure of `s`'s

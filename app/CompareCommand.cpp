@@ -17,6 +17,7 @@
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/MethodEvaluator.h"
+#include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/presses/Press.h"
 
 namespace kvlens {
@@ -24,7 +25,7 @@ namespace kvlens {
 int runCompare(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
-    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets", "--system"});
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets", "--system", "--decode-every"});
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
     CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
@@ -33,12 +34,15 @@ int runCompare(const std::vector<std::string>& argv) {
             "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff,\n"
             "        lagkv,chunkkv,expected,cur,cake,simlayerkv,perlayer,leverage,noncausal,compactor,criticalkv,\n"
             "        criticaladakv,kvzip,finch,finch-kvpress,chunkkv-kvpress]\n"
-            "       [--budgets 64,128,256] [method flags as for run] [-n N] [--csv]\n"
+            "       [--budgets 64,128,256] [method flags as for run] [-n N] [--decode-every N] [--csv]\n"
             "       [--special] [--chat [--system T]]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
             "  one prefill, then every (method, budget); a table (or CSV) of KV MB, ratio,\n"
             "  tokens agreed before the first divergence, overall agreement, mean KL, top-1,\n"
             "  hit rate (share of each query head's top-16 attended prompt positions kept)\n"
+            "  --decode-every N: every run but full keeps its cache at the budget while decoding,\n"
+            "  compressing every N steps (methods with a decode form, as run's --decode-every);\n"
+            "  the table adds each run's largest cache, entries per head\n"
             "  --save: keep every run, as it finishes, in session NAME (default 'default')\n",
             stdout);
         return 0;
@@ -50,6 +54,14 @@ int runCompare(const std::vector<std::string>& argv) {
         "chunkkv-kvpress",
         "64,128,256");
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
+    const int64_t every = args.has("--decode-every") ? args.getInt("--decode-every", 1, -(1 << 20), 1 << 20) : 0;
+    if (args.has("--decode-every")) DecodeCompressor::checkEvery(every);
+    // Each run's decode rule (none for full, whose cache keeps everything): a method without
+    // one, or a ratio budget, throws naming --decode-every.
+    auto decodeRule = [every](const PressParams& p) -> std::unique_ptr<DecodeCompressor> {
+        if (every == 0 || p.method == "full") return nullptr;
+        return std::make_unique<DecodeCompressor>(p, every);
+    };
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
@@ -60,7 +72,10 @@ int runCompare(const std::vector<std::string>& argv) {
     // Every run's settings against the prompt, before its prefill (seconds on a long one).
     const int64_t T = static_cast<int64_t>(ids.size());
     if (args.has("--methods")) {
-        for (const PressParams& p : runs) p.validate(T, Capture::windowCapacityFor(T));
+        for (const PressParams& p : runs) {
+            p.validate(T, Capture::windowCapacityFor(T));
+            decodeRule(p);
+        }
     } else {
         // The default list names every method: one whose own settings cannot fit this prompt
         // and budget (LagKV's tail at a small budget, say) is left out with its reason, not
@@ -69,6 +84,7 @@ int runCompare(const std::vector<std::string>& argv) {
         for (const PressParams& p : runs) {
             try {
                 p.validate(T, Capture::windowCapacityFor(T));
+                decodeRule(p);  // with --decode-every: methods without a decode form are left out
                 fitting.push_back(p);
             } catch (const Error& e) {
                 std::fprintf(stderr, "compare: left out %s: %s\n", p.describe().c_str(), e.what());
@@ -82,12 +98,18 @@ int runCompare(const std::vector<std::string>& argv) {
 
     const bool csv = args.has("--csv");
     if (csv) {
-        std::printf("method,budget,params,kv_bytes,kv_mb,ratio,agreed_prefix,token_agreement,mean_kl,top1_agreement,select_ms,hit_rate\n");
+        std::printf("method,budget,params,kv_bytes,kv_mb,ratio,agreed_prefix,token_agreement,mean_kl,top1_agreement,"
+                    "select_ms,hit_rate,decode_every,max_cache_entries\n");
     } else {
-        std::printf("prompt %lld tokens, %lld new tokens per run, %s\n\n", (long long)capture->promptLength(),
+        std::printf("prompt %lld tokens, %lld new tokens per run, %s\n", (long long)capture->promptLength(),
                     (long long)n, modelOptions.model.c_str());
-        std::printf("%-13s %7s %4s %10s %7s %10s %9s %10s %7s %6s\n", "method", "budget", "W", "KV MB",
-                    "ratio", "agreed@div", "agreement", "mean KL", "top-1", "hit");
+        if (every > 0) {
+            std::printf("compressed every %lld decode steps; cache: the largest, entries per head (the mean over "
+                        "layers and heads, rounded up)\n",
+                        (long long)every);
+        }
+        std::printf("\n%-13s %7s %4s %10s %7s %10s %9s %10s %7s %6s%s\n", "method", "budget", "W", "KV MB", "ratio",
+                    "agreed@div", "agreement", "mean KL", "top-1", "hit", every > 0 ? "   cache" : "");
     }
     for (size_t i = 0; i < runs.size(); ++i) {
         const PressParams& p = runs[i];
@@ -96,24 +118,32 @@ int runCompare(const std::vector<std::string>& argv) {
         bar.update(0.0, p.describe());
         const auto selectStart = std::chrono::steady_clock::now();
         const Selection selection = Press::create(p.method)->select(*capture, p);
-        const RunMetrics m = evaluator.evaluate(
-            selection, std::chrono::duration<double>(std::chrono::steady_clock::now() - selectStart).count());
+        const double selectSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - selectStart).count();
+        const std::unique_ptr<DecodeCompressor> rule = decodeRule(p);
+        const RunMetrics m = rule ? evaluator.evaluate(selection, *rule, selectSeconds)
+                                  : evaluator.evaluate(selection, selectSeconds);
+        // The largest cache while decoding, entries per head ("" without compression).
+        const std::string largest =
+            m.cacheEntries.empty() ? ""
+                                   : std::to_string(*std::max_element(m.cacheEntries.begin(), m.cacheEntries.end()));
         bar.finish();
         if (saver) {
             saver->save(p, selection, m, loaded.tokenizer->decode(m.fullTokens), loaded.tokenizer->decode(m.tokens));
         }
         const std::string budget = budgetLabel(p);
         if (csv) {
-            std::printf("%s,%s,\"%s\",%lld,%.6f,%.6f,%lld,%.6f,%.8g,%.6f,%.3f,%.6f\n", p.method.c_str(),
+            std::printf("%s,%s,\"%s\",%lld,%.6f,%.6f,%lld,%.6f,%.8g,%.6f,%.3f,%.6f,%lld,%s\n", p.method.c_str(),
                         budget.c_str(), p.describe().c_str(), (long long)m.bytes, double(m.bytes) / 1e6,
                         m.ratio, (long long)m.agreedPrefix, m.tokenAgreement, m.meanKl,
-                        m.top1Agreement, m.selectSeconds * 1e3, m.hitRate);
+                        m.top1Agreement, m.selectSeconds * 1e3, m.hitRate, (long long)m.decodeEvery, largest.c_str());
         } else {
             const std::string window = p.usesWindow() ? std::to_string(p.window) : "-";
-            std::printf("%-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%% %5.1f%%\n",
+            std::printf("%-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%% %5.1f%%%s\n",
                         p.method.c_str(), budget.c_str(), window.c_str(), double(m.bytes) / 1e6, 100.0 * m.ratio,
                         (long long)m.agreedPrefix, (long long)n, 100.0 * m.tokenAgreement, m.meanKl,
-                        100.0 * m.top1Agreement, 100.0 * m.hitRate);
+                        100.0 * m.top1Agreement, 100.0 * m.hitRate,
+                        every > 0 ? (" " + std::string(7 - std::min<size_t>(7, largest.size()), ' ') + largest).c_str()
+                                  : "");
         }
         std::fflush(stdout);
     }

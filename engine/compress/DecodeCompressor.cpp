@@ -24,6 +24,10 @@ bool DecodeCompressor::supports(const std::string& method) {
            method == "expected" || method == "lagkv" || method == "random" || wraps(method);
 }
 
+void DecodeCompressor::checkEvery(int64_t every) {
+    if (every < 1) throw Error("--decode-every " + std::to_string(every) + " must be at least 1");
+}
+
 bool DecodeCompressor::wraps(const std::string& method) {
     return method == "adakv" || method == "chunkkv" || method == "perlayer" || method == "criticalkv" ||
            method == "criticaladakv";
@@ -40,7 +44,7 @@ int64_t DecodeCompressor::fixedRows() const {
 }
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
-    if (every < 1) throw Error("--decode-every " + std::to_string(every) + " must be at least 1");
+    checkEvery(every);
     if (!supports(params.method)) {
         throw Error("--decode-every: " + params.method + " has no form for compression during decoding here (" +
                     supportedList() + ")");

@@ -96,6 +96,8 @@ public:
     // an `every` below 1, or a budget that is a ratio (decoding needs entries).
     DecodeCompressor(const PressParams& params, int64_t every);
     static bool supports(const std::string& method);
+    // Throws kvlens::Error naming --decode-every for an `every` below 1.
+    static void checkEvery(int64_t every);
     static const char* supportedList() {
         return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, adakv, "
                "chunkkv, perlayer, criticalkv, criticaladakv";

@@ -56,10 +56,12 @@ std::vector<std::vector<std::string>> csvRows(const std::string& text) {
             }
         }
         cells.push_back(cell);
-        EXPECT_EQ(cells.size(), 12u) << line;
-        for (size_t i = 3; i < cells.size(); ++i) {
+        EXPECT_EQ(cells.size(), 14u) << line;
+        for (size_t i = 3; i + 1 < cells.size(); ++i) {
             EXPECT_TRUE(std::isfinite(std::stod(cells[i]))) << line;
         }
+        // max_cache_entries: empty unless the run compressed while decoding.
+        EXPECT_EQ(cells.back().empty(), cells[12] == "0") << line;
         rows.push_back(cells);
     }
     return rows;
@@ -325,6 +327,44 @@ TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReaso
                                               "simlayerkv", "perlayer", "leverage", "noncausal", "compactor",
                                               "criticalkv", "criticaladakv", "kvzip", "finch", "finch-kvpress",
                                               "chunkkv-kvpress"}));
+}
+
+// compare --decode-every: every run but full compresses while decoding; the default list
+// leaves out the methods without a decode form, each with its reason; a named one, or a
+// ratio budget, is one line before the prefill.
+TEST(CompareCli, DecodeEveryComparesTheMethodsThatDecodeCompressed) {
+    const std::string base = "compare --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 12 --dtype f32 ";
+    const Result r = runCli(base + "--budgets 64 --lag 8 --csv --decode-every 4");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("compare: left out cake B=64 W=32 tau1=1 tau2=1 gamma=200: --decode-every: cake has no form "
+                         "for compression during decoding here"),
+              std::string::npos)
+        << r.err;
+    std::set<std::string> methods;
+    for (const auto& row : csvRows(r.out)) {
+        methods.insert(row[0]);
+        if (row[0] == "full") {
+            EXPECT_EQ(row[12], "0");
+            continue;
+        }
+        EXPECT_EQ(row[12], "4") << row[0];
+        // At most 3 rows above the budget between compressions (ChunkKV may stay under it).
+        EXPECT_LE(std::stoll(row[13]), 64 + 3) << row[0];
+        EXPECT_GE(std::stoll(row[13]), 64 - 2 * 9) << row[0];
+    }
+    EXPECT_EQ(methods, (std::set<std::string>{"full", "snapkv", "pyramidkv", "streamingllm", "h2o", "adakv", "random",
+                                              "tova", "knorm", "keydiff", "lagkv", "chunkkv", "expected", "cur",
+                                              "perlayer", "criticalkv", "criticaladakv"}));
+    const Result table = runCli(base + "--methods snapkv,knorm --budgets 64 --decode-every 4");
+    ASSERT_EQ(table.exitCode, 0) << table.err;
+    EXPECT_NE(table.out.find("compressed every 4 decode steps"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("   cache\n"), std::string::npos) << table.out;
+    expectOneLineError(runCli(base + "--methods snapkv,cake --budgets 64 --decode-every 4"),
+                       {"--decode-every: cake has no form for compression during decoding here"});
+    expectOneLineError(runCli(base + "--methods snapkv --budgets 25% --decode-every 4"),
+                       {"--decode-every needs --budget in entries"});
+    expectOneLineError(runCli(base + "--methods snapkv --budgets 64 --decode-every 0"),
+                       {"--decode-every 0 must be at least 1"});
 }
 
 }  // namespace

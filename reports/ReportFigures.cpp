@@ -328,6 +328,49 @@ ReportFigure ReportFigures::sweep(const ReportData& d) {
                        "Methods the session ran at two budgets or more: quality and memory against the budget.", chart);
 }
 
+bool ReportFigures::hasCacheWhileDecoding(const ReportData& d) {
+    for (const auto& r : d.runs)
+        if (r.metrics.decodeEvery > 0 && !r.metrics.cacheEntries.empty()) return true;
+    return false;
+}
+
+ReportFigure ReportFigures::cacheWhileDecoding(const ReportData& d) {
+    size_t lines = 0;
+    std::set<int64_t> budgets;
+    for (const auto& r : d.runs) {
+        if (r.metrics.decodeEvery <= 0 || r.metrics.cacheEntries.empty()) continue;
+        ++lines;
+        budgets.insert(r.params.budget);
+    }
+    viz::SvgChart chart(kChartWidth, panelHeight(lines + budgets.size(), 260));
+    chart.setTitle("Cache while decoding: entries per head after each answer token fed", context(d));
+    chart.setXAxis("decode step", "", true);
+    viz::ChartPanel& panel = chart.addPanel("cache", "entries per head");
+    double last = 1.0;
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+        const auto& r = d.runs[i];
+        if (r.metrics.decodeEvery <= 0 || r.metrics.cacheEntries.empty()) continue;
+        std::vector<double> x, y;
+        for (size_t s = 0; s < r.metrics.cacheEntries.size(); ++s) {
+            x.push_back(double(s + 1));
+            y.push_back(double(r.metrics.cacheEntries[s]));
+        }
+        last = std::max(last, x.back());
+        panel.addLine({ReportData::label(r) + ", every " + std::to_string(r.metrics.decodeEvery), x, y,
+                       budgetStyle(d, i), false, viz::MethodColor::of(r.params.method)});
+    }
+    for (int64_t b : budgets) {
+        panel.addLine({"budget " + std::to_string(b), {1.0, last}, {double(b), double(b)}, viz::LineStyle::Dashed, false,
+                       viz::kReferenceGrey});
+    }
+    return chartFigure("cache", "Cache while decoding",
+                       "The cache's entries per head (all its entries over layers and cache heads, rounded up) after "
+                       "each answer token fed, for the runs compressed while decoding; grey dashes: their budgets. "
+                       "A rule that holds the budget saw-tooths from it to budget + every - 1, and runs that hold it "
+                       "alike draw over each other (the last listed on top).",
+                       chart);
+}
+
 std::vector<ReportFigure> ReportFigures::build(const ReportData& d) {
     std::vector<ReportFigure> out;
     out.push_back(funnel(d));
@@ -335,6 +378,7 @@ std::vector<ReportFigure> ReportFigures::build(const ReportData& d) {
     if (hasOverlap(d)) out.push_back(overlap(d));
     if (hasHitRate(d)) out.push_back(hitRate(d));
     if (hasSweep(d)) out.push_back(sweep(d));
+    if (hasCacheWhileDecoding(d)) out.push_back(cacheWhileDecoding(d));
     return out;
 }
 

@@ -42,10 +42,14 @@ public:
     static ReportFigure overlap(const ReportData& data);  // needs two selection runs
     static ReportFigure hitRate(const ReportData& data);  // needs a per-layer hit rate
     static ReportFigure sweep(const ReportData& data);    // needs a method at two budgets
+    // The cache's entries per head after each decode step of the runs compressed while
+    // decoding (--decode-every, the window's "compress every"), their budgets dashed.
+    static ReportFigure cacheWhileDecoding(const ReportData& data);  // needs such a run
 
     static bool hasOverlap(const ReportData& data);
     static bool hasHitRate(const ReportData& data);
     static bool hasSweep(const ReportData& data);
+    static bool hasCacheWhileDecoding(const ReportData& data);
 };
 
 }  // namespace kvlens

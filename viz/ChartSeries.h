@@ -13,6 +13,10 @@ namespace kvlens::viz {
 
 enum class LineStyle { Solid, Dashed, Dotted };
 
+// A series colour outside the palette: mid grey, for reference lines (a budget, a bound)
+// drawn beside series that use every palette colour.
+constexpr int kReferenceGrey = -2;
+
 // y[i] at x[i]; NaN (or, on a log axis, a value <= 0) leaves a gap in the line.
 struct LineSeries {
     std::string name;
@@ -20,7 +24,8 @@ struct LineSeries {
     LineStyle style = LineStyle::Solid;
     bool markers = true;
     int color = -1;  // index into CategoricalPalette::okabeIto(); -1: by series name, in
-                     // order of first appearance in the chart (same name, same colour)
+                     // order of first appearance in the chart (same name, same colour);
+                     // kReferenceGrey: grey
 };
 
 // One bar per x value; the bar series of a panel are grouped side by side at each x.

@@ -45,7 +45,7 @@ string withUnit(const string& label, const string& unit) {
 class ColorAssigner {
 public:
     int operator()(const string& name, int explicitIndex) {
-        if (explicitIndex >= 0) return explicitIndex;
+        if (explicitIndex >= 0 || explicitIndex == kReferenceGrey) return explicitIndex;
         auto it = byName_.find(name);
         if (it != byName_.end()) return it->second;
         int index = next_++;
@@ -58,7 +58,10 @@ private:
     int next_ = 0;
 };
 
-string colorOf(int index) { return CategoricalPalette::okabeIto().color(static_cast<size_t>(index)).hex(); }
+string colorOf(int index) {
+    if (index == kReferenceGrey) return "#8c8c8c";
+    return CategoricalPalette::okabeIto().color(static_cast<size_t>(index)).hex();
+}
 
 string dashOf(LineStyle s) {
     switch (s) {
@@ -80,6 +83,7 @@ LineStyle styleOf(LineStyle asked, int index) {
 string marker(int index, double x, double y, const string& color) {
     std::ostringstream o;
     double r = 3.5;
+    index = std::max(0, index);  // the reference grey: circles
     switch ((index + index / static_cast<int>(CategoricalPalette::okabeIto().size())) % 4) {
         case 0:
             o << "<circle cx=\"" << N::num(x) << "\" cy=\"" << N::num(y) << "\" r=\"" << N::num(r) << "\"";

@@ -153,7 +153,8 @@ TEST_F(ReportTest, WritesWellFormedSelfContainedHtmlPdfAndFigures) {
 
     // Every figure in figures/ as SVG (well-formed), PNG and CSV; the same SVG is inline
     // in the HTML and the same PNG is embedded.
-    const std::vector<std::string> figures = {"funnel", "kept_L0", "kept_L1", "kept_L2", "overlap", "hitrate", "sweep"};
+    const std::vector<std::string> figures = {"funnel",  "kept_L0", "kept_L1", "kept_L2",
+                                              "overlap", "hitrate", "sweep",   "cache"};
     std::multiset<std::pair<int, int>> pngSizes;
     for (const std::string& name : figures) {
         const std::string stem = dir + "/figures/" + name;

@@ -1,7 +1,8 @@
-// The report's kept-position maps shade the end each run keeps whole and name it: the
-// observation window for window methods, LagKV's tail for `lagkv` (and a wrapper ranking by
-// LagKV where the tail passes the window); the caption says which (the legend takes the same
-// name: KeptPositionsFigure.TheKeptEndIsNamedAsTheCallerSays).
+// Report figures on data made here: the kept-position maps shade the end each run keeps whole
+// and name it (the observation window for window methods, LagKV's tail for `lagkv` and a
+// wrapper ranking by LagKV where the tail passes the window; the caption says which, the
+// legend takes the same name: KeptPositionsFigure.TheKeptEndIsNamedAsTheCallerSays); runs
+// compressed while decoding get the cache's size over the steps.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -54,6 +55,29 @@ TEST(ReportKeptMaps, TheEndKeptWholeIsTheWindowOrLagKvsTail) {
     maps = ReportFigures::keptMaps(d);
     ASSERT_EQ(maps.size(), 1u);
     EXPECT_NE(maps[0].caption.find("orange: kept as LagKV's tail;"), std::string::npos) << maps[0].caption;
+}
+
+TEST(ReportCacheWhileDecoding, DrawsTheCacheOfEachRunCompressedWhileDecodingAndItsBudget) {
+    ReportData d;
+    d.prompt.tokenIds.assign(100, 1);
+    d.runs = {run(1, "snapkv", 100, 40), run(2, "knorm", 100, 40)};
+    EXPECT_FALSE(ReportFigures::hasCacheWhileDecoding(d));  // neither compressed while decoding
+    for (const ReportFigure& f : ReportFigures::build(d)) EXPECT_NE(f.name, "cache");
+    d.runs[1].metrics.decodeEvery = 2;
+    d.runs[1].metrics.cacheEntries = {65, 64, 65, 64, 65};
+    ASSERT_TRUE(ReportFigures::hasCacheWhileDecoding(d));
+    const std::vector<ReportFigure> all = ReportFigures::build(d);
+    ASSERT_EQ(all.back().name, "cache");
+    const ReportFigure& f = all.back();
+    EXPECT_FALSE(f.png.empty());
+    EXPECT_NE(f.svg.find("Cache while decoding"), std::string::npos);
+    // The CSV: the run's five steps, then the budget's line from step 1 to 5.
+    const auto& rows = f.csv.rows();
+    ASSERT_EQ(rows.size(), 5u + 2u);
+    EXPECT_EQ(rows[0], (std::vector<std::string>{"cache", "#2 knorm 64, every 2", "1", "65", "entries per head"}));
+    EXPECT_EQ(rows[4][3], "65");
+    EXPECT_EQ(rows[5], (std::vector<std::string>{"cache", "budget 64", "1", "64", "entries per head"}));
+    EXPECT_EQ(rows[6][2], "5");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "engine/compress/presses/PressScores.h"
 #include "engine/compress/presses/PyramidKvPress.h"
 #include "engine/compress/presses/RandomPress.h"
+#include "engine/compress/presses/SimLayerKvPress.h"
 #include "kernels/LayerSelection.h"
 #include "kernels/ProjectedNorms.h"
 
@@ -21,7 +22,8 @@ namespace kvlens {
 bool DecodeCompressor::supports(const std::string& method) {
     return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
            method == "tova" || method == "snapkv" || method == "pyramidkv" || method == "cur" ||
-           method == "expected" || method == "lagkv" || method == "random" || wraps(method);
+           method == "expected" || method == "lagkv" || method == "random" || method == "simlayerkv" ||
+           wraps(method);
 }
 
 void DecodeCompressor::checkEvery(int64_t every) {
@@ -86,7 +88,8 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
                     " sinks and its longest tail while decoding, 2 x --lag - 1 = " + std::to_string(2 * params.lag - 1) +
                     " rows (the last full partition with the remainder, kept whole): raise the budget or lower --lag");
     }
-    if ((params.method == "streamingllm" || params.method == "cur" || params.method == "expected") &&
+    if ((params.method == "streamingllm" || params.method == "cur" || params.method == "expected" ||
+         params.method == "simlayerkv") &&
         budget_ <= params.sinks) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --sinks " + std::to_string(params.sinks) +
                     " (the budget includes the sinks)");
@@ -112,6 +115,12 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
 
 void DecodeCompressor::start(const Capture& capture, const Selection& selection, const LlamaModel* model) {
     c10::InferenceMode guard;
+    if (params_.method == "simlayerkv") {
+        // The layers its prefill found lazy at this budget (none below it: every layer keeps
+        // what it has until the budget is passed).
+        lazy_ = SimLayerKvPress::lazyLayers(capture, params_, std::min(budget_, capture.promptLength()));
+        return;
+    }
     if (critical()) {
         // The kept prompt positions' norms, as the press ranked them (a selection head's own,
         // or its KV head group's mean); the model's W_o for the rows decoded later.
@@ -250,7 +259,7 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
                                                 int64_t budget) const {
     const int64_t n = cache.length(layer, head);
     std::vector<int64_t> rows;
-    if (params_.method == "streamingllm") {
+    if (params_.method == "streamingllm" || params_.method == "simlayerkv") {
         for (int64_t r = 0; r < params_.sinks; ++r) rows.push_back(r);
         for (int64_t r = n - (budget - params_.sinks); r < n; ++r) rows.push_back(r);
         return rows;
@@ -464,6 +473,13 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
         }
         const std::vector<int64_t> shares = presses::cakeLayerBudgets(weights, (budget_ - fixed) * L, available);
         for (int64_t l = 0; l < L; ++l) layerBudget[l] = std::clamp<int64_t>(shares[l], 0, available) + fixed;
+    }
+    if (params_.method == "simlayerkv") {
+        // Only the lazy layers are kept at the budget; the others keep every row.
+        if (lazy_.size() != static_cast<size_t>(cache.layers()))
+            throw Error("SimLayerKV's decode form needs DecodeCompressor::start before the first step");
+        for (int64_t l = 0; l < cache.layers(); ++l)
+            if (!lazy_[l]) layerBudget[l] = std::numeric_limits<int64_t>::max();
     }
     bool dropped = false;
     for (int64_t l = 0; l < cache.layers(); ++l) {

@@ -48,6 +48,10 @@
 //   criticaladakv AdaKV's decode form (above) allocates a layer above heads x budget among its
 //                 heads; each head then keeps its share as criticalkv does, its first stage at
 //                 least AdaKV's floor(alpha x P) (as its prefill, CriticalAdaKvPress)
+//   simlayerkv    its lazy layers (SimLayerKvPress::lazyLayers at the budget, from the prompt's
+//                 last query, as its prefill decides them) in StreamingLLM's rolling form, the
+//                 first `sinks` rows and the most recent; the other layers keep every row (the
+//                 paper: a lazy layer stays lazy for the whole generation of an input)
 //   random        the last `window` rows and budget - window rows drawn uniformly from the
 //                 older ones, a new draw per compression (RandomPress::draw with the seed, the
 //                 layer, the head and the compression's count): the floor to beat
@@ -99,8 +103,8 @@ public:
     // Throws kvlens::Error naming --decode-every for an `every` below 1.
     static void checkEvery(int64_t every);
     static const char* supportedList() {
-        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, adakv, "
-               "chunkkv, perlayer, criticalkv, criticaladakv";
+        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, simlayerkv, "
+               "adakv, chunkkv, perlayer, criticalkv, criticaladakv";
     }
     // The wrappers with a decode form around their --scorer's (adakv, chunkkv, perlayer,
     // criticalkv, criticaladakv).
@@ -113,7 +117,8 @@ public:
     // SnapKV's window, the capture's last `window` prompt queries; Expected Attention's
     // query statistics, the capture's (throws kvlens::Error when it has none); CriticalKV's
     // projected value norms of the kept positions, the capture's (Capture::keepScoresFor made
-    // them), and `model`'s output projection for the rows decoded later (throws without either).
+    // them), and `model`'s output projection for the rows decoded later (throws without either);
+    // SimLayerKV's lazy layers.
     void start(const Capture& capture, const Selection& selection, const LlamaModel* model = nullptr);
     // The step's queries (after RoPE), kept for afterStep (H2O, TOVA, SnapKV) or added to
     // the statistics (Expected Attention).
@@ -170,6 +175,7 @@ private:
     // CriticalKV: the model (its W_o) and each row's projected value norm, [layer][head][row].
     const LlamaModel* model_ = nullptr;
     std::vector<std::vector<std::vector<double>>> norms_;
+    std::vector<bool> lazy_;  // SimLayerKV: the layers kept at the budget
 };
 
 }  // namespace kvlens

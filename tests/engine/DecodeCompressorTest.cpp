@@ -771,8 +771,8 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     };
     EXPECT_EQ(message(params("cake", 64), 1),
               "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, adakv, chunkkv, perlayer, criticalkv, "
-              "criticaladakv)");
+              "h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, simlayerkv, adakv, chunkkv, perlayer, "
+              "criticalkv, criticaladakv)");
     PressParams ada = params("adakv", 64);
     ada.scorer = "leverage";
     EXPECT_EQ(message(ada, 1), "--decode-every: adakv with --scorer leverage has no form for compression during "

@@ -372,8 +372,8 @@ TEST(WorkbenchTest, EvaluateCompressesDuringDecodingWhenAsked) {
     p.method = "cake";
     EXPECT_EQ(errorOf([&] { w.evaluate(p, 12, {}, nullptr, 3); }),
               "compress every: cake has no form for compression during decoding here (streamingllm, knorm, "
-              "keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, adakv, chunkkv, perlayer, criticalkv, "
-              "criticaladakv)");
+              "keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, simlayerkv, adakv, chunkkv, perlayer, "
+              "criticalkv, criticaladakv)");
     p.method = "knorm";
     p.budget = 0;
     p.budgetRatio = 0.5;

@@ -7,21 +7,42 @@
 
 namespace kvlens {
 
-void SimLayerKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
-    const int64_t T = capture.promptLength(), sinks = std::min(p.sinks, budget);
-    // validate() made sure the budget holds the sinks.
-    std::vector<int32_t> lazyKeeps;
-    for (int64_t i = 0; i < sinks; ++i) lazyKeeps.push_back(int32_t(i));
-    for (int64_t i = T - (budget - sinks); i < T; ++i) lazyKeeps.push_back(int32_t(i));
-    std::vector<int32_t> all(T);
-    std::iota(all.begin(), all.end(), 0);
+namespace {
+
+// The positions a lazy layer keeps: the first min(sinks, budget) and the rest of the budget's
+// most recent.
+std::vector<int32_t> lazyKeeps(int64_t T, int64_t sinks, int64_t budget) {
+    sinks = std::min(sinks, budget);
+    std::vector<int32_t> keeps;
+    for (int64_t i = 0; i < sinks; ++i) keeps.push_back(int32_t(i));
+    for (int64_t i = T - (budget - sinks); i < T; ++i) keeps.push_back(int32_t(i));
+    return keeps;
+}
+
+}  // namespace
+
+std::vector<bool> SimLayerKvPress::lazyLayers(const Capture& capture, const PressParams& p, int64_t budget) {
+    const std::vector<int32_t> keeps = lazyKeeps(capture.promptLength(), p.sinks, budget);
+    std::vector<bool> lazy;
     for (int64_t l = 0; l < capture.layers(); ++l) {
         const std::vector<float> a = presses::lastQueryAttention(capture, l);
         double share = 0.0;
-        for (int32_t i : lazyKeeps) share += a[i];
-        const bool lazy = share > p.lazy;
-        for (auto& head : s.kept[l]) head = lazy ? lazyKeeps : all;
-        s.layerBudgets[l] = lazy ? budget : T;
+        for (int32_t i : keeps) share += a[size_t(i)];
+        lazy.push_back(share > p.lazy);
+    }
+    return lazy;
+}
+
+void SimLayerKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
+    // validate() made sure the budget holds the sinks.
+    const int64_t T = capture.promptLength();
+    const std::vector<int32_t> keeps = lazyKeeps(T, p.sinks, budget);
+    std::vector<int32_t> all(T);
+    std::iota(all.begin(), all.end(), 0);
+    const std::vector<bool> lazy = lazyLayers(capture, p, budget);
+    for (int64_t l = 0; l < capture.layers(); ++l) {
+        for (auto& head : s.kept[l]) head = lazy[size_t(l)] ? keeps : all;
+        s.layerBudgets[l] = lazy[size_t(l)] ? budget : T;
     }
 }
 

@@ -9,11 +9,20 @@
 // is kept.
 #pragma once
 
+#include <vector>
+
 #include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 
 class SimLayerKvPress : public Press {
+public:
+    // Whether each layer is lazy for a budget of `budget` entries (below the prompt's length):
+    // the last prompt query's attention on the first min(sinks, budget) positions and the
+    // rest of the budget's most recent above --lazy. Its decode form keeps the lazy layers at
+    // the budget (DecodeCompressor).
+    static std::vector<bool> lazyLayers(const Capture& capture, const PressParams& params, int64_t budget);
+
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

@@ -1,10 +1,11 @@
-// CriticalKV's, CriticalAdaKV's and Random's forms for compression during decoding
-// (DecodeCompressor), against double-precision references written from their definitions:
+// CriticalKV's, CriticalAdaKV's, Random's and SimLayerKV's forms for compression during
+// decoding (DecodeCompressor), against references written from their definitions:
 // CriticalKV keeps, beside the window, half of what it ranks by the scorer and the rest by
 // (score + 1e-4) x ||W_o v||_1, each row's norm the mean over its readers of the value through
 // their slices of the output projection (the capture's for the prompt's rows, W_o on the
 // decoded ones); CriticalAdaKV does so on AdaKV's allocation of the layer; Random keeps the
-// window and a fresh uniform draw of the older rows at each compression.
+// window and a fresh uniform draw of the older rows at each compression; SimLayerKV rolls its
+// lazy layers as StreamingLLM does and leaves the others whole.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -239,6 +240,72 @@ TEST(DecodeRandom, KeepsTheWindowAndAFreshUniformDrawOfTheOlderRows) {
     EXPECT_DOUBLE_EQ(same.meanKl, 0.0);
 }
 
+// SimLayerKV's decode form: the layer whose last prompt query looks at a sink is lazy and rolls
+// (the first sinks rows and the most recent, at the budget, when due); the layer looking at a
+// middle position keeps every row.
+TEST(DecodeSimLayerKv, TheLazyLayersRollAndTheOthersKeepEveryRow) {
+    const int64_t KV = 2, T = 40, D = 8, B = 12, S = 4, every = 3;
+    at::manual_seed(91);
+    std::vector<at::Tensor> q, k, v;
+    for (int64_t l = 0; l < 2; ++l) {
+        at::Tensor keys = at::randn({KV, T, D}) * 0.3;
+        keys.select(1, 0).zero_().select(1, 0).fill_(4.0);    // position 0: along channel 0
+        keys.select(1, 20).zero_().select(1, 1).fill_(4.0);   // position 20: along channel 1
+        at::Tensor queries = at::zeros({KV, 1, D});
+        queries.select(2, l).fill_(4.0);  // layer 0 looks at position 0 (a sink), layer 1 at 20
+        q.push_back(queries);
+        k.push_back(keys);
+        v.push_back(at::randn({KV, T, D}));
+    }
+    const auto capture = Capture::fromTensors(q, k, v);
+    PressParams p;
+    p.method = "simlayerkv";
+    p.budget = B;
+    p.sinks = S;
+    p.lazy = 0.5;
+    const Selection selection = Press::create("simlayerkv")->select(*capture, p);
+    ASSERT_EQ(selection.layerBudgets, (std::vector<int64_t>{B, T}));  // layer 0 lazy, layer 1 not
+    CompressedCache cache = CompressedCache(*capture, selection, 30).clone();
+    DecodeCompressor rule(p, every);
+    rule.start(*capture, selection);
+    std::vector<std::vector<at::Tensor>> keys(2);
+    for (int64_t l = 0; l < 2; ++l)
+        for (int64_t c = 0; c < KV; ++c) keys[l].push_back(cache.keys(l)[c].clone());
+    int compressions = 0;
+    for (int64_t step = 0; step < 12; ++step) {
+        for (int64_t l = 0; l < 2; ++l) {
+            const at::Tensor kn = at::randn({1, KV, D});
+            cache.append(l, kn, at::randn({1, KV, D}));
+            for (int64_t c = 0; c < KV; ++c) keys[l][c] = at::cat({keys[l][c], kn[0][c].unsqueeze(0)});
+        }
+        if (rule.afterStep(cache)) ++compressions;
+        for (int64_t c = 0; c < KV; ++c) {
+            if ((step + 1) % every == 0) {  // the lazy layer: its sinks and its most recent
+                const int64_t n = keys[0][c].size(0);
+                keys[0][c] = at::cat({keys[0][c].narrow(0, 0, S), keys[0][c].narrow(0, n - (B - S), B - S)});
+            }
+            for (int64_t l = 0; l < 2; ++l) {
+                ASSERT_EQ(cache.length(l, c), keys[l][c].size(0)) << "step " << step << " layer " << l;
+                EXPECT_TRUE(at::equal(cache.keys(l)[c], keys[l][c])) << "step " << step << " layer " << l;
+            }
+        }
+        EXPECT_EQ(cache.length(1, 0), T + step + 1);  // never compressed
+    }
+    EXPECT_EQ(compressions, 4);
+
+    // A budget never reached decodes as the full cache does.
+    LoadedModel loaded = loadModel("random:tiny", c10::Device(c10::kCPU), c10::kFloat);
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 23) % 200);
+    auto model = Capture::fromPrefill(*loaded.model, prompt, {}, {}, 8);
+    MethodEvaluator evaluator(*loaded.model, model, 8);
+    PressParams roomy = p;
+    roomy.budget = 40 + 8 + 4;
+    const RunMetrics same = evaluator.evaluate(Press::create("simlayerkv")->select(*model, roomy), DecodeCompressor(roomy, 1));
+    EXPECT_EQ(same.tokens, same.fullTokens);
+    EXPECT_DOUBLE_EQ(same.meanKl, 0.0);
+}
+
 TEST(DecodeCritical, BadSettingsAreOneLine) {
     auto message = [](const PressParams& p) {
         try {
@@ -266,6 +333,9 @@ TEST(DecodeCritical, BadSettingsAreOneLine) {
     EXPECT_EQ(message(p), "--budget 32 must exceed --window 32 (Random keeps the window's rows and draws the rest)");
     p.budget = 33;
     EXPECT_EQ(message(p), "");
+    p.method = "simlayerkv";
+    p.budget = 4;
+    EXPECT_EQ(message(p), "--budget 4 must exceed --sinks 4 (the budget includes the sinks)");
 
     // Without the model, the decoded rows' norms cannot be computed.
     const auto capture = Capture::fromTensors({at::randn({2, 40, 8})}, {at::randn({2, 40, 8})}, {at::randn({2, 40, 8})});

@@ -124,8 +124,11 @@ int runRun(const std::vector<std::string>& argv) {
             "  --window queries, pyramidkv: snapkv's with PyramidKV's layer budgets, cur, expected: the\n"
             "  statistics of every query so far; lagkv: its partitions of the rows, the budget holding\n"
             "  --sinks + 2 x --lag - 1; adakv: a layer's heads share its entries; chunkkv: whole chunks of\n"
-            "  --chunk rows; perlayer: --layer-weights' shares; these three with --scorer snapkv, tova, h2o,\n"
-            "  knorm, keydiff, cur, expected or lagkv); prints the cache's entries per head over the steps\n",
+            "  --chunk rows; perlayer: --layer-weights' shares; criticalkv: half by the scorer, the rest by\n"
+            "  the score x ||W_o v||; criticaladakv: adakv's shares, then criticalkv's stages; these five with\n"
+            "  --scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv; random: the window and a\n"
+            "  new draw of the older rows; simlayerkv: its lazy layers roll as streamingllm, the others keep\n"
+            "  every row); prints the cache's entries per head over the steps\n",
             stdout);
         return 0;
     }

@@ -394,7 +394,10 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
             const at::Tensor v = values(l).narrow(1, 0, T);  // [KV, T, D]
             const at::Tensor w = kernels::floatWeight(model.weights().layers[l].wo).to(v.device());
             at::Tensor norms = at::empty({queryHeads_, T}, v.options().dtype(at::kFloat));
-            for (int64_t h = 0; h < queryHeads_; ++h) norms[h].copy_(kernels::projectedValueNorms(w, v[h / G], h));
+            for (int64_t c = 0; c < kvHeads_; ++c) {
+                const at::Tensor vc = v[c].to(at::kFloat);  // once for the KV head's G readers
+                for (int64_t h = c * G; h < (c + 1) * G; ++h) norms[h].copy_(kernels::projectedValueNorms(w, vc, h));
+            }
             requireFinite(norms, l, "query head", "projected value norms", kPrefill);
             all[l] = norms.contiguous();
         }

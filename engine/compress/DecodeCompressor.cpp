@@ -8,6 +8,7 @@
 
 #include "core/Error.h"
 #include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/CriticalAdaKvPress.h"
 #include "engine/compress/presses/CriticalKvPress.h"
 #include "engine/compress/presses/LagKvPress.h"
 #include "engine/compress/presses/PressScores.h"
@@ -116,9 +117,10 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
 void DecodeCompressor::start(const Capture& capture, const Selection& selection, const LlamaModel* model) {
     c10::InferenceMode guard;
     if (params_.method == "simlayerkv") {
-        // The layers its prefill found lazy at this budget (none below it: every layer keeps
-        // what it has until the budget is passed).
-        lazy_ = SimLayerKvPress::lazyLayers(capture, params_, std::min(budget_, capture.promptLength()));
+        // The layers its prefill finds lazy at this budget; none for a budget that holds the
+        // whole prompt, whose selection keeps every layer whole (Press::select).
+        lazy_ = budget_ >= capture.promptLength() ? std::vector<bool>(static_cast<size_t>(capture.layers()), false)
+                                                  : SimLayerKvPress::lazyLayers(capture, params_, budget_);
         return;
     }
     if (critical()) {
@@ -239,9 +241,12 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
         queries_[l] = at::Tensor();
         // TOVA: one score for the layer, the mean over all its query heads, while its heads
         // hold the same rows (TOVA's, ChunkKV's and per-layer's heads keep the same rows, so
-        // equal lengths say it); under AdaKV, whose heads keep different rows even at equal
-        // lengths, each head's own.
-        if (scorer_ == "tova" && params_.method != "adakv" && cache.heads() > 1) {
+        // equal lengths say it); under AdaKV, CriticalKV and CriticalAdaKV, whose heads keep
+        // different rows even at equal lengths (CriticalKV's second stage ranks by each head's
+        // own norms), each head's own.
+        const bool headsShareRows =
+            params_.method == "tova" || params_.method == "chunkkv" || params_.method == "perlayer";
+        if (scorer_ == "tova" && headsShareRows && cache.heads() > 1) {
             std::vector<std::vector<double>>& heads = scores_[l];
             bool same = true;
             for (const auto& h : heads) same = same && h.size() == heads[0].size();
@@ -430,7 +435,7 @@ void DecodeCompressor::extendNorms(const CompressedCache& cache) {
             std::vector<double>& norms = norms_[l][c];
             const int64_t have = static_cast<int64_t>(norms.size()), n = cache.length(l, c);
             if (have >= n) continue;
-            if (!wo.defined()) wo = kernels::floatWeight(model_->weights().layers[l].wo);
+            if (!wo.defined()) wo = kernels::floatWeight(model_->weights().layers[l].wo).to(values[0].device());
             // The mean over the query heads reading this head, as the prompt's rows have it.
             const at::Tensor v = values[static_cast<size_t>(c)].narrow(0, have, n - have);
             const std::vector<int64_t> readers = readersOf(cache, c);
@@ -490,19 +495,14 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
             if (total <= cache.heads() * budget_) continue;
             presses::HeadScores scores;
             for (int64_t c = 0; c < cache.heads(); ++c) scores.push_back(rowScores(cache, l, c, true));
-            presses::HeadScores forAllocation = scores;  // keepLayer normalises SnapKV's votes in place
-            std::vector<std::vector<int32_t>> kept =
-                AdaKvPress::keepLayer(forAllocation, budget_, params_.alpha, scorer_ == "snapkv");
+            std::vector<std::vector<int32_t>> kept;
             if (params_.method == "criticaladakv") {
-                // Each head keeps its allocation as CriticalKV does, its first stage at least
-                // AdaKV's safeguard of its own pool (B less its always-kept rows).
-                for (int64_t c = 0; c < cache.heads(); ++c) {
-                    int64_t fixed = 0;
-                    for (float v : scores[c]) fixed += std::isnan(v) ? 1 : 0;
-                    const int64_t safeguard = AdaKvPress::safeguard(params_.alpha, std::max<int64_t>(0, budget_ - fixed));
-                    kept[c] = CriticalKvPress::keepHead(scores[c], norms_[l][c].data(),
-                                                        static_cast<int64_t>(kept[c].size()) - fixed, safeguard);
-                }
+                // AdaKV's allocation, each head keeping its share as CriticalKV does.
+                std::vector<const double*> norms;
+                for (int64_t c = 0; c < cache.heads(); ++c) norms.push_back(norms_[l][c].data());
+                kept = CriticalAdaKvPress::keepLayer(scores, norms, budget_, params_.alpha, scorer_ == "snapkv");
+            } else {
+                kept = AdaKvPress::keepLayer(scores, budget_, params_.alpha, scorer_ == "snapkv");
             }
             for (int64_t c = 0; c < cache.heads(); ++c) keep(cache, l, c, std::vector<int64_t>(kept[c].begin(), kept[c].end()));
             dropped = true;

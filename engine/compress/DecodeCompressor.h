@@ -49,9 +49,10 @@
 //                 heads; each head then keeps its share as criticalkv does, its first stage at
 //                 least AdaKV's floor(alpha x P) (as its prefill, CriticalAdaKvPress)
 //   simlayerkv    its lazy layers (SimLayerKvPress::lazyLayers at the budget, from the prompt's
-//                 last query, as its prefill decides them) in StreamingLLM's rolling form, the
-//                 first `sinks` rows and the most recent; the other layers keep every row (the
-//                 paper: a lazy layer stays lazy for the whole generation of an input)
+//                 last query, as its prefill decides them; none when the budget holds the whole
+//                 prompt, as its selection keeps every layer whole) in StreamingLLM's rolling
+//                 form, the first `sinks` rows and the most recent; the other layers keep every
+//                 row (the paper: a lazy layer stays lazy for the whole generation of an input)
 //   random        the last `window` rows and budget - window rows drawn uniformly from the
 //                 older ones, a new draw per compression (RandomPress::draw with the seed, the
 //                 layer, the head and the compression's count): the floor to beat
@@ -59,8 +60,8 @@
 //   h2o: the attention accumulated over the prompt and every step, knorm, keydiff, cur,
 //   expected; lagkv: its lag-relative scores, NaN on the sinks and the tail), and always
 //   keeps the last `window` rows too. TOVA's score is the layer's mean over its query heads
-//   (ChunkKV's and per-layer's heads keep the same rows), under AdaKV each head's own
-//   readers' (its heads keep different rows).
+//   (ChunkKV's and per-layer's heads keep the same rows), under AdaKV, CriticalKV and
+//   CriticalAdaKV each head's own readers' (their heads keep different rows).
 //   lagkv         LagKV's rule on the rows (Liang et al. 2025 compress as the sequence grows):
 //                 after the first `sinks`, partitions of `lag` rows, each but the last full
 //                 one scored against the next (presses::lagLocalScores) and keeping its share

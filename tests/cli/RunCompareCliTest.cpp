@@ -364,6 +364,8 @@ TEST(CompareCli, DecodeEveryComparesTheMethodsThatDecodeCompressed) {
                        {"--decode-every: cake has no form for compression during decoding here"});
     expectOneLineError(runCli(base + "--methods snapkv --budgets 25% --decode-every 4"),
                        {"--decode-every needs --budget in entries"});
+    // The default list with a ratio budget: one line too, not a method left out after another.
+    expectOneLineError(runCli(base + "--budgets 25% --decode-every 4"), {"--decode-every needs --budget in entries"});
     expectOneLineError(runCli(base + "--methods snapkv --budgets 64 --decode-every 0"),
                        {"--decode-every 0 must be at least 1"});
 }

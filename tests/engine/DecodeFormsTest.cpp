@@ -13,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/Error.h"
@@ -65,9 +66,22 @@ at::Tensor rowsAt(const at::Tensor& t, const std::vector<int64_t>& rows) {
     return t.index_select(0, at::tensor(rows, at::kLong));
 }
 
+// Hands each decode step's queries to the compressor and keeps them ([H, D] double per layer).
+struct QueryTee : ForwardObserver {
+    explicit QueryTee(DecodeCompressor& r) : rule(r) {}
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t position) override {
+        if (static_cast<int64_t>(queries.size()) <= layer) queries.resize(static_cast<size_t>(layer) + 1);
+        queries[static_cast<size_t>(layer)] = q.select(0, 0).to(at::kDouble).clone();
+        rule.onQueries(layer, q, position);
+    }
+    DecodeCompressor& rule;
+    std::vector<at::Tensor> queries;
+};
+
 // On the model (random:tiny, 8 query heads reading 4 KV heads): each compression of
-// criticalkv and criticaladakv (scorer KNorm) keeps what the references keep from the cache
-// as it stood after the step, every 1 and 3 steps, in every layer.
+// criticalkv and criticaladakv (scored by KNorm, and by TOVA: the step's attention, each
+// head's own readers' mean, as their heads keep different rows) keeps what the references
+// keep from the cache as it stood after the step, every 1 and 3 steps, in every layer.
 TEST(DecodeCritical, TheSecondStageRanksByTheProjectedValueNormsOfEveryRow) {
     LoadedModel loaded = loadModel("random:tiny", c10::Device(c10::kCPU), c10::kFloat);
     std::vector<int32_t> prompt;
@@ -76,11 +90,12 @@ TEST(DecodeCritical, TheSecondStageRanksByTheProjectedValueNormsOfEveryRow) {
     const double alpha = 0.2;
     for (const std::string method : {"criticalkv", "criticaladakv"}) {
         int compressions = 0, secondStageMatters = 0, uneven = 0;
-        for (int64_t every : {1, 3}) {
+        const std::vector<std::pair<std::string, int64_t>> runs = {{"knorm", 1}, {"knorm", 3}, {"tova", 1}, {"tova", 3}};
+        for (const auto& [scorer, every] : runs) {
             auto capture = Capture::fromPrefill(*loaded.model, prompt, {}, {}, steps);
             PressParams p;
             p.method = method;
-            p.scorer = "knorm";
+            p.scorer = scorer;
             p.budget = 30;
             p.window = W;
             p.alpha = alpha;
@@ -90,12 +105,13 @@ TEST(DecodeCritical, TheSecondStageRanksByTheProjectedValueNormsOfEveryRow) {
             p.budget = B;
             DecodeCompressor rule(p, every);
             rule.start(*capture, selection, loaded.model.get());
-            const int64_t L = cache.layers(), KV = cache.heads(), G = capture->queryHeads() / KV;
+            QueryTee tee(rule);
+            const int64_t L = cache.layers(), KV = cache.heads(), G = capture->queryHeads() / KV, D = capture->headDim();
             std::vector<at::Tensor> wo;
             for (int64_t l = 0; l < L; ++l) wo.push_back(loaded.model->weights().layers[l].wo.dense().to(at::kDouble));
             int32_t token = 7;
             for (int64_t step = 0; step < steps; ++step) {
-                const at::Tensor logits = loaded.model->decode(token, cache, &rule);
+                const at::Tensor logits = loaded.model->decode(token, cache, &tee);
                 token = Sampler::argmax(logits.data_ptr<float>(), logits.numel());
                 std::vector<std::vector<at::Tensor>> keys(L), values(L);
                 for (int64_t l = 0; l < L; ++l) {
@@ -106,16 +122,25 @@ TEST(DecodeCritical, TheSecondStageRanksByTheProjectedValueNormsOfEveryRow) {
                 }
                 if (rule.afterStep(cache)) ++compressions;
                 const bool due = (step + 1) % every == 0;
-                const std::string where = method + " every " + std::to_string(every) + " step " + std::to_string(step);
+                const std::string where =
+                    method + "(" + scorer + ") every " + std::to_string(every) + " step " + std::to_string(step);
                 for (int64_t l = 0; l < L; ++l) {
-                    // Scores: minus the key's L2 norm, NaN on the window; norms from W_o.
+                    // Scores: minus the key's L2 norm, or the step's softmax of q.k / sqrt(D) averaged
+                    // over the head's readers; NaN on the window; norms from W_o.
                     std::vector<std::vector<double>> scores(KV), norms(KV);
                     int64_t total = 0;
                     for (int64_t c = 0; c < KV; ++c) {
                         const int64_t n = keys[l][c].size(0);
                         total += n;
-                        for (int64_t r = 0; r < n; ++r)
-                            scores[c].push_back(r >= n - W ? kNaN : -keys[l][c][r].norm().item<double>());
+                        at::Tensor attention = at::zeros({n}, at::kDouble);
+                        for (int64_t g = 0; g < G; ++g)
+                            attention += at::softmax(at::mv(keys[l][c], tee.queries[l][c * G + g]) / std::sqrt(double(D)), 0);
+                        attention /= double(G);
+                        for (int64_t r = 0; r < n; ++r) {
+                            const double score = scorer == "knorm" ? -keys[l][c][r].norm().item<double>()
+                                                                   : attention[r].item<double>();
+                            scores[c].push_back(r >= n - W ? kNaN : score);
+                        }
                         norms[c] = normsReference(wo[l], values[l][c], c, G);
                     }
                     std::vector<std::vector<int64_t>> kept(KV);
@@ -153,7 +178,7 @@ TEST(DecodeCritical, TheSecondStageRanksByTheProjectedValueNormsOfEveryRow) {
                 }
             }
         }
-        EXPECT_EQ(compressions, 12 + 4) << method;  // the cache starts above B: every due step drops rows
+        EXPECT_EQ(compressions, 2 * (12 + 4)) << method;  // the cache starts above B: every due step drops rows
         EXPECT_GT(secondStageMatters, 0) << method;  // the norms change what is kept
         if (method == "criticaladakv") {
             EXPECT_GT(uneven, 0);  // and AdaKV's heads differ in length
@@ -292,6 +317,21 @@ TEST(DecodeSimLayerKv, TheLazyLayersRollAndTheOthersKeepEveryRow) {
         EXPECT_EQ(cache.length(1, 0), T + step + 1);  // never compressed
     }
     EXPECT_EQ(compressions, 4);
+
+    // A budget holding the whole prompt: its selection keeps every layer whole, so no layer is
+    // lazy while decoding either, however long the output.
+    PressParams whole = p;
+    whole.budget = T;
+    const Selection all = Press::create("simlayerkv")->select(*capture, whole);
+    ASSERT_EQ(all.layerBudgets, (std::vector<int64_t>{T, T}));
+    CompressedCache grown = CompressedCache(*capture, all, 30).clone();
+    DecodeCompressor none(whole, 1);
+    none.start(*capture, all);
+    for (int64_t step = 0; step < 6; ++step) {
+        for (int64_t l = 0; l < 2; ++l) grown.append(l, at::randn({1, KV, D}), at::randn({1, KV, D}));
+        EXPECT_FALSE(none.afterStep(grown)) << "step " << step;
+    }
+    EXPECT_EQ(grown.length(0, 0), T + 6);
 
     // A budget never reached decodes as the full cache does.
     LoadedModel loaded = loadModel("random:tiny", c10::Device(c10::kCPU), c10::kFloat);

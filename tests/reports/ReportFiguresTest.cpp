@@ -71,6 +71,7 @@ TEST(ReportCacheWhileDecoding, DrawsTheCacheOfEachRunCompressedWhileDecodingAndI
     const ReportFigure& f = all.back();
     EXPECT_FALSE(f.png.empty());
     EXPECT_NE(f.svg.find("Cache while decoding"), std::string::npos);
+    EXPECT_NE(f.svg.find("stroke=\"#8c8c8c\""), std::string::npos);  // the budget: a grey reference line
     // The CSV: the run's five steps, then the budget's line from step 1 to 5.
     const auto& rows = f.csv.rows();
     ASSERT_EQ(rows.size(), 5u + 2u);

@@ -10,11 +10,25 @@
 // attention over the window instead of its sum: the 1e-4 weighs W times more there.
 #pragma once
 
+#include <vector>
+
 #include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
 
 namespace kvlens {
 
 class CriticalAdaKvPress : public Press {
+public:
+    // One layer's kept positions per head, ascending: AdaKV's allocation of heads x `budget`
+    // (AdaKvPress::keepLayer on a copy of `scores`, SnapKV's votes normalised when
+    // `normalise`) sets each head's share; the head keeps it as CriticalKV does
+    // (CriticalKvPress::keepHead with `norms[h]`, indexed as its scores), its first stage at
+    // least AdaKV's floor(alpha x P), P = budget less the head's own always-kept (NaN)
+    // positions. Its prefill and its decode form (DecodeCompressor) both.
+    static std::vector<std::vector<int32_t>> keepLayer(const presses::HeadScores& scores,
+                                                       const std::vector<const double*>& norms, int64_t budget,
+                                                       double alpha, bool normalise);
+
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

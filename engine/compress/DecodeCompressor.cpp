@@ -372,7 +372,8 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
     }
     if (scorer_ == "tova" || scorer_ == "h2o") {
         // TOVA: this step's attention (accumulate: the layer's mean while its heads hold the same
-        // rows); H2O: the attention each row has accumulated (the prompt's, then every step's).
+        // rows, for tova, chunkkv and perlayer only); H2O: the attention each row has accumulated
+        // (the prompt's, then every step's).
         const std::vector<double>& s = scores_[layer][head];
         out.assign(s.begin(), s.end());
     } else if (scorer_ == "lagkv") {

@@ -74,6 +74,10 @@ struct QueryTee : ForwardObserver {
         queries[static_cast<size_t>(layer)] = q.select(0, 0).to(at::kDouble).clone();
         rule.onQueries(layer, q, position);
     }
+    // The rest of the observer's calls go to the compressor as they are.
+    void onKeys(int64_t layer, const at::Tensor& keysSoFar) override { rule.onKeys(layer, keysSoFar); }
+    bool wantsAttentionColumnSums() const override { return rule.wantsAttentionColumnSums(); }
+    void onAttentionColumnSums(int64_t layer, const at::Tensor& sums) override { rule.onAttentionColumnSums(layer, sums); }
     DecodeCompressor& rule;
     std::vector<at::Tensor> queries;
 };

@@ -24,6 +24,7 @@
 #include "engine/model/ModelLoader.h"
 #include "engine/model/Sampler.h"
 #include "LagReference.h"
+#include "DecodeError.h"
 
 namespace kvlens {
 namespace {
@@ -761,14 +762,7 @@ TEST(DecodeCompressor, SnapKvCurAdaKvPyramidKvAndLagKvStayWithinTheBudgetOnTheMo
 }
 
 TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
-    auto message = [](const PressParams& p, int64_t every) {
-        try {
-            DecodeCompressor rule(p, every);
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    const auto message = [](const PressParams& p, int64_t every = 1) { return test::decodeError(p, every); };
     EXPECT_EQ(message(params("cake", 64), 1),
               "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
               "h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, simlayerkv, adakv, chunkkv, perlayer, "

@@ -25,6 +25,7 @@
 #include "engine/model/ModelLoader.h"
 #include "engine/model/Sampler.h"
 #include "AdaKvReference.h"
+#include "DecodeError.h"
 
 namespace kvlens {
 namespace {
@@ -351,14 +352,7 @@ TEST(DecodeSimLayerKv, TheLazyLayersRollAndTheOthersKeepEveryRow) {
 }
 
 TEST(DecodeCritical, BadSettingsAreOneLine) {
-    auto message = [](const PressParams& p) {
-        try {
-            DecodeCompressor rule(p, 1);
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    const auto message = [](const PressParams& p, int64_t every = 1) { return test::decodeError(p, every); };
     PressParams p;
     p.method = "criticalkv";
     p.scorer = "leverage";

@@ -25,6 +25,7 @@
 #include "engine/model/Sampler.h"
 #include "AdaKvReference.h"
 #include "LagReference.h"
+#include "DecodeError.h"
 
 namespace kvlens {
 namespace {
@@ -468,14 +469,7 @@ TEST(DecodeWrapper, EveryWrapperStaysWithinTheBudgetOnTheModel) {
 }
 
 TEST(DecodeWrapper, BadSettingsAreOneLineNamingTheFlag) {
-    auto message = [](const PressParams& p) {
-        try {
-            DecodeCompressor rule(p, 1);
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    const auto message = [](const PressParams& p, int64_t every = 1) { return test::decodeError(p, every); };
     EXPECT_EQ(message(params("chunkkv", "compactor", 64)),
               "--decode-every: chunkkv with --scorer compactor has no form for compression during decoding here "
               "(adakv, chunkkv, perlayer, criticalkv and criticaladakv decode with --scorer snapkv, tova, h2o, knorm, "

@@ -121,7 +121,7 @@ std::vector<std::string> InspectFigures::writeSelection() const {
                                         " positions, coloured by the share kept";
     const std::string window = windowStart < T ? "; positions " + std::to_string(windowStart) + "-" +
                                                      std::to_string(T - 1) + " are " +
-                                                     (endName == "observation window" ? "the " : "") + endName
+                                                     (p.keptEndIsLagTail(T) ? "" : "the ") + endName
                                                : "";
     auto setUp = [&](viz::HeatmapFigure& fig, const std::string& title) {
         fig.setTitle(title, d.methodLabel + " | " + d.context() + " | " + how + window);

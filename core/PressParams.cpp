@@ -108,8 +108,10 @@ int64_t PressParams::keptEndStart(int64_t T) const {
     return T;
 }
 
+bool PressParams::keptEndIsLagTail(int64_t T) const { return method == "lagkv" || keptTail(T) > window; }
+
 std::string PressParams::keptEndName(int64_t T) const {
-    return method == "lagkv" || keptTail(T) > window ? "LagKV's tail" : "observation window";
+    return keptEndIsLagTail(T) ? "LagKV's tail" : "observation window";
 }
 
 int64_t PressParams::lagTailStart(int64_t T) const {

@@ -119,9 +119,10 @@ struct PressParams {
     int64_t keptTail(int64_t promptLength) const;
     // The first of the prompt's last positions the method keeps whole: its observation window
     // (with --scorer lagkv the longer of it and LagKV's tail), LagKV's tail for lagkv; the
-    // prompt length when it keeps none. And what to call them ("observation window",
-    // "LagKV's tail").
+    // prompt length when it keeps none. Whether that end is LagKV's tail, and what to call it
+    // ("observation window", "LagKV's tail").
     int64_t keptEndStart(int64_t promptLength) const;
+    bool keptEndIsLagTail(int64_t promptLength) const;
     std::string keptEndName(int64_t promptLength) const;
 };
 

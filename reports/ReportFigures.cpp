@@ -134,7 +134,7 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
         bool window = false, tail = false;
         for (size_t i : drawn) {
             const PressParams& p = d.runs[i].params;
-            if (p.keptEndStart(T) < T) (p.keptEndName(T) == "observation window" ? window : tail) = true;
+            if (p.keptEndStart(T) < T) (p.keptEndIsLagTail(T) ? tail : window) = true;
         }
         const std::string endName = !tail ? "observation window" : !window ? "LagKV's tail" : "window or LagKV's tail";
         const int panelH = int(std::clamp<int64_t>(maxHeads * 12, 30, 120));
@@ -168,9 +168,9 @@ std::vector<ReportFigure> ReportFigures::keptMaps(const ReportData& d) {
         f.title = "Kept positions, layer " + std::to_string(layer);
         f.caption = "One panel per run, rows are heads, the same prompt positions across. " +
                     std::string(exact ? "Blue: kept; orange: kept " +
-                                            std::string(endName == "observation window" ? "observation window"
-                                                        : endName == "LagKV's tail"     ? "as LagKV's tail"
-                                                                                        : "observation window (LagKV's tail where LagKV ranks)") +
+                                            std::string(!tail     ? "observation window"
+                                                        : !window ? "as LagKV's tail"
+                                                                  : "observation window (LagKV's tail where LagKV ranks)") +
                                             "; grey: dropped."
                                       : "Colour: share of the positions under a pixel that the head kept.");
         f.raster = true;

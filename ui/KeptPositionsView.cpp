@@ -543,7 +543,7 @@ void KeptPositionsView::drawTitle(const Layout& l) {
     std::vector<Item> items = {{toImU32(paletteColor(1)), "kept"},
                                {toImU32(paletteColor(0)), "dropped"}};
     if (windowStart() < promptLength()) {
-        const bool tail = selection_->params.keptEndName(promptLength()) != "observation window";
+        const bool tail = selection_->params.keptEndIsLagTail(promptLength());
         items.insert(items.begin() + 1, {toImU32(paletteColor(2)), tail ? "tail" : "window"});
     }
     const std::string markLegend = markName_.isEmpty() ? std::string("marked") : toUtf8(markName_);

@@ -306,9 +306,8 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
     }
     const std::vector<float> scores = rowScores(cache, layer, head, wraps(params_.method));
     if (params_.method == "criticalkv") {
-        int64_t fixed = 0;
-        for (float v : scores) fixed += std::isnan(v) ? 1 : 0;
-        for (int32_t r : CriticalKvPress::keepHead(scores, norms_[layer][head].data(), budget - fixed)) rows.push_back(r);
+        for (int32_t r : CriticalKvPress::keepHead(scores, norms_[layer][head].data(), budget - presses::alwaysKept(scores)))
+            rows.push_back(r);
         return rows;
     }
     if (params_.method == "chunkkv") {
@@ -330,9 +329,8 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
     }
     // NaN: always kept (the sinks, the window). A capture holding NaN is refused when made,
     // so no other row scores NaN here.
-    int64_t fixed = 0;
-    for (float v : scores) fixed += std::isnan(v) ? 1 : 0;
-    for (int32_t r : presses::keptWithNaNs(scores, std::max<int64_t>(0, budget - fixed))) rows.push_back(r);
+    for (int32_t r : presses::keptWithNaNs(scores, std::max<int64_t>(0, budget - presses::alwaysKept(scores))))
+        rows.push_back(r);
     return rows;
 }
 

@@ -25,9 +25,7 @@ std::vector<std::vector<int32_t>> AdaKvPress::keepLayer(presses::HeadScores& sco
     // same count on every head of a prompt; while decoding, LagKV's tail may differ).
     int64_t remaining = 0;
     for (int64_t h = 0; h < heads; ++h) {
-        int64_t fixed = 0;
-        for (float v : scores[h]) fixed += std::isnan(v) ? 1 : 0;
-        const int64_t P = std::max<int64_t>(0, budget - fixed), floorPerHead = safeguard(alpha, P);
+        const int64_t P = std::max<int64_t>(0, budget - presses::alwaysKept(scores[h])), floorPerHead = safeguard(alpha, P);
         remaining += P - floorPerHead;
         std::vector<float>& row = scores[h];
         if (normalise) {

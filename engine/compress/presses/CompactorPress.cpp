@@ -10,9 +10,7 @@ void CompactorPress::fill(const Capture& capture, const PressParams& p, int64_t 
     for (int64_t l = 0; l < capture.layers(); ++l) {
         const presses::HeadScores scores = presses::compactorScores(capture, l, p);  // NaN: always kept
         for (size_t h = 0; h < scores.size(); ++h) {
-            int64_t fixed = 0;
-            for (float v : scores[h]) fixed += std::isnan(v) ? 1 : 0;
-            s.kept[l][h] = presses::keptWithNaNs(scores[h], budget - fixed);
+            s.kept[l][h] = presses::keptWithNaNs(scores[h], budget - presses::alwaysKept(scores[h]));
         }
     }
 }

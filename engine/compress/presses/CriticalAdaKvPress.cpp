@@ -17,8 +17,8 @@ std::vector<std::vector<int32_t>> CriticalAdaKvPress::keepLayer(const presses::H
     presses::HeadScores forAllocation = scores;
     std::vector<std::vector<int32_t>> kept = AdaKvPress::keepLayer(forAllocation, budget, alpha, normalise);
     for (size_t h = 0; h < scores.size(); ++h) {
-        int64_t fixed = 0;  // the head's window and the scorer's sinks (LagKV's tail, while decoding)
-        for (float v : scores[h]) fixed += std::isnan(v) ? 1 : 0;
+        // The head's window and the scorer's sinks (LagKV's tail, while decoding).
+        const int64_t fixed = presses::alwaysKept(scores[h]);
         const int64_t safeguard = AdaKvPress::safeguard(alpha, std::max<int64_t>(0, budget - fixed));
         kept[h] = CriticalKvPress::keepHead(scores[h], norms[h], static_cast<int64_t>(kept[h].size()) - fixed, safeguard);
     }

@@ -61,9 +61,7 @@ void CriticalKvPress::fill(const Capture& capture, const PressParams& p, int64_t
         const at::Tensor perHead = headNorms(capture, l, s.gqa, p.method);
         const presses::HeadScores scores = presses::scorerScores(capture, l, p);  // NaN: always kept
         for (size_t h = 0; h < scores.size(); ++h) {
-            int64_t fixed = 0;
-            for (float v : scores[h]) fixed += std::isnan(v) ? 1 : 0;
-            s.kept[l][h] = keepHead(scores[h], perHead.data_ptr<double>() + h * T, budget - fixed);
+            s.kept[l][h] = keepHead(scores[h], perHead.data_ptr<double>() + h * T, budget - presses::alwaysKept(scores[h]));
         }
     }
 }

@@ -386,6 +386,10 @@ void keepLayerShares(const Capture& capture, const PressParams& p, const std::ve
     }
 }
 
+int64_t alwaysKept(const std::vector<float>& scores) {
+    return std::count_if(scores.begin(), scores.end(), [](float v) { return std::isnan(v); });
+}
+
 std::vector<int32_t> keptWithNaNs(const std::vector<float>& scores, int64_t k) {
     std::vector<float> ranked;
     std::vector<int32_t> where, kept;

@@ -136,6 +136,9 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
 // Per row of `scores`: the NaN positions and the `k` best others (ties to the lower
 // position), ascending.
 std::vector<int32_t> keptWithNaNs(const std::vector<float>& scores, int64_t k);
+// How many positions of a row of scores are always kept (NaN): what a budget holds beside
+// what it ranks.
+int64_t alwaysKept(const std::vector<float>& scores);
 
 // ChunkKV's chunk scores: `scores` summed over consecutive chunks of `chunk` positions
 // (the last one may be short), one sum per chunk.

@@ -2,7 +2,8 @@
 // here in double precision from that definition, not from the press's code: per KV
 // head, k2 = ||k_t||^2 and v2 = ||v_t||^2, each divided by its sum over the aligned
 // window of 16 positions holding t (the last window as long as the prompt leaves it),
-// score = k2 * v2; the sinks always kept, then the B - sinks highest scores, ties to
+// score = k2 * v2 divided by the head's sum of k2 * v2 over the prompt (kvpress's
+// `scores /= scores.sum(-1)`: heads compare as shares); the sinks always kept, then the B - sinks highest scores, ties to
 // the lower position. On GQA, MHA and MQA captures, prompts that do and do not end on
 // a window boundary, several sink counts.
 #include <gtest/gtest.h>
@@ -81,7 +82,19 @@ TEST(CurPress, ScoresAreNaNAtTheSinksAndTheWindowSharesElsewhere) {
     for (int64_t t = 0; t < 3; ++t) EXPECT_TRUE(std::isnan(s[1][t]));
     const std::vector<double> k = windowShares(squaredNorms(capture->keys(0), 1, 40));
     const std::vector<double> v = windowShares(squaredNorms(capture->values(0), 1, 40));
-    for (int64_t t = 3; t < 40; ++t) EXPECT_NEAR(s[1][t], k[t] * v[t], 1e-6 * k[t] * v[t] + 1e-12) << t;
+    double total = 0.0;
+    for (int64_t t = 0; t < 40; ++t) total += k[t] * v[t];
+    for (int64_t t = 3; t < 40; ++t)
+        EXPECT_NEAR(s[1][t], k[t] * v[t] / total, 1e-6 * k[t] * v[t] / total + 1e-12) << t;
+}
+
+// Each head's scores are shares of one total (as kvpress's CURPress returns them), so a
+// wrapper comparing heads (AdaKV, CriticalAdaKV, kvpress's ChunkKV) compares like with like.
+TEST(CurPress, EachHeadsScoresSumToOne) {
+    const auto capture = test::randomCapture(Shape{1, 2, 2, 53, 8}, 11);
+    const at::Tensor scores =
+        presses::curLocalScores(capture->keys(0).narrow(1, 0, 53), capture->values(0).narrow(1, 0, 53));
+    for (int64_t h = 0; h < 2; ++h) EXPECT_NEAR(scores[h].sum().item<double>(), 1.0, 1e-5) << h;
 }
 
 TEST(CurPress, ABudgetThatCannotHoldTheSinksIsOneLine) {

@@ -75,6 +75,19 @@ TEST(PyramidSchedule, ExactRoundsThePaperLine) {
     }
 }
 
+// The exact schedule is the largest-remainder rounding of the real line. At L=7, P=28,
+// beta=20 the line is 273/5, 686/15, 553/15, 28, 287/15, 154/15, 7/5: layer 3 is exactly 28
+// (in doubles 27.999999999999996) and keeps 28; the two extra entries go to the largest
+// fractions, 3/5 (layer 0) and 2/5 (layer 6), as exact rationals give them. Taking the
+// fraction of the unrounded double made layer 3 rank first (0.99999...) and end at 29.
+TEST(PyramidSchedule, ExactRoundsByTheTrueRemainder) {
+    EXPECT_EQ(PyramidKvPress::prefixBudgets(7, 4096, 32, 60, 20.0, PyramidSchedule::Exact),
+              (std::vector<int64_t>{55, 46, 37, 28, 19, 10, 1}));
+    // The same line from another budget and window: 54.6 .. 1.4 again with W=16, B=44.
+    EXPECT_EQ(PyramidKvPress::prefixBudgets(7, 4096, 16, 44, 20.0, PyramidSchedule::Exact),
+              (std::vector<int64_t>{55, 46, 37, 28, 19, 10, 1}));
+}
+
 // kvpress puts beta on the total including the window, rounds each layer on its own and
 // falls back to uniform SnapKV when the smallest layer would not hold the window, so its
 // per-layer counts are not ours. What both share is the mean: a ratio budget resolves to

@@ -51,10 +51,13 @@ std::vector<double> scores(const Capture& c, const std::string& scorer, int64_t 
         for (double& v : k) v = -std::sqrt(v);
         return k;
     }
-    // CUR: each squared norm's share of its aligned window of 16, keys times values.
+    // CUR: each squared norm's share of its aligned window of 16, keys times values, divided
+    // by the head's sum over the prompt (kvpress's CURPress; AdaKV compares heads by it).
     k = test::windowShares(k);
     const std::vector<double> v = test::windowShares(test::squaredNorms(c.values(layer), head, T));
-    for (int64_t t = 0; t < T; ++t) k[t] *= v[t];
+    double total = 0.0;
+    for (int64_t t = 0; t < T; ++t) total += (k[t] *= v[t]);
+    for (double& x : k) x /= total;
     return k;
 }
 

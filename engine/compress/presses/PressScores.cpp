@@ -213,7 +213,11 @@ at::Tensor curLocalScores(const at::Tensor& keys, const at::Tensor& values) {
             .view({KV, -1})
             .narrow(1, 0, n);
     };
-    return local(keys) * local(values);
+    // kvpress's CURPress divides each head's scores by their sum over the prompt: a wrapper
+    // comparing heads (AdaKV, CriticalAdaKV, ChunkKV summed over heads) then ranks shares.
+    const at::Tensor product = local(keys) * local(values);
+    const at::Tensor total = product.sum(-1, /*keepdim=*/true);
+    return at::where(total > 0, product / total.clamp_min(1e-30), product);
 }
 
 HeadScores curScores(const Capture& capture, int64_t layer, const PressParams& p) {

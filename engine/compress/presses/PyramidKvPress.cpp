@@ -44,8 +44,10 @@ std::vector<int64_t> PyramidKvPress::prefixBudgets(int64_t L, int64_t T, int64_t
     }
     std::vector<int64_t> order(L);
     std::iota(order.begin(), order.end(), 0);
+    // The remainder is taken against what was kept, so a value a rounding error below n
+    // (floored up to n) ranks last, not first.
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return real[a] - std::floor(real[a]) > real[b] - std::floor(real[b]);
+        return real[a] - double(out[a]) > real[b] - double(out[b]);
     });
     // Hand out what rounding down lost, largest fractions first, never above T - W.
     for (int64_t i = 0; sum < L * P && i < 2 * L; ++i) {
@@ -66,6 +68,11 @@ void PyramidKvPress::fill(const Capture& capture, const PressParams& p, int64_t 
         s.layerBudgets[l] = prefix[l] + p.window;
         s.kept[l] = presses::voteSelection(capture, l, p, prefix[l]);
     }
+}
+
+std::vector<std::vector<float>> PyramidKvPress::scores(const Capture& capture, const PressParams& p,
+                                                       int64_t layer) const {
+    return presses::windowRankedVotes(capture, layer, p);  // each layer's own budget of them
 }
 
 }  // namespace kvlens

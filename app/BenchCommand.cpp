@@ -132,7 +132,7 @@ struct CacheComparison {
         c.methods = parseMethods(args.get("--methods"));
         c.press = PressOptions::fromCommandLine(args);
         const bool needsBudget = std::any_of(c.methods.begin(), c.methods.end(),
-                                             [](const std::string& m) { return m != "full"; });
+                                             [](const std::string& m) { return methods::named(m).id != MethodId::Full; });
         if (needsBudget && !args.has("--budget"))
             throw Error("--methods other than full need --budget");
         if (args.has("--bandwidth")) {
@@ -224,7 +224,7 @@ int runCacheComparison(const CommandLine& args, const CacheComparison& plan,
             PressParams p = press;
             p.method = method;
             if (!p.takesScorer()) p.scorer.clear();
-            if (p.method != "perlayer") p.layerWeights.clear();
+            if (!p.reads(Knob::LayerWeights)) p.layerWeights.clear();
             const auto pressImpl = Press::create(method);
             // What one method alone needs (H2O's sums) is computed before its timing.
             t0 = now();

@@ -12,6 +12,7 @@ int runTokenize(const std::vector<std::string>& args);
 int runGenerate(const std::vector<std::string>& args);
 int runBench(const std::vector<std::string>& args);
 int runSelect(const std::vector<std::string>& args);
+int runMethods(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runNiah(const std::vector<std::string>& args);

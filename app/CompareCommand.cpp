@@ -59,12 +59,12 @@ int runCompare(const std::vector<std::string>& argv) {
     // Each run's decode rule (none for full, whose cache keeps everything): a method without
     // one, or a ratio budget, throws naming --decode-every.
     auto decodeRule = [every](const PressParams& p) -> std::unique_ptr<DecodeCompressor> {
-        if (every == 0 || p.method == "full") return nullptr;
+        if (every == 0 || p.isFull()) return nullptr;
         return std::make_unique<DecodeCompressor>(p, every);
     };
     // A ratio budget fails every method alike: one line, not a line per method left out.
     for (const PressParams& p : runs)
-        if (every > 0 && p.method != "full" && p.budget <= 0) decodeRule(p);
+        if (every > 0 && !p.isFull() && p.budget <= 0) decodeRule(p);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));

@@ -146,11 +146,11 @@ int runInspect(const std::vector<std::string>& argv) {
     // settings allow (a budget at or below the window skips the window methods).
     std::vector<PressParams> runs = {params};
     for (const std::string& method : PressParams::methodNames()) {
-        if (method == params.method || method == "full") continue;
+        if (method == params.method || methods::named(method).id == MethodId::Full) continue;
         PressParams p = params;
         p.method = method;
         if (!p.takesScorer()) p.scorer.clear();
-        if (p.method != "perlayer") p.layerWeights.clear();
+        if (!p.reads(Knob::LayerWeights)) p.layerWeights.clear();
         try {
             p.validate(capture->promptLength(), capture->windowCapacity());
         } catch (const Error& e) {

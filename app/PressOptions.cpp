@@ -115,7 +115,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
             PressParams p = base;
             p.method = method;
             if (!p.takesScorer()) p.scorer.clear();  // --scorer is for the methods that take one
-            if (p.method != "perlayer") p.layerWeights.clear();
+            if (!p.reads(Knob::LayerWeights)) p.layerWeights.clear();
             parseBudget(budget, "--budgets", p);
             // A sweep may go below the default window (with the sinks a method keeps beside
             // it): halve it for those budgets (the W column shows it) unless --window was given.
@@ -124,20 +124,20 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
                 p.window = std::max<int64_t>(1, p.budget / 2);
             }
             runs.push_back(p);
-            if (method == "full") break;  // one budget says all there is
+            if (methods::named(method).id == MethodId::Full) break;  // one budget says all there is
         }
     }
     if (!base.scorer.empty() &&
         std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
-        throw Error("--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and criticaladakv, "
-                    "and --methods names none of them");
+        throw Error("--scorer is for " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
+                    ", and --methods names none of them");
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     return runs;
 }
 
 std::string budgetLabel(const PressParams& p) {
-    return p.method == "full" ? std::string("-")
+    return p.isFull() ? std::string("-")
            : p.budget > 0   ? std::to_string(p.budget)
                             : std::to_string(p.budgetRatio * 100) + "%";
 }

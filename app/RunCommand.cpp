@@ -71,6 +71,77 @@ static nlohmann::json runMetricsJson(const RunMetrics& m) {
             {"decode_s", m.decodeSeconds}};
 }
 
+namespace {
+
+// `text` folded at 100 columns, its leading spaces kept, each line after the first indented by
+// `indent` spaces; '\x1f' is a space no line breaks at.
+std::string folded(const std::string& text, size_t indent) {
+    const size_t lead = std::min(text.find_first_not_of(' '), text.size());
+    std::string out, line = text.substr(0, lead);
+    bool fresh = true;  // nothing but indentation on the line yet
+    for (size_t at = lead; at < text.size();) {
+        size_t end = text.find(' ', at);
+        if (end == std::string::npos) end = text.size();
+        const std::string word = text.substr(at, end - at);
+        if (!fresh && line.size() + 1 + word.size() > 100) {
+            out += line + "\n";
+            line = std::string(indent, ' ');
+            fresh = true;
+        }
+        line += (fresh ? "" : " ") + word;
+        fresh = false;
+        at = end + 1;
+    }
+    out += line + "\n";
+    std::replace(out.begin(), out.end(), '\x1f', ' ');
+    return out;
+}
+
+// The methods, their knobs, the scorers and the decode forms, from the method table.
+std::string runHelp() {
+    std::string h =
+        "usage: kvlens run [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
+        "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
+        "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
+        "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
+        "       [--lazy X] [--layer-weights W,W,...] [--sketch K] [--attn-chunk C] [--blend X|auto]\n"
+        "       [--think R] [--repeat-chunk C] [--finch-chunk C]\n"
+        "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
+        "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
+        "  methods (kvlens methods prints the whole table: knobs, needs, decode form, kvpress):\n";
+    for (const MethodInfo& m : methods::all()) {
+        std::string knobs;
+        for (const KnobInfo& k : methods::knobs())
+            if (m.knobs.has(k.knob) && k.knob != Knob::Scorer)
+                knobs += (knobs.empty() ? "" : ", ") + std::string(k.flag) + "\x1f" + k.defaultText;
+        if (m.takesScorer) knobs += std::string(knobs.empty() ? "" : ", ") + "--scorer\x1f" + m.defaultScorer;
+        h += folded("    " + std::string(m.name) + ": " + m.summary + (knobs.empty() ? "" : " (" + knobs + ")"), 6);
+    }
+    h += folded("  --scorer: what " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
+                    " rank by: " + methods::listWhere([](const MethodInfo& m) { return m.usableAsScorer; }, " or ") +
+                    " (the scorer's own knobs come with it)",
+                4);
+    h += "  --think R: ThinK over any method: prunes (zeroes) the share R of each kept prompt key's channels\n"
+         "           of lowest window-query x key energy; the KV bytes leave them out, kv_bytes_allocated not\n"
+         "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
+         "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
+         "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
+         "  (default 'default') of the store (see kvlens sessions --help)\n";
+    h += folded(
+        "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps by the "
+        "method's own rule (" +
+            methods::listWhere([](const MethodInfo& m) { return m.decode == DecodeForm::Own; }) + "), or " +
+            methods::listWhere([](const MethodInfo& m) { return m.decode == DecodeForm::ViaScorer; }) +
+            " by their scorer's (--scorer " +
+            methods::listWhere([](const MethodInfo& m) { return m.usableAsScorer && m.decode == DecodeForm::Own; },
+                               " or ") +
+            "); prints the cache's entries per head over the steps",
+        4);
+    return h;
+}
+
+}  // namespace
+
 int runRun(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
@@ -78,61 +149,10 @@ int runRun(const std::vector<std::string>& argv) {
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
     CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
-        std::fputs(
-            "usage: kvlens run [--model M] (--prompt TEXT | --prompt-file F) --method M --budget B\n"
-            "       [--window W] [--kernel K] [--pool max|avg] [--beta X] [--alpha A]\n"
-            "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
-            "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
-            "       [--lazy X] [--layer-weights W,W,...] [--sketch K] [--attn-chunk C] [--blend X|auto]\n"
-            "       [--think R] [--repeat-chunk C] [--finch-chunk C]\n"
-            "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
-            "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
-            "  methods: full, snapkv, pyramidkv, streamingllm, h2o, adakv (--alpha, --scorer), random,\n"
-            "           tova, knorm, keydiff, lagkv (--sinks, --lag), chunkkv (--window, --chunk, --scorer),\n"
-            "           expected (--sinks, --future), cur (--sinks),\n"
-            "           cake (--window, --tau1 1, --tau2 1, --gamma 200, --scorer), simlayerkv (--sinks, --lazy 0.9),\n"
-            "           perlayer (--layer-weights, one per layer: shares of the total budget; --scorer),\n"
-            "           leverage (--sketch 48, --seed), noncausal (--attn-chunk 256),\n"
-            "           compactor (--sinks, --window, --sketch, --seed, --attn-chunk, --blend auto = 1 - B/T),\n"
-            "           criticalkv (--window, --scorer: half by the scorer, half rescaled by ||W_o v||_1),\n"
-            "           criticaladakv (criticalkv on AdaKV's head budgets: --alpha, --window, --scorer),\n"
-            "           kvzip (--sinks, --repeat-chunk 2048: the prompt reconstructed after itself, the budget\n"
-            "           shared over all layers and heads by the highest attention each entry got),\n"
-            "           finch (--window: the question, the prompt's last W tokens; --finch-chunk 512: the context\n"
-            "           prefilled in chunks, each followed by the question, evicting to its share after each;\n"
-            "           its own cache, keys re-rotated to positions 0 .. B-1),\n"
-            "           finch-kvpress (kvpress's FinchPress: --window, the question, votes on the one prefill,\n"
-            "           each row weighted by its position, no pooling; kept keys re-rotated to 0 .. B-1),\n"
-            "           chunkkv-kvpress (kvpress's ChunkKVPress: --scorer's scores summed over the layer's heads,\n"
-            "           averaged per --chunk from position 0; the best max(1, floor(chunks x B/T)) chunks, the\n"
-            "           same in every head)\n"
-            "  --scorer: what adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and criticaladakv\n"
-            "           rank by: snapkv (their own but cake's), tova, knorm, keydiff, expected, cur,\n"
-            "           cake (cake's own eviction indicator),\n"
-            "           leverage, noncausal, compactor, kvzip, h2o (its accumulated attention: a replay),\n"
-            "           lagkv (its lag-relative scores; --sinks, --lag: its sinks, and its last full partition\n"
-            "           with the remainder, kept whole)\n"
-            "  --think R: ThinK over any method: prunes (zeroes) the share R of each kept prompt key's channels\n"
-            "           of lowest window-query x key energy; the KV bytes leave them out, kv_bytes_allocated not\n"
-            "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
-            "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
-            "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
-            "  (default 'default') of the store (see kvlens sessions --help)\n"
-            "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps\n"
-            "  (streamingllm rolling, knorm, keydiff, h2o rolling: the recent --window and the heavy hitters,\n"
-            "  tova rolling: what the step's query attends to most, snapkv: the votes of the sequence's last\n"
-            "  --window queries, pyramidkv: snapkv's with PyramidKV's layer budgets, cur, expected: the\n"
-            "  statistics of every query so far; lagkv: its partitions of the rows, the budget holding\n"
-            "  --sinks + 2 x --lag - 1; adakv: a layer's heads share its entries; chunkkv: whole chunks of\n"
-            "  --chunk rows; perlayer: --layer-weights' shares; criticalkv: half by the scorer, the rest by\n"
-            "  the score x ||W_o v||; criticaladakv: adakv's shares, then criticalkv's stages; these five with\n"
-            "  --scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv; random: the window and a\n"
-            "  new draw of the older rows; simlayerkv: its lazy layers roll as streamingllm, the others keep\n"
-            "  every row); prints the cache's entries per head over the steps\n",
-            stdout);
+        std::fputs(runHelp().c_str(), stdout);
         return 0;
     }
-    if (!args.has("--budget") && args.get("--method", "snapkv") != "full") {
+    if (!args.has("--budget") && methods::named(args.get("--method", "snapkv")).id != MethodId::Full) {
         throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%)");
     }
     PressParams params = PressOptions::fromCommandLine(args);
@@ -204,8 +224,8 @@ int runRun(const std::vector<std::string>& argv) {
     if (decode && !m.cacheEntries.empty()) {
         // The cache over the steps: its range, and its entries per head every few steps.
         const auto [lo, hi] = std::minmax_element(m.cacheEntries.begin(), m.cacheEntries.end());
-        // AdaKV's heads and PyramidKV's layers share the budget: it holds on average.
-        const bool shared = params.method == "adakv" || params.method == "pyramidkv";
+        // AdaKV's heads and PyramidKV's and per-layer's layers share the budget: it holds on average.
+        const bool shared = params.reads(Knob::Alpha) || params.reads(Knob::Beta) || params.reads(Knob::LayerWeights);
         std::printf("decoding   compressed to %lld entries per head%s every %lld steps: the cache held %lld-%lld "
                     "entries per head over %zu steps\n           after step",
                     (long long)decode->budget(), shared ? " on average" : "", (long long)decode->every(),

@@ -226,7 +226,7 @@ int runSelect(const std::vector<std::string>& argv) {
     PressParams p = PressOptions::fromCommandLine(args);
     const std::unique_ptr<Press> press =
         Press::create(p.method);  // unknown names fail before reading
-    if (!args.has("--budget") && p.method != "full") {
+    if (!args.has("--budget") && !p.isFull()) {
         throw Error(
             "no budget: pass --budget N (entries per head, window included) or a share like 12.5%");
     }
@@ -254,7 +254,7 @@ int runSelect(const std::vector<std::string>& argv) {
         out["layer_budgets"] = s.layerBudgets;
         out["params"] = {
             {"method", p.method},
-            {"budget", p.method == "full" ? s.promptLength : p.resolveBudget(s.promptLength)},
+            {"budget", p.isFull() ? s.promptLength : p.resolveBudget(s.promptLength)},
             {"window", p.window},
             {"kernel", p.kernel},
             {"pool", poolingName(p.pooling)},

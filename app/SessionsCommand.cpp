@@ -39,7 +39,7 @@ std::string formatTime(int64_t ms) {
 }
 
 std::string budgetText(const PressParams& p) {
-    if (p.method == "full") return "-";
+    if (p.isFull()) return "-";
     if (p.budget > 0) return std::to_string(p.budget);
     char text[32];
     std::snprintf(text, sizeof text, "%g%%", p.budgetRatio * 100);

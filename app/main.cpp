@@ -18,6 +18,7 @@ const char* kUsage =
     "  generate   generate text with the full KV cache, streamed as it comes\n"
     "  bench      prefill and decode tokens/s at a given prompt length\n"
     "  select     positions a compression method keeps, from dumped per-layer tensors\n"
+    "  methods    the method table: family, knobs, needs, decode form, kvpress (--json, --markdown)\n"
     "  run        compress the KV cache with one method and measure what it costs\n"
     "  compare    one prefill, then every method and budget: memory and quality table\n"
     "  inspect    pictures of what a method keeps: attention funnel, kept positions,\n"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
         if (command == "generate") return kvlens::runGenerate(args);
         if (command == "bench") return kvlens::runBench(args);
         if (command == "select") return kvlens::runSelect(args);
+        if (command == "methods") return kvlens::runMethods(args);
         if (command == "run") return kvlens::runRun(args);
         if (command == "compare") return kvlens::runCompare(args);
         if (command == "niah") return kvlens::runNiah(args);
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
         if (command == "inspect") return kvlens::runInspect(args);
         if (command == "sessions") return kvlens::runSessions(args);
         if (command == "report") return kvlens::runReport(args);
-        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, run, compare, inspect, niah, eval, select, sessions, report, train-testbed)\n",
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, methods, run, compare, inspect, niah, eval, select, sessions, report, train-testbed)\n",
                      command.c_str());
         return 2;
     } catch (const kvlens::Error& e) {

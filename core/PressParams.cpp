@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "core/Error.h"
+#include "core/Methods.h"
 
 namespace kvlens {
 
@@ -34,32 +37,26 @@ std::string budgetTooSmall(const PressParams& p, int64_t promptLength, int64_t r
 
 }  // namespace
 
-const std::vector<std::string>& PressParams::methodNames() {
-    static const std::vector<std::string> names = {"full",   "snapkv", "pyramidkv", "streamingllm", "h2o",
-                                                   "adakv",  "random", "tova",      "knorm",        "keydiff",
-                                                   "lagkv",  "chunkkv", "expected",     "cur",
-                                                   "cake",   "simlayerkv", "perlayer", "leverage",
-                                                   "noncausal", "compactor", "criticalkv", "criticaladakv", "kvzip",
-                                                   "finch", "finch-kvpress", "chunkkv-kvpress"};
-    return names;
-}
+const std::vector<std::string>& PressParams::methodNames() { return methods::names(); }
 
-const std::vector<std::string>& PressParams::scorerNames() {
-    static const std::vector<std::string> names = {"snapkv",   "tova", "knorm",     "keydiff",  "expected",
-                                                   "cur",      "cake", "leverage", "noncausal", "compactor", "kvzip", "h2o",
-                                                   "lagkv"};
-    return names;
-}
+const std::vector<std::string>& PressParams::scorerNames() { return methods::scorerNames(); }
+
+const MethodInfo* PressParams::info() const { return methods::find(method); }
 
 bool PressParams::takesScorer() const {
-    return method == "adakv" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "criticalkv" || method == "criticaladakv" || method == "chunkkv-kvpress";
+    const MethodInfo* m = info();
+    return m && m->takesScorer;
 }
+
+bool PressParams::reads(Knob knob) const { return methods::effectiveKnobs(*this).has(knob); }
 
 bool PressParams::ranksBy(const std::string& name) const {
     const std::string s = takesScorer() ? scorerInEffect() : method;
-    if (name == "leverage" || name == "noncausal") return s == name || s == "compactor";
-    return s == name;
+    if (s == name) return true;
+    // Compactor blends LeverageScore's and non-causal attention's scores: it ranks by both.
+    const MethodInfo* ranked = methods::find(s);
+    return ranked && ranked->id == MethodId::Compactor &&
+           (name == methods::info(MethodId::Leverage).name || name == methods::info(MethodId::NonCausal).name);
 }
 
 double PressParams::blendFor(int64_t promptLength) const {
@@ -68,7 +65,7 @@ double PressParams::blendFor(int64_t promptLength) const {
 }
 
 std::pair<int64_t, int64_t> PressParams::rankedSpan(int64_t T) const {
-    if (!ranksBy("compactor")) return {0, T};
+    if (!reads(Knob::Blend)) return {0, T};
     const int64_t lo = std::clamp<int64_t>(sinks, 0, T);
     return {lo, std::max(lo, T - std::max<int64_t>(window, 0))};
 }
@@ -76,39 +73,35 @@ std::pair<int64_t, int64_t> PressParams::rankedSpan(int64_t T) const {
 std::string PressParams::scorerInEffect() const {
     if (!takesScorer()) return "";
     if (!scorer.empty()) return scorer;
-    return method == "cake" ? "cake" : "snapkv";
+    return info()->defaultScorer;
 }
 
 bool PressParams::usesWindow() const {
-    return method == "snapkv" || method == "pyramidkv" || method == "h2o" || method == "adakv" ||
-           method == "random" || method == "chunkkv" || method == "cake" || method == "perlayer" ||
-           method == "compactor" || method == "criticalkv" || method == "criticaladakv" || method == "finch" ||
-           method == "finch-kvpress" ||
-           // kvpress's ChunkKV: the window is its scorer's (votes, a span), never kept as such.
-           (method == "chunkkv-kvpress" && (scorerInEffect() == "snapkv" || scorerInEffect() == "cake" ||
-                                            scorerInEffect() == "compactor" || scorerInEffect() == "h2o"));
+    PressParams noThink = *this;
+    noThink.think = 0.0;
+    return noThink.reads(Knob::Window);
 }
 
-bool PressParams::usesSinks() const {
-    if (method == "streamingllm" || method == "lagkv" || method == "expected" || method == "cur" ||
-        method == "simlayerkv" || method == "compactor" || method == "kvzip")
-        return true;
-    const std::string s = scorerInEffect();
-    return s == "expected" || s == "cur" || s == "compactor" || s == "kvzip" || s == "lagkv";
-}
+bool PressParams::usesSinks() const { return reads(Knob::Sinks); }
 
 int64_t PressParams::keptTail(int64_t T) const {
-    if (scorerInEffect() != "lagkv") return window;
+    // A wrapper ranking by LagKV keeps its tail (its scorer's end) beside the window.
+    if (!takesScorer() || !reads(Knob::Lag)) return window;
     return std::max(window, T - lagTailStart(T));
 }
 
 int64_t PressParams::keptEndStart(int64_t T) const {
-    if (method == "lagkv") return lagTailStart(T);
+    if (keepsOwn(Keep::LagTail)) return lagTailStart(T);
     if (usesWindow()) return std::max<int64_t>(0, T - keptTail(T));
     return T;
 }
 
-bool PressParams::keptEndIsLagTail(int64_t T) const { return method == "lagkv" || keptTail(T) > window; }
+bool PressParams::keptEndIsLagTail(int64_t T) const { return keepsOwn(Keep::LagTail) || keptTail(T) > window; }
+
+bool PressParams::keepsOwn(Keep keep) const {
+    const MethodInfo* m = info();
+    return m && m->keeps.has(keep);
+}
 
 std::string PressParams::keptEndName(int64_t T) const {
     return keptEndIsLagTail(T) ? "LagKV's tail" : "observation window";
@@ -125,16 +118,12 @@ int64_t PressParams::resolveBudget(int64_t promptLength) const {
 }
 
 void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
-    const auto& names = methodNames();
-    if (std::find(names.begin(), names.end(), method) == names.end()) {
-        std::string list;
-        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        throw Error("--method '" + method + "' is not one of " + list);
-    }
+    const MethodInfo& m = methods::named(method);
+    const KnobSet knobs = methods::effectiveKnobs(*this);
     if (!scorer.empty()) {
-        if (!takesScorer())
-            throw Error("--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and "
-                        "criticaladakv, not --method " + method);
+        if (!m.takesScorer)
+            throw Error("--scorer is for " + methods::listWhere([](const MethodInfo& i) { return i.takesScorer; }) +
+                        ", not --method " + method);
         const auto& scorers = scorerNames();
         if (std::find(scorers.begin(), scorers.end(), scorer) == scorers.end()) {
             std::string list;
@@ -142,8 +131,10 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
             throw Error("--scorer '" + scorer + "' is not one of " + list);
         }
     }
-    if (!layerWeights.empty() && method != "perlayer")
-        throw Error("--layer-weights is for --method perlayer, not " + method);
+    if (!layerWeights.empty() && !knobs.has(Knob::LayerWeights))
+        throw Error("--layer-weights is for --method " +
+                    methods::listWhere([](const MethodInfo& i) { return i.knobs.has(Knob::LayerWeights); }) +
+                    ", not " + method);
     for (double w : layerWeights) {
         if (!(w > 0.0 && std::isfinite(w))) {
             std::ostringstream s;
@@ -158,7 +149,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     // ThinK scores the channels by the window's queries.
     if (think > 0.0 && window < 1) throw Error("--window must be at least 1 (ThinK scores channels by the window's queries)");
-    if (method == "full") return;  // keeps everything: no budget to check
+    if (m.id == MethodId::Full) return;  // keeps everything: no budget to check
     if (budget < 0) throw Error("--budget must be positive");
     if (budget == 0 && !(budgetRatio > 0.0 && budgetRatio <= 1.0)) {
         throw Error("--budget as a ratio must be in (0, 100%]");
@@ -175,32 +166,32 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
                         std::to_string(promptLength) + " (or the budget must hold the whole prompt)");
         }
         // (Finch runs its question itself: its window is not the capture's window queries.)
-        if (!keepsAll && window > maxWindow && method != "finch") {
+        if (!keepsAll && window > maxWindow && !m.needs.has(Need::SecondPrefill)) {
             throw Error("--window " + std::to_string(window) + " is above the " +
                         std::to_string(maxWindow) + " window queries the capture holds");
         }
         // (kvpress's ChunkKV keeps no window as such: its scorer's window only scores high.)
-        if (!keepsAll && B <= window && method != "chunkkv-kvpress")
+        if (!keepsAll && B <= window && m.keeps.has(Keep::Window))
             throw Error(budgetTooSmall(*this, promptLength, B, "--window", window, "the budget includes the window"));
     }
-    if (method == "snapkv" || method == "pyramidkv" || (method != "chunkkv" && scorerInEffect() == "snapkv")) {
+    if (knobs.has(Knob::Kernel)) {
         if (kernel < 1 || kernel % 2 == 0) {
             throw Error("--kernel " + std::to_string(kernel) + " must be odd and positive");
         }
     }
     // Below 1 the last layer's P/beta passes the first layer's 2P - P/beta: the budget would
     // rise across layers, and below 0.5 the first layer's would go negative.
-    if (method == "pyramidkv" && !(beta >= 1.0)) {
+    if (knobs.has(Knob::Beta) && !(beta >= 1.0)) {
         std::ostringstream s;
         s << "--beta " << beta << " must be at least 1 (layers fall from 2P - P/beta to P/beta)";
         throw Error(s.str());
     }
-    if ((method == "adakv" || method == "criticaladakv") && !(alpha >= 0.0 && alpha <= 1.0)) {
+    if (knobs.has(Knob::Alpha) && !(alpha >= 0.0 && alpha <= 1.0)) {
         std::ostringstream s;
         s << "--alpha " << alpha << " must be in [0, 1]";
         throw Error(s.str());
     }
-    if (method == "cake") {
+    if (knobs.has(Knob::Tau1)) {
         for (const auto& [flag, v] : {std::pair<const char*, double>{"--tau1", tau1}, {"--tau2", tau2}}) {
             if (!(v > 0.0 && std::isfinite(v))) {
                 std::ostringstream s;
@@ -211,52 +202,46 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     // CAKE's layer preference and its indicator both take a variance over the window's rows
     // (n - 1): one row has none (NaN would mark every position as always kept).
-    if ((method == "cake" || scorerInEffect() == "cake") && window < 2)
+    if ((knobs.has(Knob::Tau1) || knobs.has(Knob::Gamma)) && window < 2)
         throw Error("--window " + std::to_string(window) +
                     " is too short for CAKE, which measures the attention's variance over the window's rows: use 2 or more");
-    if (scorerInEffect() == "cake" && !(gamma >= 0.0 && std::isfinite(gamma))) {
+    if (knobs.has(Knob::Gamma) && !(gamma >= 0.0 && std::isfinite(gamma))) {
         std::ostringstream s;
         s << "--gamma " << gamma << " must be >= 0";
         throw Error(s.str());
     }
-    if (ranksBy("leverage") && sketch < 1)
+    if (knobs.has(Knob::Sketch) && sketch < 1)
         throw Error("--sketch " + std::to_string(sketch) + " must be at least 1 (the columns of the keys' Gaussian sketch)");
-    if (ranksBy("kvzip") && repeatChunk < 1)
+    if (knobs.has(Knob::RepeatChunk) && repeatChunk < 1)
         throw Error("--repeat-chunk " + std::to_string(repeatChunk) +
                     " must be at least 1 (the context positions KVzip repeats per reconstruction pass)");
-    if (method == "finch") {
-        if (finchChunk < 1)
-            throw Error("--finch-chunk " + std::to_string(finchChunk) +
-                        " must be at least 1 (the context positions Finch prefills per step)");
-        // Finch prefills its own cache (re-rotated keys): there is no gathered key to prune.
-        if (think > 0.0) throw Error("--think cannot prune Finch's cache: Finch prefills its own, with re-rotated keys");
-    }
-    // ThinK would score channels on the keys before the turn, which mixes each RoPE pair.
-    if (method == "finch-kvpress" && think > 0.0)
-        throw Error("--think cannot prune finch-kvpress's keys: they are re-rotated after the selection, which mixes "
-                    "the channels ThinK would score");
-    if (ranksBy("noncausal") && attnChunk < 1)
+    if (knobs.has(Knob::FinchChunk) && finchChunk < 1)
+        throw Error("--finch-chunk " + std::to_string(finchChunk) +
+                    " must be at least 1 (the context positions Finch prefills per step)");
+    // Finch prefills its own cache, finch-kvpress re-rotates the kept keys: no channel to score.
+    if (think > 0.0 && *m.noThink) throw Error(m.noThink);
+    if (knobs.has(Knob::AttnChunk) && attnChunk < 1)
         throw Error("--attn-chunk " + std::to_string(attnChunk) + " must be at least 1");
-    if (ranksBy("compactor") && !(std::isfinite(blend) && (blend >= 0.0 || blend == -1.0))) {
+    if (knobs.has(Knob::Blend) && !(std::isfinite(blend) && (blend >= 0.0 || blend == -1.0))) {
         std::ostringstream s;
         s << "--blend " << blend << " must be >= 0 (or auto: the compression ratio)";
         throw Error(s.str());
     }
-    if (method == "simlayerkv" && !(lazy >= 0.0 && lazy <= 1.0)) {
+    if (knobs.has(Knob::Lazy) && !(lazy >= 0.0 && lazy <= 1.0)) {
         std::ostringstream s;
         s << "--lazy " << lazy << " must be in [0, 1]";
         throw Error(s.str());
     }
     if (usesSinks()) {
         if (sinks < 0) throw Error("--sinks must be >= 0");
-        if (scorerInEffect() == "expected" || method == "expected") {
+        if (methods::effectiveNeeds(*this).has(Need::QueryStats)) {
             if (!keepsAll && sinks > kMaxQuerySinks) {
             throw Error("--sinks " + std::to_string(sinks) + " is above the " + std::to_string(kMaxQuerySinks) +
                         " first queries the capture keeps (Expected Attention leaves the sinks' queries out of its statistics)");
             }
         }
         // (kvpress's ChunkKV keeps no position as such: its scorer's sinks only score high.)
-        const bool keepsEnds = method != "chunkkv-kvpress";
+        const bool keepsEnds = !m.takesScorer || m.keeps.has(Keep::ScorerEnds);
         if (!keepsAll && keepsEnds && B <= sinks)
             throw Error(budgetTooSmall(*this, promptLength, B, "--sinks", sinks, "the budget includes the sinks"));
         // A wrapper keeps its window and its scorer's sinks beside what it ranks.
@@ -267,11 +252,11 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
             throw Error("--window " + std::to_string(window) + " and --sinks " + std::to_string(sinks) +
                         " leave nothing of the " + std::to_string(promptLength) + "-token prompt to rank");
     }
-    if ((method == "lagkv" || scorerInEffect() == "lagkv") && lag < 1)
+    if (knobs.has(Knob::Lag) && lag < 1)
         throw Error("--lag " + std::to_string(lag) + " must be at least 1");
     // A wrapper ranking by LagKV keeps its tail whole beside the window: something must be left.
     // (The window + sinks check above has passed, so here the tail is the longer.)
-    if (scorerInEffect() == "lagkv" && method != "chunkkv-kvpress" && !keepsAll &&
+    if (knobs.has(Knob::Lag) && m.keeps.has(Keep::ScorerEnds) && !keepsAll &&
         B <= sinks + keptTail(promptLength)) {
         const int64_t tail = promptLength - lagTailStart(promptLength);
         const std::string why = "LagKV keeps its sinks and its last full partition with the remainder whole: " +
@@ -279,71 +264,122 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
                                 std::to_string(promptLength) + "-token prompt; raise the budget or lower --lag";
         throw Error(budgetTooSmall(*this, promptLength, B, "--sinks + LagKV's tail", sinks + tail, why.c_str()));
     }
-    if (method == "lagkv" && !keepsAll && B < sinks + promptLength - lagTailStart(promptLength)) {
+    if (m.keeps.has(Keep::LagTail) && !keepsAll && B < sinks + promptLength - lagTailStart(promptLength)) {
         const int64_t tail = promptLength - lagTailStart(promptLength);
         throw Error("--budget " + std::to_string(B) + " must hold LagKV's " + std::to_string(sinks) +
                     " sinks and its last partition with the remainder (" + std::to_string(tail) +
                     " positions at --lag " + std::to_string(lag) + " on a " + std::to_string(promptLength) +
                     "-token prompt): raise the budget or lower --lag");
     }
-    if ((method == "chunkkv" || method == "chunkkv-kvpress") && chunk < 1)
+    if (knobs.has(Knob::Chunk) && chunk < 1)
         throw Error("--chunk " + std::to_string(chunk) + " must be at least 1");
-    if (method == "chunkkv-kvpress" && !keepsAll && chunk > promptLength) {
+    if (m.id == MethodId::ChunkKvKvpress && !keepsAll && chunk > promptLength) {
         throw Error("--chunk " + std::to_string(chunk) + " is longer than the " + std::to_string(promptLength) +
                     "-token prompt (kvpress's ChunkKV then falls back to its scorer alone)");
     }
     const int64_t tail = keptTail(promptLength);
-    if (method == "chunkkv" && !keepsAll && B - tail - (usesSinks() ? sinks : 0) < chunk) {
+    if (m.id == MethodId::ChunkKv && !keepsAll && B - tail - (usesSinks() ? sinks : 0) < chunk) {
         const int64_t fixed = tail + (usesSinks() ? sinks : 0);
         throw Error("--budget " + std::to_string(B) + " leaves " + std::to_string(B - fixed) + " entries beside " +
                     (tail > window ? "LagKV's last " + std::to_string(tail) + " positions" : "--window " + std::to_string(window)) +
                     (usesSinks() ? " and --sinks " + std::to_string(sinks) : std::string()) +
                     ", less than one --chunk of " + std::to_string(chunk));
     }
-    if ((method == "expected" || scorerInEffect() == "expected") && future < 1) throw Error("--future " + std::to_string(future) + " must be at least 1");
+    if (knobs.has(Knob::Future) && future < 1) throw Error("--future " + std::to_string(future) + " must be at least 1");
+}
+
+namespace {
+
+// The shortest form that reads back as the same double.
+std::string exact(double v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+// A ratio as a percentage, the shortest that fromDescription's v / 100 reads back as the same
+// double; "" when no decimal does (then describe() adds ratio=, the double itself).
+std::string exactPercent(double ratio) {
+    for (int decimals = 0; decimals <= 20; ++decimals) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.*f", decimals, ratio * 100.0);
+        if (std::strtod(buf, nullptr) / 100.0 == ratio) return buf;
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string methods::knobValue(const PressParams& p, Knob k) {
+    switch (k) {
+        case Knob::Window: return std::to_string(p.window);
+        case Knob::Scorer: return p.scorer;
+        case Knob::Kernel: return std::to_string(p.kernel);
+        case Knob::Pooling: return poolingName(p.pooling);
+        case Knob::Gqa: return gqaModeName(p.gqa);
+        case Knob::Beta: return exact(p.beta);
+        case Knob::Schedule: return scheduleName(p.schedule);
+        case Knob::Alpha: return exact(p.alpha);
+        case Knob::Sinks: return std::to_string(p.sinks);
+        case Knob::Lag: return std::to_string(p.lag);
+        case Knob::Chunk: return std::to_string(p.chunk);
+        case Knob::Future: return std::to_string(p.future);
+        case Knob::Tau1: return exact(p.tau1);
+        case Knob::Tau2: return exact(p.tau2);
+        case Knob::Gamma: return exact(p.gamma);
+        case Knob::Lazy: return exact(p.lazy);
+        case Knob::LayerWeights: {
+            if (p.layerWeights.empty()) return "equal";
+            std::string out;
+            for (size_t i = 0; i < p.layerWeights.size(); ++i) out += (i ? "," : "") + exact(p.layerWeights[i]);
+            return out;
+        }
+        case Knob::Sketch: return std::to_string(p.sketch);
+        case Knob::AttnChunk: return std::to_string(p.attnChunk);
+        case Knob::RepeatChunk: return std::to_string(p.repeatChunk);
+        case Knob::FinchChunk: return std::to_string(p.finchChunk);
+        case Knob::Blend: return p.blend >= 0.0 ? exact(p.blend) : "auto";
+        case Knob::Seed: return std::to_string(p.seed);
+        case Knob::Think: return exact(p.think);
+        case Knob::Count_: break;
+    }
+    return "";
+}
+
+std::string methods::knobsText(const PressParams& p, KnobSet set) {
+    const KnobSet reads = effectiveKnobs(p);
+    std::string out;
+    for (const KnobInfo& k : knobs()) {
+        if (!set.has(k.knob) || !reads.has(k.knob)) continue;
+        const std::string value = knobValue(p, k.knob);
+        if (value.empty()) continue;
+        out += (out.empty() ? "" : ", ") + (*k.describeKey ? std::string(k.describeKey) + " " : std::string()) + value;
+    }
+    return out;
 }
 
 std::string PressParams::describe() const {
     std::ostringstream s;
+    // A ratio no percentage reads back exactly is written as it is, after the percentage.
+    const std::string percent = budget > 0 ? "" : exactPercent(budgetRatio);
     s << method << " B=";
     if (budget > 0) {
         s << budget;
     } else {
-        s << budgetRatio * 100 << "%";
+        char rounded[64];
+        std::snprintf(rounded, sizeof rounded, "%.6g", budgetRatio * 100.0);
+        s << (percent.empty() ? std::string(rounded) : percent) << "%";
     }
-    // The newer knobs in the shortest form that reads back as the same double.
-    auto exact = [](double v) {
-        char buf[32];
-        const auto r = std::to_chars(buf, buf + sizeof buf, v);
-        return std::string(buf, r.ptr);
-    };
-    if (method == "full") return think > 0.0 ? s.str() + " W=" + std::to_string(window) + " think=" + exact(think) : s.str();
-    if (usesWindow() || think > 0.0) s << " W=" << window;
-    if (takesScorer() && !scorer.empty()) s << " scorer=" << scorer;
-    if (method == "snapkv" || method == "pyramidkv" || (method != "chunkkv" && scorerInEffect() == "snapkv")) {
-        s << " k=" << kernel << " " << poolingName(pooling) << " " << gqaModeName(gqa);
+    const KnobSet knobs = methods::effectiveKnobs(*this);
+    for (const KnobInfo& k : methods::knobs()) {
+        if (!knobs.has(k.knob)) continue;
+        // Defaults that mean "none" leave no word: no --scorer, no weights, blend's auto.
+        if ((k.knob == Knob::Blend && blend < 0.0) || (k.knob == Knob::LayerWeights && layerWeights.empty())) continue;
+        const std::string value = methods::knobValue(*this, k.knob);
+        if (value.empty()) continue;
+        s << " " << (*k.describeKey ? std::string(k.describeKey) + "=" : std::string()) << value;
     }
-    if (method == "pyramidkv") s << " beta=" << beta << " " << scheduleName(schedule);
-    if (method == "adakv" || method == "criticaladakv") s << " alpha=" << alpha;
-    if (usesSinks()) s << " sinks=" << sinks;
-    if (method == "lagkv" || scorerInEffect() == "lagkv") s << " lag=" << lag;
-    if (method == "chunkkv") s << " chunk=" << chunk << (scorerInEffect() == "snapkv" ? std::string(" ") + gqaModeName(gqa) : "");
-    if (method == "chunkkv-kvpress") s << " chunk=" << chunk;
-    if (method == "expected" || scorerInEffect() == "expected") s << " future=" << future;
-    if (method == "cake") s << " tau1=" << exact(tau1) << " tau2=" << exact(tau2);
-    if (scorerInEffect() == "cake") s << " gamma=" << exact(gamma);
-    if (method == "simlayerkv") s << " lazy=" << exact(lazy);
-    if (!layerWeights.empty()) {
-        s << " weights=";
-        for (size_t i = 0; i < layerWeights.size(); ++i) s << (i ? "," : "") << exact(layerWeights[i]);
-    }
-    if (ranksBy("leverage")) s << " sketch=" << sketch;
-    if (ranksBy("noncausal")) s << " attn-chunk=" << attnChunk;
-    if (ranksBy("kvzip")) s << " repeat-chunk=" << repeatChunk;
-    if (method == "finch") s << " finch-chunk=" << finchChunk;
-    if (ranksBy("compactor") && blend >= 0.0) s << " blend=" << exact(blend);
-    if (method == "random" || ranksBy("leverage")) s << " seed=" << seed;
-    if (think > 0.0) s << " think=" << exact(think);
+    if (budget <= 0 && percent.empty()) s << " ratio=" << exact(budgetRatio);
     return s.str();
 }
 
@@ -383,7 +419,14 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
         } else if (is("sinks=")) {
             p.sinks = static_cast<int64_t>(std::llround(number(word, 6)));
         } else if (is("seed=")) {
-            p.seed = static_cast<uint64_t>(number(word, 5));
+            // Every 64-bit seed reads back exactly (a double would round those above 2^53).
+            const std::string digits = word.substr(5);
+            char* end = nullptr;
+            errno = 0;
+            const unsigned long long v = std::strtoull(digits.c_str(), &end, 10);
+            if (digits.empty() || digits[0] == '-' || *end != '\0' || errno == ERANGE)
+                throw Error(what + ": '" + word + "' is not a seed (0 .. 2^64 - 1)");
+            p.seed = static_cast<uint64_t>(v);
         } else if (is("lag=")) {
             p.lag = static_cast<int64_t>(std::llround(number(word, 4)));
         } else if (is("chunk=")) {
@@ -413,6 +456,9 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.repeatChunk = static_cast<int64_t>(std::llround(number(word, 13)));
         } else if (is("finch-chunk=")) {
             p.finchChunk = static_cast<int64_t>(std::llround(number(word, 12)));
+        } else if (is("ratio=")) {
+            p.budget = 0;
+            p.budgetRatio = number(word, 6);
         } else if (is("think=")) {
             p.think = number(word, 6);
         } else if (is("blend=")) {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/Methods.h"
+
 namespace kvlens {
 
 enum class GqaMode {
@@ -24,9 +26,7 @@ const char* poolingName(Pooling pooling);
 const char* scheduleName(PyramidSchedule schedule);
 
 struct PressParams {
-    // full, snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff,
-    // lagkv, chunkkv, expected, cur, cake, simlayerkv, perlayer, leverage, noncausal, compactor,
-    // criticalkv, criticaladakv, kvzip, finch, finch-kvpress, chunkkv-kvpress
+    // A name from the method table (core/Methods).
     std::string method = "snapkv";
     // AdaKV, ChunkKV (both forms), CAKE, per-layer, CriticalKV, CriticalAdaKV: the method whose scores they
     // rank by ("" = their own: SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE).
@@ -87,6 +87,14 @@ struct PressParams {
     static PressParams fromDescription(const std::string& line, const std::string& what = "params");
 
     static const std::vector<std::string>& methodNames();
+    // The method's line in the method table (core/Methods); nullptr for an unknown name.
+    const MethodInfo* info() const;
+    // Whether the method is FullKV (keeps everything: the reference of every comparison).
+    bool isFull() const { return info() != nullptr && info()->id == MethodId::Full; }
+    // Whether the method in effect reads `knob` (its own, its scorer's, the window under ThinK).
+    bool reads(Knob knob) const;
+    // Whether the method itself (not its scorer) keeps `keep` whole.
+    bool keepsOwn(Keep keep) const;
     // Methods that keep the observation window (and so need budget > window).
     bool usesWindow() const;
     // Methods that always keep the first `sinks` positions (a wrapper too when its

@@ -21,9 +21,6 @@
 #include "engine/analysis/AttentionMap.h"
 #include "engine/analysis/AttentionStats.h"
 #include "engine/compress/presses/Press.h"
-#include "engine/compress/presses/ChunkKvKvpressPress.h"
-#include "engine/compress/presses/CompactorScores.h"
-#include "engine/compress/presses/PressScores.h"
 #include "engine/tokenizer/ChatTemplate.h"
 #include "kernels/DeviceMemory.h"
 
@@ -269,116 +266,11 @@ std::vector<std::vector<float>> Workbench::scores(const PressParams& params, int
     const Capture& c = *state_->capture;
     if (layer < 0 || layer >= c.layers()) throw Error("layer " + std::to_string(layer) + " does not exist");
     params.validate(c.promptLength(), Capture::kMaxWindow);
-    const std::string& m = params.method;
-    // Scores over every position, for the methods that keep no window.
-    if (m == "knorm") return presses::keyNormScores(c, layer);
-    if (m == "keydiff") return presses::keyDiffScores(c, layer);
-    if (m == "tova") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
-    // NaN for the positions these always keep (sinks, LagKV's tail), as for a window.
-    if (m == "expected") {
-        // A budget that holds the prompt keeps it whatever the sinks: with no query after
-        // them there are no statistics, and so no scores.
-        if (params.sinks >= c.promptLength() || !c.queryStatistics()) return {};
-        return presses::expectedAttentionScores(c, layer, params);
-    }
-    if (m == "lagkv") return presses::lagKvScores(c, layer, params);
-    if (m == "cur") return presses::curScores(c, layer, params);
-    // Compactor's family over the span it ranks (NaN for the sinks and window compactor keeps).
-    if (m == "leverage" || m == "noncausal" || m == "compactor") {
-        const auto [lo, hi] = params.rankedSpan(c.promptLength());
-        if (lo >= hi || (m != "noncausal" && !c.queryStatistics()) || (m != "leverage" && c.prompt().empty()))
-            return {};
-        if (m != "leverage") {
-            c.keepScoresFor(*state_->loaded.model, params);
-            // A budget that holds the prompt needs no replay: nothing ranked, no scores.
-            if (!c.nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return {};
-        }
-        if (m == "leverage") return presses::leverageScores(c, layer, params);
-        return m == "noncausal" ? presses::nonCausalScores(c, layer, params) : presses::compactorScores(c, layer, params);
-    }
-    if (m == "kvzip") {
-        if (c.prompt().empty() || params.sinks >= c.promptLength()) return {};
-        c.keepScoresFor(*state_->loaded.model, params);
-        // A budget that holds the prompt needs no reconstruction: nothing ranked, no scores.
-        if (!c.reconstructionScores(0, params.repeatChunk, params.sinks).defined()) return {};
-        return presses::reconstructionScores(c, layer, params);
-    }
-    // SimLayerKV judges each layer by the last query's attention.
-    if (m == "simlayerkv") return presses::HeadScores(static_cast<size_t>(c.kvHeads()), presses::lastQueryAttention(c, layer));
-    // A budget that holds the whole prompt keeps everything, whatever the window:
-    // a window the capture cannot vote with then has no scores to show.
-    if (params.usesWindow() && (params.window >= c.promptLength() || params.window > c.windowCapacity())) return {};
-    if (params.takesScorer() && (params.scorerInEffect() != "snapkv" || m == "chunkkv-kvpress")) {
-        // A budget that holds the prompt keeps it whatever the window: nothing ranked, no scores.
-        const int64_t tail = params.keptTail(c.promptLength());  // the window, or LagKV's tail when longer
-        const int64_t fixed = tail + (params.usesSinks() ? params.sinks : 0);
-        const std::string scorer = params.scorerInEffect();
-        // (kvpress's ChunkKV keeps nothing whole: its window-free scorers rank whatever the window.)
-        if (((scorer == "expected" || scorer == "leverage" || scorer == "compactor") && !c.queryStatistics()) ||
-            (m != "chunkkv-kvpress" && (fixed >= c.promptLength() || params.window > c.windowCapacity())))
-            return {};
-        // Scorers that need a run of the model (a replay, a reconstruction): none on tensors, and
-        // none when the budget holds the prompt (nothing ranked, nothing computed).
-        if (params.ranksBy("noncausal") || params.ranksBy("kvzip") || params.ranksBy("h2o")) {
-            if (c.prompt().empty()) return {};
-            c.keepScoresFor(*state_->loaded.model, params);
-            const auto [lo, hi] = params.rankedSpan(c.promptLength());
-            if ((params.ranksBy("noncausal") && !c.nonCausalAttention(0, params.attnChunk, lo, hi).defined()) ||
-                (params.ranksBy("kvzip") && !c.reconstructionScores(0, params.repeatChunk, params.sinks).defined()) ||
-                (params.ranksBy("h2o") && !c.hasH2oScores()))
-                return {};
-        }
-        if (m == "chunkkv-kvpress") {
-            // Every head shows each position's chunk mean of the layer's summed scores, what
-            // kvpress's ChunkKV ranks the chunks by (the same on every head).
-            const int64_t chunk = std::max<int64_t>(params.chunk, 1);
-            presses::HeadScores rows = ChunkKvKvpressPress::kvpressScores(c, layer, params);
-            const std::vector<float> means = ChunkKvKvpressPress::chunkMeans(rows, chunk);
-            for (auto& head : rows)
-                for (size_t t = 0; t < head.size(); ++t) head[t] = means[t / size_t(chunk)];
-            return rows;
-        }
-        presses::HeadScores rows = presses::scorerScores(c, layer, params);
-        if (m == "chunkkv") {
-            // Each ranked position shows its chunk's summed scores, what the chunk is ranked by
-            // (the span ChunkKvPress ranks: after the sinks, before the window or LagKV's tail).
-            const int64_t T = c.promptLength();
-            const int64_t sinks = params.usesSinks() ? std::min(params.sinks, T - tail) : 0;
-            const int64_t ranked = T - tail - sinks, chunk = std::max<int64_t>(params.chunk, 1);
-            for (auto& head : rows) {
-                const std::vector<float> sums =
-                    presses::chunkSums(std::vector<float>(head.begin() + sinks, head.begin() + sinks + ranked), chunk);
-                for (int64_t i = 0; i < ranked; ++i) head[sinks + i] = sums[i / chunk];
-            }
-        }
-        return rows;
-    }
-    presses::HeadScores prefix;
-    if (m == "snapkv" || m == "pyramidkv" || m == "adakv" || m == "cake" || m == "perlayer" || m == "criticalkv" ||
-        m == "criticaladakv") {
-        prefix = presses::windowVotes(c, layer, params.window, params.gqa);
-        for (auto& head : prefix) head = presses::pool1d(head, params.kernel, params.pooling);
-    } else if (m == "chunkkv") {
-        // Each position shows its chunk's summed votes, what the chunk is ranked by.
-        prefix = presses::windowVotes(c, layer, params.window, params.gqa);
-        const int64_t chunk = std::max<int64_t>(params.chunk, 1);
-        for (auto& head : prefix) {
-            const std::vector<float> sums = presses::chunkSums(head, chunk);
-            for (size_t i = 0; i < head.size(); ++i) head[i] = sums[i / size_t(chunk)];
-        }
-    } else if (m == "finch-kvpress") {
-        prefix = presses::finchPressScores(c, layer, params.window);  // per KV head, what it ranks by
-    } else if (m == "h2o" && !c.prompt().empty()) {
-        c.keepScoresFor(*state_->loaded.model, m);
-        // H2O selects per KV head whatever the GQA mode (Press::select): its scores
-        // must have the selection's rows.
-        prefix = presses::accumulatedAttention(c, layer, params.window, GqaMode::KvHead);
-    } else {
-        return {};
-    }
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    for (auto& head : prefix) head.resize(static_cast<size_t>(c.promptLength()), nan);
-    return prefix;
+    // The parameters the selection really has (the GQA combo of a method that reads none is
+    // disabled, not reset), and what it needs from the model run first, as select() does.
+    const PressParams p = Press::selectionParams(params);
+    if (!c.prompt().empty()) c.keepScoresFor(*state_->loaded.model, p);
+    return Press::create(p.method)->scores(c, p, layer);
 }
 
 std::vector<int64_t> Workbench::bytesPerLayer(const Selection& selection) const {

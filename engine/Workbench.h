@@ -143,20 +143,10 @@ public:
     // a replay of the prompt), with progress; select() does it too, silently. Nothing for
     // the other methods, or without a capture.
     void prepareMethod(const PressParams& params, const Progress& progress) const;
-    // The method's per-position score on `layer` for each selection head: pooled
-    // window votes (snapkv, pyramidkv, adakv), accumulated attention (h2o), prefix
-    // positions only (the window has none: NaN); minus the key norm (knorm), minus the
-    // key's cosine with the anchor (keydiff), the last query's mean attention (tova)
-    // over every position; the chunk's summed votes (chunkkv, prefix only); the
-    // expected attention times ||v|| (expected), the lag-relative score (lagkv) and the
-    // windowed key x value norm shares (cur), NaN
-    // where they always keep (sinks, LagKV's tail); KVzip's reconstruction scores (kvzip, NaN for the
-    // sinks); for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and criticaladakv with a
-    // --scorer (cake's own: its eviction indicator), that scorer's (chunk sums for
-    // chunkkv), NaN for the window and the scorer's sinks; the last query's mean
-    // attention for simlayerkv; the z-scored leverage, non-causal attention and their
-    // blend (leverage, noncausal, compactor; NaN for compactor's sinks and window);
-    // empty for methods without scores.
+    // The method's per-position score on `layer` for each selection head: what its press ranks
+    // by (Press::scores, with the selection's GQA mode and what it needs from the model run
+    // first): NaN where it keeps whole, empty for methods without scores. The method table's
+    // rankRule says how the scores order what is kept where not simply per head.
     std::vector<std::vector<float>> scores(const PressParams& params, int64_t layer) const;
     // K and V bytes of the entries `selection` keeps, per layer, in the cache's dtype.
     std::vector<int64_t> bytesPerLayer(const Selection& selection) const;

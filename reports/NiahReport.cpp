@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/Methods.h"
 #include "core/Error.h"
 #include "reports/ReportText.h"
 #include "sessions/NiahGrid.h"
@@ -151,7 +152,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
         for (const RunKind& k : kinds) {
             char* end = nullptr;
             const double b = std::strtod(k.second.c_str(), &end);
-            if (k.first == "full" || end == k.second.c_str() || *end != '\0') continue;
+            if (k.first == methods::info(MethodId::Full).name || end == k.second.c_str() || *end != '\0') continue;
             if (!lines.count(k.first)) methodOrder.push_back(k.first);
             viz::LineSeries& s = lines[k.first];
             s.name = k.first;
@@ -164,7 +165,7 @@ std::vector<std::string> NiahReport::write(sessions::SessionStore& store, const 
         if (!methodOrder.empty()) {
             for (const std::string& m : methodOrder) panel.addLine(lines[m]);
             for (const RunKind& k : kinds) {
-                if (k.first != "full") continue;
+                if (k.first != methods::info(MethodId::Full).name) continue;
                 viz::LineSeries s;
                 s.name = "full";
                 s.color = viz::MethodColor::of("full");

@@ -59,7 +59,7 @@ ReportData ReportData::load(sessions::SessionStore& store, const std::string& na
 }
 
 std::string ReportData::budgetText(const PressParams& p) {
-    if (p.method == "full") return "\xe2\x80\x94";
+    if (p.isFull()) return "\xe2\x80\x94";
     if (p.budget > 0) return std::to_string(p.budget);
     char text[32];
     std::snprintf(text, sizeof text, "%g%%", p.budgetRatio * 100);
@@ -68,7 +68,7 @@ std::string ReportData::budgetText(const PressParams& p) {
 
 std::string ReportData::label(const sessions::RunRecord& run) {
     std::string l = "#" + std::to_string(run.id) + " " + run.params.method;
-    if (run.params.method != "full") l += " " + budgetText(run.params);
+    if (!run.params.isFull()) l += " " + budgetText(run.params);
     return l;
 }
 
@@ -85,7 +85,7 @@ std::vector<size_t> ReportData::selectionRuns() const {
     std::vector<size_t> out;
     for (size_t i = 0; i < runs.size(); ++i) {
         const Selection& s = runs[i].selection;
-        if (runs[i].params.method != "full" && s.layers() > 0 && s.promptLength > 0 && s.headsPerLayer() > 0) {
+        if (!runs[i].params.isFull() && s.layers() > 0 && s.promptLength > 0 && s.headsPerLayer() > 0) {
             out.push_back(i);
         }
     }

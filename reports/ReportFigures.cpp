@@ -94,7 +94,7 @@ ReportFigure ReportFigures::funnel(const ReportData& d) {
     f.localMass = layerStatistic(first, "local_mass", layers);
     for (size_t i = 0; i < d.runs.size(); ++i) {
         const auto& r = d.runs[i];
-        if (r.params.method == "full" || r.selection.layerBudgets.empty()) continue;
+        if (r.params.isFull() || r.selection.layerBudgets.empty()) continue;
         viz::FunnelChartData::Budget b;
         b.label = ReportData::label(r) + " budget";
         for (int64_t v : r.selection.layerBudgets) b.perLayer.push_back(double(v));
@@ -273,7 +273,7 @@ ReportFigure ReportFigures::hitRate(const ReportData& d) {
 bool ReportFigures::hasSweep(const ReportData& d) {
     std::map<std::string, std::set<int64_t>> budgets;
     for (const auto& r : d.runs) {
-        if (r.params.method != "full") budgets[r.params.method].insert(d.budgetEntries(r));
+        if (!r.params.isFull()) budgets[r.params.method].insert(d.budgetEntries(r));
     }
     for (const auto& [method, b] : budgets) {
         if (b.size() >= 2) return true;
@@ -285,11 +285,11 @@ ReportFigure ReportFigures::sweep(const ReportData& d) {
     // Per method, its runs by budget (methods with one budget have no line to draw).
     std::map<std::string, std::vector<size_t>> byMethod;
     for (size_t i = 0; i < d.runs.size(); ++i) {
-        if (d.runs[i].params.method != "full") byMethod[d.runs[i].params.method].push_back(i);
+        if (!d.runs[i].params.isFull()) byMethod[d.runs[i].params.method].push_back(i);
     }
     bool anyHit = false, klPositive = true;
     for (const auto& r : d.runs) {
-        if (r.params.method == "full") continue;
+        if (r.params.isFull()) continue;
         anyHit |= !std::isnan(ReportData::hitRate(r.metrics));
         klPositive &= r.metrics.meanKl > 0;
     }

@@ -139,7 +139,7 @@ std::string ReportHtml::continuations(Mode mode) const {
     const std::string& full = data_.runs.front().fullText;
     o << "<h3>Full cache</h3>\n" << textOpen << X::xml(full) << "</p>\n";
     for (const auto& r : data_.runs) {
-        if (r.params.method == "full") continue;
+        if (r.params.isFull()) continue;
         const size_t same = ReportText::commonPrefix(r.fullText, r.text);
         o << "<h3>" << X::xml(ReportData::label(r)) << " \xe2\x80\x94 agreed@div " << r.metrics.agreedPrefix << "/"
           << r.newTokens << " tokens, agreement " << X::percent(r.metrics.tokenAgreement) << "</h3>\n";

@@ -25,14 +25,14 @@ ReportCell integer(int64_t v) { return num(std::to_string(v), double(v)); }
 void markBest(ReportTable& t, const ReportData& d, size_t col, bool higherIsBetter) {
     double best = std::numeric_limits<double>::quiet_NaN();
     for (size_t r = 0; r < t.rows.size(); ++r) {
-        if (d.runs[r].params.method == "full") continue;
+        if (d.runs[r].params.isFull()) continue;
         const double v = t.rows[r][col].value;
         if (std::isnan(v)) continue;
         if (std::isnan(best) || (higherIsBetter ? v > best : v < best)) best = v;
     }
     if (std::isnan(best)) return;
     for (size_t r = 0; r < t.rows.size(); ++r) {
-        if (d.runs[r].params.method != "full" && t.rows[r][col].value == best) t.rows[r][col].best = true;
+        if (!d.runs[r].params.isFull() && t.rows[r][col].value == best) t.rows[r][col].best = true;
     }
 }
 
@@ -60,56 +60,18 @@ ReportTable ReportTables::settings(const ReportData& d) {
                    "dtype", "device"};
     for (const auto& r : d.runs) {
         const PressParams& p = r.params;
-        std::string knobs = ReportText::dash();
-        if (p.method == "pyramidkv") knobs = "beta " + ReportText::number("%g", p.beta) + ", " + sessions::ParamText::of(p.schedule);
-        if (p.method == "adakv" || p.method == "criticaladakv") knobs = "alpha " + ReportText::number("%g", p.alpha);
-        if (p.method == "kvzip") knobs = std::to_string(p.sinks) + " sinks, repeat chunk " + std::to_string(p.repeatChunk);
-        if (p.method == "finch") knobs = "chunks of " + std::to_string(p.finchChunk);
-        if (p.method == "finch-kvpress") knobs = "question of W, kvpress's variant";
-        if (p.method == "streamingllm") knobs = std::to_string(p.sinks) + " sinks";
-        if (p.method == "lagkv") knobs = std::to_string(p.sinks) + " sinks, lag " + std::to_string(p.lag);
-        if (p.method == "chunkkv") knobs = "chunk " + std::to_string(p.chunk);
-        if (p.method == "chunkkv-kvpress") knobs = "chunk " + std::to_string(p.chunk) + ", kvpress's variant";
-        if (p.method == "expected") knobs = std::to_string(p.sinks) + " sinks, " + std::to_string(p.future) + " future";
-        if (p.method == "cur") knobs = std::to_string(p.sinks) + " sinks";
-        if (p.method == "cake")
-            knobs = "tau1 " + ReportText::number("%g", p.tau1) + ", tau2 " + ReportText::number("%g", p.tau2);
-        if (p.scorerInEffect() == "cake") knobs += ", gamma " + ReportText::number("%g", p.gamma);
-        if (p.method == "perlayer") {
-            knobs = p.layerWeights.empty() ? std::string("equal layers") : std::string("weights");
-            for (size_t i = 0; i < p.layerWeights.size(); ++i)
-                knobs += (i ? "," : " ") + ReportText::number("%g", p.layerWeights[i]);
-        }
-        if (p.method == "simlayerkv") knobs = std::to_string(p.sinks) + " sinks, lazy above " + ReportText::number("%g", p.lazy);
-        // Compactor's family: as a method or as a wrapper's scorer.
-        std::string compactor;
-        if (p.ranksBy("compactor")) compactor = std::to_string(p.sinks) + " sinks, ";
-        if (p.ranksBy("leverage")) compactor += "sketch " + std::to_string(p.sketch) + ", seed " + std::to_string(p.seed);
-        if (p.ranksBy("noncausal"))
-            compactor += (p.ranksBy("leverage") ? ", " : "") + std::string("attention chunk ") + std::to_string(p.attnChunk);
-        if (p.ranksBy("compactor"))
-            compactor += p.blend >= 0.0 ? ", blend " + ReportText::number("%g", p.blend) : std::string(", blend 1 - B/T");
-        if (!p.takesScorer() && !compactor.empty()) knobs = compactor;
-        if (p.takesScorer() && p.scorerInEffect() == "lagkv")
-            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "LagKV's " + std::to_string(p.sinks) +
-                    " sinks, lag " + std::to_string(p.lag);
-        if (p.think > 0.0)
-            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "ThinK " + ReportText::number("%g", p.think);
-        if (r.metrics.decodeEvery > 0) {
-            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "compressed every " +
-                    std::to_string(r.metrics.decodeEvery) + " decode steps";
-        }
-        if (!p.scorer.empty()) {
-            knobs = (knobs == ReportText::dash() ? std::string() : knobs + ", ") + "scored by " + p.scorer;
-            if (p.scorer == "expected" || p.scorer == "cur") knobs += ", " + std::to_string(p.sinks) + " sinks";
-            if (p.scorer == "expected") knobs += ", " + std::to_string(p.future) + " future";
-            if (p.scorer == "kvzip")
-                knobs += ", " + std::to_string(p.sinks) + " sinks, repeat chunk " + std::to_string(p.repeatChunk);
-            if (!compactor.empty()) knobs += ", " + compactor;
-        }
-        const bool pooled = p.method == "snapkv" || p.method == "pyramidkv" ||
-                            (p.method != "chunkkv" && p.scorerInEffect() == "snapkv");
-        ReportCell budget = p.method == "full" ? text(ReportText::dash())
+        // Every knob the method in effect reads (the table's), but those with a column of their own.
+        std::string knobs = methods::knobsText(
+            p, KnobSet{Knob::Scorer, Knob::Beta, Knob::Schedule, Knob::Alpha, Knob::Sinks, Knob::Lag, Knob::Chunk,
+                       Knob::Future, Knob::Tau1, Knob::Tau2, Knob::Gamma, Knob::Lazy, Knob::LayerWeights,
+                       Knob::Sketch, Knob::AttnChunk, Knob::RepeatChunk, Knob::FinchChunk, Knob::Blend, Knob::Think});
+        if (r.metrics.decodeEvery > 0)
+            knobs += (knobs.empty() ? "" : ", ") + std::string("compressed every ") +
+                     std::to_string(r.metrics.decodeEvery) + " decode steps";
+        if (knobs.empty()) knobs = ReportText::dash();
+        const bool pooled = p.reads(Knob::Kernel);
+        const bool full = p.info() != nullptr && p.info()->id == MethodId::Full;
+        ReportCell budget = full               ? text(ReportText::dash())
                             : p.budget > 0     ? integer(p.budget)
                                                : num(ReportData::budgetText(p), p.budgetRatio);
         t.rowRuns.push_back(r.id);
@@ -117,8 +79,8 @@ ReportTable ReportTables::settings(const ReportData& d) {
                           p.usesWindow() ? integer(p.window) : text(ReportText::dash()),
                           pooled ? integer(p.kernel) : text(ReportText::dash()),
                           text(pooled ? sessions::ParamText::of(p.pooling) : ReportText::dash()),
-                          text(p.method == "full" ? ReportText::dash() : sessions::ParamText::of(r.selection.gqa)), text(knobs),
-                          text(p.method == "random" ? std::to_string(p.seed) : ReportText::dash()),
+                          text(full ? ReportText::dash() : sessions::ParamText::of(r.selection.gqa)), text(knobs),
+                          text(p.reads(Knob::Seed) ? std::to_string(p.seed) : ReportText::dash()),
                           integer(r.newTokens), text(r.dtype), text(r.device)});
     }
     return t;

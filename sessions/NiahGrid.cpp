@@ -1,4 +1,5 @@
 #include "sessions/NiahGrid.h"
+#include "core/Methods.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +25,7 @@ void NiahMeans::add(const NiahRunRecord& r) {
 }
 
 std::string NiahGrid::kindLabel(const Kind& kind) {
-    return kind.first == "full" ? "full" : kind.first + " " + kind.second;
+    return kind.first == methods::info(MethodId::Full).name ? kind.first : kind.first + " " + kind.second;
 }
 
 const NiahGrid::Cell* NiahGrid::Group::cell(const Kind& kind, double depth, int64_t length) const {

@@ -46,7 +46,7 @@ QString DisplayText::time(int64_t unixMs) {
 
 QString DisplayText::method(const PressParams& params) {
     QString text = QString::fromStdString(params.method);
-    if (params.method == "full") return text;
+    if (params.isFull()) return text;
     if (params.budget > 0) return text + " B=" + QString::number(params.budget);
     return text + " B=" + QString::number(params.budgetRatio * 100.0, 'g', 4) + "%";
 }

@@ -159,14 +159,14 @@ void EngineWorker::selectOthers(const PressParams& params, const std::vector<std
     post(Others, {"compare methods", false, [this, params, methods] {
                       NamedSelections others;
                       for (const std::string& method : methods) {
-                          if (method == "full" || method == params.method) continue;
+                          if (methods::named(method).id == MethodId::Full || method == params.method) continue;
                           // A budget change waiting behind this comparison goes first; its
                           // own comparison request replaces this one.
                           if (selectPending()) return;
                           PressParams p = params;
                           p.method = method;
                           if (!p.takesScorer()) p.scorer.clear();
-                          if (p.method != "perlayer") p.layerWeights.clear();
+                          if (!p.reads(Knob::LayerWeights)) p.layerWeights.clear();
                           try {
                               bench_.prepareMethod(p, progressFor("compare methods"));
                               auto s = std::make_shared<const Selection>(bench_.select(p));

@@ -188,12 +188,13 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     compared_ = new QToolButton;
     compared_->setObjectName("comparedMethods");
     compared_->setPopupMode(QToolButton::InstantPopup);
-    compared_->setToolTip("The methods the kept positions' hover compares at the same budget and window\n"
-                          "(\"kept by\"); H2O, noncausal, Compactor, CriticalKV, CriticalAdaKV and KVzip are off by\n"
-                          "default: their first use runs the model again (a replay, W_o, a reconstruction)");
+    compared_->setToolTip(QString::fromStdString(
+        "The methods the kept positions' hover compares at the same budget and window\n(\"kept by\"); " +
+        methods::listWhere([](const MethodInfo& m) { return m.costlyFirstUse; }) +
+        " are off by\ndefault: their first use runs the model again (a replay, W_o, a reconstruction, a prefill)"));
     comparedMenu_ = new QMenu(compared_);
     for (const std::string& m : PressParams::methodNames()) {
-        if (m == "full") continue;
+        if (methods::named(m).id == MethodId::Full) continue;
         QAction* a = comparedMenu_->addAction(QString::fromStdString(m));
         a->setCheckable(true);
         a->setChecked(defaultComparedMethods().contains(a->text()));
@@ -299,7 +300,7 @@ PressParams MethodsPanel::params() const {
     // Below 0 (the spin box's "auto" and the step above it) is the compression ratio.
     p.blend = blend_->value() < 0.0 ? -1.0 : blend_->value();
     p.think = think_->value();
-    if (p.method == "perlayer") {
+    if (p.reads(Knob::LayerWeights)) {
         // A word that is not a number stays in the list as NaN, which validate() names.
         for (const QString& w : layerWeights_->text().split(',', Qt::SkipEmptyParts)) {
             bool ok = false;
@@ -320,8 +321,7 @@ void MethodsPanel::setParams(const PressParams& p) {
         ratio_->setChecked(true);
         budgetRatio_->setValue(p.budgetRatio * 100.0);
     }
-    // Finch's question may be longer than the 64 window queries a capture keeps.
-    window_->setMaximum(p.method == "finch" ? (1 << 20) : 64);
+    window_->setMaximum(windowMaximum(p));
     window_->setValue(int(p.window));
     kernel_->setValue(int(p.kernel));
     pooling_->setCurrentText(p.pooling == Pooling::Avg ? "avg" : "max");
@@ -394,8 +394,7 @@ void MethodsPanel::budgetModeChanged() {
 QStringList MethodsPanel::defaultComparedMethods() {
     QStringList all;
     for (const std::string& m : PressParams::methodNames())
-        if (m != "full" && m != "h2o" && m != "noncausal" && m != "compactor" && m != "criticalkv" &&
-            m != "criticaladakv" && m != "kvzip" && m != "finch")
+        if (methods::named(m).id != MethodId::Full && !methods::named(m).costlyFirstUse)
             all << QString::fromStdString(m);
     return all;
 }
@@ -422,38 +421,30 @@ void MethodsPanel::updateComparedText() {
 }
 
 void MethodsPanel::updateEnabled() {
-    const std::string m = method_->currentText().toStdString();
     PressParams probe;
-    probe.method = m;
+    probe.method = method_->currentText().toStdString();
     if (probe.takesScorer() && scorer_->currentIndex() > 0) probe.scorer = scorer_->currentText().toStdString();
-    const std::string scorer = probe.scorerInEffect();
-    const bool pooled = m == "snapkv" || m == "pyramidkv" || (m != "chunkkv" && scorer == "snapkv");
-    kernel_->setEnabled(pooled);
-    pooling_->setEnabled(pooled);
-    lag_->setEnabled(m == "lagkv" || scorer == "lagkv");
-    chunk_->setEnabled(m == "chunkkv" || m == "chunkkv-kvpress");
-    future_->setEnabled(m == "expected" || scorer == "expected");
-    beta_->setEnabled(m == "pyramidkv");
-    alpha_->setEnabled(m == "adakv" || m == "criticaladakv");
-    scorer_->setEnabled(probe.takesScorer());
-    tau1_->setEnabled(m == "cake");
-    tau2_->setEnabled(m == "cake");
-    gamma_->setEnabled(scorer == "cake");
-    lazy_->setEnabled(m == "simlayerkv");
-    sketch_->setEnabled(probe.ranksBy("leverage"));
-    attnChunk_->setEnabled(probe.ranksBy("noncausal"));
-    blend_->setEnabled(probe.ranksBy("compactor"));
-    repeatChunk_->setEnabled(probe.ranksBy("kvzip"));
-    finchChunk_->setEnabled(m == "finch");
-    layerWeights_->setEnabled(m == "perlayer");
-    // ThinK scores the key channels by the window's queries, whatever the method.
-    window_->setEnabled(probe.usesWindow() || think_->value() > 0.0);
+    probe.think = think_->value();
+    // A control is enabled exactly when the method table says the method in effect reads
+    // its knob (ThinK reads the window, whatever the method).
+    const KnobSet reads = methods::effectiveKnobs(probe);
+    const std::pair<Knob, QWidget*> controls[] = {
+        {Knob::Window, window_},     {Knob::Scorer, scorer_},         {Knob::Kernel, kernel_},
+        {Knob::Pooling, pooling_},   {Knob::Gqa, gqa_},               {Knob::Beta, beta_},
+        {Knob::Alpha, alpha_},       {Knob::Sinks, sinks_},           {Knob::Lag, lag_},
+        {Knob::Chunk, chunk_},       {Knob::Future, future_},         {Knob::Tau1, tau1_},
+        {Knob::Tau2, tau2_},         {Knob::Gamma, gamma_},           {Knob::Lazy, lazy_},
+        {Knob::LayerWeights, layerWeights_}, {Knob::Sketch, sketch_}, {Knob::AttnChunk, attnChunk_},
+        {Knob::RepeatChunk, repeatChunk_},   {Knob::FinchChunk, finchChunk_}, {Knob::Blend, blend_},
+    };
+    for (const auto& [knob, widget] : controls) widget->setEnabled(reads.has(knob));
+    window_->setMaximum(windowMaximum(probe));
+}
+
+int MethodsPanel::windowMaximum(const PressParams& p) {
     // Finch's question (its window) may be longer than the 64 window queries a capture keeps.
-    window_->setMaximum(m == "finch" ? (1 << 20) : 64);
-    sinks_->setEnabled(probe.usesSinks());
-    // Only the voting methods select per query head; the others always keep one
-    // selection per KV head (Press::select), so the control would do nothing.
-    gqa_->setEnabled(m == "snapkv" || m == "pyramidkv" || (scorer == "snapkv" && m != "chunkkv-kvpress"));
+    const MethodInfo* m = p.info();
+    return m && m->needs.has(Need::SecondPrefill) ? (1 << 20) : int(PressParams::kMaxQuerySinks);
 }
 
 }  // namespace kvlens::ui

@@ -51,6 +51,9 @@ signals:
 
 private:
     void updateEnabled();
+    // The window control's maximum: the window queries a capture keeps, or any length for
+    // a method that prefills again (Finch's question is its window).
+    static int windowMaximum(const PressParams& p);
     void budgetModeChanged();
     void updateComparedText();
 

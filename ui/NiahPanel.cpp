@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "core/Methods.h"
 #include "sessions/NiahGrid.h"
 #include "sessions/SessionStore.h"
 #include "ui/NiahHeatmap.h"
@@ -177,7 +178,7 @@ void NiahPanel::fillGroups() {
     if (group_ >= 0) {
         const auto& kinds = grid_->groups()[static_cast<size_t>(group_)].kinds;
         for (size_t i = 0; i < kinds.size(); ++i)
-            if (kinds[i].first != "full") {
+            if (kinds[i].first != methods::info(MethodId::Full).name) {
                 kind_ = static_cast<int>(i);
                 break;
             }

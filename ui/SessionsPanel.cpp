@@ -54,7 +54,7 @@ QList<QStandardItem*> runRow(const sessions::RunSummary& r) {
     method->setToolTip(QString::fromStdString(sessions::ParamText::toJson(r.params)));
     row << method;
     row << cell(QString::number(r.promptTokens), qlonglong(r.promptTokens), true);
-    if (r.params.method == "full") {
+    if (r.params.isFull()) {
         row << cell("all", qlonglong(r.promptTokens), true);
     } else {
         const int64_t entries = DisplayText::budgetEntries(r.params, r.promptTokens);

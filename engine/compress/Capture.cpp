@@ -322,18 +322,20 @@ bool Capture::needsReplayFor(const PressParams& params) const { return !pendingW
 
 std::string Capture::pendingWork(const PressParams& params) const {
     if (prompt_.empty()) return "";
-    if (params.method == "h2o") return hasH2oScores() ? "" : "H2O's accumulated attention (a replay of the prompt)";
+    const MethodId method = methods::named(params.method).id;
+    const NeedSet needs = methods::effectiveNeeds(params);
+    if (method == MethodId::H2o) return hasH2oScores() ? "" : "H2O's accumulated attention (a replay of the prompt)";
     const int64_t T = promptLength_;
     if (params.resolveBudget(T) >= T) return "";  // keeps everything: nothing ranked
     std::string work;
     auto add = [&](const std::string& w) { work += (work.empty() ? "" : " and ") + w; };
     if (params.ranksBy("h2o") && !hasH2oScores()) add("H2O's accumulated attention (a replay of the prompt)");
-    if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined())
+    if (needs.has(Need::WoNorms) && !outputValueNorms(0).defined())
         add("CriticalKV's projected value norms (W_o on every value)");
     // (Bad settings say so in keepScoresFor's validation.)
     if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined())
         add("KVzip's reconstruction of the prompt (chunks of " + std::to_string(params.repeatChunk) + ")");
-    if (params.method == "finch" && !prefilledCache(params))
+    if (needs.has(Need::SecondPrefill) && !prefilledCache(params))
         add("Finch's chunked prefill (chunks of " + std::to_string(params.finchChunk) + ")");
     if (params.ranksBy("noncausal")) {
         const auto [lo, hi] = params.rankedSpan(T);
@@ -346,16 +348,17 @@ std::string Capture::pendingWork(const PressParams& params) const {
 void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress) const {
     if (!needsReplayFor(params)) return;
     // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
-    if (params.method != "h2o") params.validate(promptLength_, windowCapacity());
+    const MethodId method = methods::named(params.method).id;
+    const NeedSet needs = methods::effectiveNeeds(params);
+    if (method != MethodId::H2o) params.validate(promptLength_, windowCapacity());
     const bool h2o = params.ranksBy("h2o");
     std::lock_guard<std::mutex> lock(statsMutex_);
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_) {
         throw Error(std::string(h2o                              ? "H2O's scores need"
-                                : params.method == "criticalkv" || params.method == "criticaladakv"
-                                    ? "CriticalKV's projected value norms need"
+                                : needs.has(Need::WoNorms) ? "CriticalKV's projected value norms need"
                                 : params.ranksBy("kvzip")        ? "KVzip's reconstruction needs"
-                                : params.method == "finch"       ? "Finch's chunked prefill needs"
+                                : needs.has(Need::SecondPrefill) ? "Finch's chunked prefill needs"
                                                                  : "the non-causal attention needs") +
                     " the model that made the capture (another one is loaded)");
     }
@@ -381,8 +384,8 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         h2oScores_ = std::move(sums.sums);
         h2oReady_ = true;
     }
-    if (params.method == "h2o") return;
-    if ((params.method == "criticalkv" || params.method == "criticaladakv") && !outputValueNorms(0).defined()) {
+    if (method == MethodId::H2o) return;
+    if (needs.has(Need::WoNorms) && !outputValueNorms(0).defined()) {
         // Each query head's slice of W_o [E, H * D] applied to its KV head's values, L1 over E.
         const int64_t T = promptLength_, G = queryHeads_ / kvHeads_;
         // All layers first, then stored together: a failure or a cancel halfway leaves none
@@ -416,7 +419,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
         std::lock_guard<std::mutex> memoLock(votesMutex_);
         keepRecent("kvzip", reconstructionKey(params.repeatChunk, params.sinks), kReconstructions);
     }
-    if (params.method == "finch" && !prefilledCache(params)) {
+    if (needs.has(Need::SecondPrefill) && !prefilledCache(params)) {
         PrefilledCache own = FinchPrefill::run(model, prompt_, params.resolveBudget(promptLength_), params.window,
                                                params.finchChunk, share());
         for (int64_t l = 0; l < layers(); ++l) {
@@ -477,7 +480,7 @@ void Capture::memoStore(const std::string& name, const std::vector<at::Tensor>& 
 
 PrefilledCache Capture::prefilledCache(const PressParams& params) const {
     PrefilledCache own;
-    if (params.method != "finch") return own;
+    if (!methods::effectiveNeeds(params).has(Need::SecondPrefill)) return own;
     const std::string key = finchKey(params, promptLength_);
     // All of one cache under one lock: an older one may be dropped meanwhile (kFinchCaches).
     std::lock_guard<std::mutex> lock(votesMutex_);

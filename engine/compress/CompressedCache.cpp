@@ -55,14 +55,14 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
         if (perQueryHead_ || !selection.prunedChannels.empty())
             throw Error("Finch's cache has one set of rows per KV head and no pruned channels");
         nextPosition_ = own.length();
-    } else if (selection.params.method == "finch" && !whole) {
+    } else if (methods::named(selection.params.method).id == MethodId::Finch && !whole) {
         // Never the capture's rows in place of Finch's own (its cache for these settings was
         // dropped since, or never made on this capture).
         throw Error("Finch's cache for this budget, window and chunk is not kept by this capture: run its "
                     "prefill again (Capture::keepScoresFor)");
     }
     // kvpress's FinchPress turns the gathered keys to positions 0 .. B-1 by the model's RoPE.
-    const bool rerotate = selection.params.method == "finch-kvpress" && !whole;
+    const bool rerotate = methods::named(selection.params.method).id == MethodId::FinchKvpress && !whole;
     if (rerotate && !capture.queryStatistics())
         throw Error("finch-kvpress re-rotates the kept keys by the model's RoPE, which tensors given with --inputs do not carry");
     if (rerotate && (perQueryHead_ || !selection.prunedChannels.empty()))

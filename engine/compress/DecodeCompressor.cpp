@@ -21,10 +21,12 @@
 namespace kvlens {
 
 bool DecodeCompressor::supports(const std::string& method) {
-    return method == "streamingllm" || method == "knorm" || method == "keydiff" || method == "h2o" ||
-           method == "tova" || method == "snapkv" || method == "pyramidkv" || method == "cur" ||
-           method == "expected" || method == "lagkv" || method == "random" || method == "simlayerkv" ||
-           wraps(method);
+    const MethodInfo* m = methods::find(method);
+    return m && m->decode != DecodeForm::None;
+}
+
+std::string DecodeCompressor::supportedList() {
+    return methods::listWhere([](const MethodInfo& m) { return m.decode != DecodeForm::None; });
 }
 
 void DecodeCompressor::checkEvery(int64_t every) {
@@ -32,17 +34,17 @@ void DecodeCompressor::checkEvery(int64_t every) {
 }
 
 bool DecodeCompressor::wraps(const std::string& method) {
-    return method == "adakv" || method == "chunkkv" || method == "perlayer" || method == "criticalkv" ||
-           method == "criticaladakv";
+    const MethodInfo* m = methods::find(method);
+    return m && m->decode == DecodeForm::ViaScorer;
 }
 
 bool DecodeCompressor::scorerDecodes(const std::string& scorer) {
-    return scorer == "snapkv" || scorer == "tova" || scorer == "h2o" || scorer == "knorm" || scorer == "keydiff" ||
-           scorer == "cur" || scorer == "expected" || scorer == "lagkv";
+    const MethodInfo* m = methods::find(scorer);
+    return m && m->usableAsScorer && m->decode == DecodeForm::Own;
 }
 
 int64_t DecodeCompressor::fixedRows() const {
-    const int64_t tail = scorer_ == "lagkv" ? std::max(params_.window, 2 * params_.lag - 1) : params_.window;
+    const int64_t tail = scorer_ == MethodId::LagKv ? std::max(params_.window, 2 * params_.lag - 1) : params_.window;
     return tail + (params_.usesSinks() ? params_.sinks : 0);
 }
 
@@ -54,55 +56,62 @@ DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : p
     }
     if (params.budget <= 0) throw Error("--decode-every needs --budget in entries (a ratio of what? the cache grows)");
     budget_ = params.budget;
-    scorer_ = wraps(params.method) ? params.scorerInEffect() : params.method == "pyramidkv" ? "snapkv" : params.method;
+    method_ = methods::named(params.method).id;
     if (wraps(params.method)) {
-        if (!scorerDecodes(scorer_)) {
-            throw Error("--decode-every: " + params.method + " with --scorer " + scorer_ +
-                        " has no form for compression during decoding here (adakv, chunkkv, perlayer, criticalkv and "
-                        "criticaladakv decode with --scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv)");
+        if (!scorerDecodes(params.scorerInEffect())) {
+            throw Error("--decode-every: " + params.method + " with --scorer " + params.scorerInEffect() +
+                        " has no form for compression during decoding here (" +
+                        methods::listWhere([](const MethodInfo& m) { return m.decode == DecodeForm::ViaScorer; }) +
+                        " decode with --scorer " +
+                        methods::listWhere([](const MethodInfo& m) { return m.usableAsScorer && m.decode == DecodeForm::Own; },
+                                           " or ") +
+                        ")");
         }
+        scorer_ = methods::named(params.scorerInEffect()).id;
+    } else {
+        // PyramidKV ranks by SnapKV's votes; every other method by its own rule.
+        scorer_ = method_ == MethodId::PyramidKv ? MethodId::SnapKv : method_;
+    }
+    if (wraps(params.method)) {
         // The window rows (with LagKV's scorer its tail, when longer: up to 2 lag - 1 rows), and
         // the scorer's sinks, are kept on every head besides what it ranks.
         const bool sinks = params.usesSinks();  // cur's, expected's and lagkv's
         const std::string what =
-            (scorer_ == "lagkv" ? "the longer of --window " + std::to_string(params.window) + " and LagKV's tail (2 x --lag - 1 = " +
+            (scorer_ == MethodId::LagKv ? "the longer of --window " + std::to_string(params.window) + " and LagKV's tail (2 x --lag - 1 = " +
                                       std::to_string(2 * params.lag - 1) + " rows)"
                                 : "--window " + std::to_string(params.window)) +
             (sinks ? " + --sinks " + std::to_string(params.sinks) : "");
-        if (params.method == "chunkkv") {
+        if (method_ == MethodId::ChunkKv) {
             if (budget_ - fixedRows() < params.chunk) {
                 throw Error("--budget " + std::to_string(budget_) + " leaves " + std::to_string(budget_ - fixedRows()) +
                             " entries beside " + what + ", less than one --chunk of " + std::to_string(params.chunk));
             }
         } else if (budget_ <= fixedRows()) {
-            const std::string name = params.method == "adakv"           ? "AdaKV"
-                                     : params.method == "perlayer"      ? "per-layer"
-                                     : params.method == "criticalkv"    ? "CriticalKV"
-                                                                        : "CriticalAdaKV";
+            const std::string name = methods::info(method_).display;
             throw Error("--budget " + std::to_string(budget_) + " must exceed " + what + " (" + name + " keeps " +
-                        (sinks || scorer_ == "lagkv" ? "them" : "it") + " on every head)");
+                        (sinks || scorer_ == MethodId::LagKv ? "them" : "it") + " on every head)");
         }
         return;
     }
-    if (params.method == "lagkv" && budget_ < params.sinks + 2 * params.lag - 1) {
+    if (method_ == MethodId::LagKv && budget_ < params.sinks + 2 * params.lag - 1) {
         throw Error("--budget " + std::to_string(budget_) + " must hold LagKV's " + std::to_string(params.sinks) +
                     " sinks and its longest tail while decoding, 2 x --lag - 1 = " + std::to_string(2 * params.lag - 1) +
                     " rows (the last full partition with the remainder, kept whole): raise the budget or lower --lag");
     }
-    if ((params.method == "streamingllm" || params.method == "cur" || params.method == "expected" ||
-         params.method == "simlayerkv") &&
+    if ((method_ == MethodId::StreamingLlm || method_ == MethodId::Cur || method_ == MethodId::Expected ||
+         method_ == MethodId::SimLayerKv) &&
         budget_ <= params.sinks) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --sinks " + std::to_string(params.sinks) +
                     " (the budget includes the sinks)");
     }
-    if ((params.method == "h2o" || params.method == "random") && budget_ <= params.window) {
+    if ((method_ == MethodId::H2o || method_ == MethodId::Random) && budget_ <= params.window) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
-                    (params.method == "h2o" ? " (H2O's recent rows are part of the budget)"
+                    (method_ == MethodId::H2o ? " (H2O's recent rows are part of the budget)"
                                             : " (Random keeps the window's rows and draws the rest)"));
     }
-    if ((params.method == "snapkv" || params.method == "pyramidkv") && budget_ <= params.window) {
+    if ((method_ == MethodId::SnapKv || method_ == MethodId::PyramidKv) && budget_ <= params.window) {
         throw Error("--budget " + std::to_string(budget_) + " must exceed --window " + std::to_string(params.window) +
-                    " (" + std::string(params.method == "snapkv" ? "SnapKV" : "PyramidKV") +
+                    " (" + std::string(methods::info(method_).display) +
                     "'s observation window is part of the budget)");
     }
 }
@@ -116,7 +125,7 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
 
 void DecodeCompressor::start(const Capture& capture, const Selection& selection, const LlamaModel* model) {
     c10::InferenceMode guard;
-    if (params_.method == "simlayerkv") {
+    if (method_ == MethodId::SimLayerKv) {
         // The layers its prefill finds lazy at this budget; none for a budget that holds the
         // whole prompt, whose selection keeps every layer whole (Press::select).
         lazy_ = budget_ >= capture.promptLength() ? std::vector<bool>(static_cast<size_t>(capture.layers()), false)
@@ -178,7 +187,7 @@ void DecodeCompressor::start(const Capture& capture, const Selection& selection,
     queries_.assign(L, at::Tensor());
     for (int64_t l = 0; l < L; ++l) {
         at::Tensor grouped;  // [heads, T]: the query heads of each selection head averaged, as the press ranks
-        if (scorer_ == "h2o" && capture.hasH2oScores()) {
+        if (scorer_ == MethodId::H2o && capture.hasH2oScores()) {
             const at::Tensor s = capture.h2oScores(l).to(at::kCPU, at::kDouble);  // [H, T]
             grouped = s.view({heads, G, s.size(1)}).mean(1).contiguous();
         }
@@ -235,7 +244,7 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
             std::vector<double>& acc = scores_[l][c];
             acc.resize(static_cast<size_t>(k.size(0)), 0.0);
             const double* pp = p.contiguous().data_ptr<double>();
-            const bool tova = scorer_ == "tova";
+            const bool tova = scorer_ == MethodId::Tova;
             for (size_t r = 0; r < acc.size(); ++r) acc[r] = (tova ? 0.0 : acc[r]) + pp[r];
         }
         queries_[l] = at::Tensor();
@@ -245,8 +254,8 @@ void DecodeCompressor::accumulate(const CompressedCache& cache) {
         // different rows even at equal lengths (CriticalKV's second stage ranks by each head's
         // own norms), each head's own.
         const bool headsShareRows =
-            params_.method == "tova" || params_.method == "chunkkv" || params_.method == "perlayer";
-        if (scorer_ == "tova" && headsShareRows && cache.heads() > 1) {
+            method_ == MethodId::Tova || method_ == MethodId::ChunkKv || method_ == MethodId::PerLayer;
+        if (scorer_ == MethodId::Tova && headsShareRows && cache.heads() > 1) {
             std::vector<std::vector<double>>& heads = scores_[l];
             bool same = true;
             for (const auto& h : heads) same = same && h.size() == heads[0].size();
@@ -264,17 +273,17 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
                                                 int64_t budget) const {
     const int64_t n = cache.length(layer, head);
     std::vector<int64_t> rows;
-    if (params_.method == "streamingllm" || params_.method == "simlayerkv") {
+    if (method_ == MethodId::StreamingLlm || method_ == MethodId::SimLayerKv) {
         for (int64_t r = 0; r < params_.sinks; ++r) rows.push_back(r);
         for (int64_t r = n - (budget - params_.sinks); r < n; ++r) rows.push_back(r);
         return rows;
     }
-    if (params_.method == "tova") {
+    if (method_ == MethodId::Tova) {
         const std::vector<double>& s = scores_[layer][head];
         for (int32_t r : presses::topPositions(std::vector<float>(s.begin(), s.end()), budget)) rows.push_back(r);
         return rows;
     }
-    if (params_.method == "h2o") {
+    if (method_ == MethodId::H2o) {
         // The heavy hitters among the older rows, then the recent window.
         const std::vector<double>& acc = scores_[layer][head];
         const std::vector<float> older(acc.begin(), acc.begin() + (n - params_.window));
@@ -282,7 +291,7 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         for (int64_t r = n - params_.window; r < n; ++r) rows.push_back(r);
         return rows;
     }
-    if (params_.method == "lagkv") {
+    if (method_ == MethodId::LagKv) {
         // LagKV's rule on the rows: partitions of `lag` rows after the sinks, each scored
         // against the next, each keeping its share; the sinks and the tail whole.
         c10::InferenceMode guard;
@@ -296,7 +305,7 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
             rows.push_back(r);
         return rows;
     }
-    if (params_.method == "random") {
+    if (method_ == MethodId::Random) {
         // A new draw per compression among the rows before the window, then the window.
         const uint64_t seed = params_.seed + uint64_t(steps_ / every_) * 0xD1B54A32D192ED03ull;
         for (int32_t r : RandomPress::draw(seed, layer, head, n - params_.window, budget - params_.window))
@@ -305,12 +314,12 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
         return rows;
     }
     const std::vector<float> scores = rowScores(cache, layer, head, wraps(params_.method));
-    if (params_.method == "criticalkv") {
+    if (method_ == MethodId::CriticalKv) {
         for (int32_t r : CriticalKvPress::keepHead(scores, norms_[layer][head].data(), budget - presses::alwaysKept(scores)))
             rows.push_back(r);
         return rows;
     }
-    if (params_.method == "chunkkv") {
+    if (method_ == MethodId::ChunkKv) {
         // The rows between the leading NaNs (the scorer's sinks) and the trailing ones (the
         // window, LagKV's tail) in chunks of `chunk` from the first, the last one maybe short;
         // the best floor((budget - fixed) / chunk) chunks by their scores' sum, whole.
@@ -352,7 +361,7 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
         return out;
     };
     std::vector<float> out;
-    if (scorer_ == "snapkv") {
+    if (scorer_ == MethodId::SnapKv) {
         // The window's queries of the heads reading this one vote over its rows before the
         // window's own (the last w rows: every compression keeps them, so they are the last
         // w tokens, the queries' own): kernels::layerScores on one KV head of G readers.
@@ -363,22 +372,22 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
         kernels::VoteSpec spec = presses::voteSpec(params_);
         spec.window = w;
         spec.perQueryHead = false;  // one row: the mean of the readers' votes
-        if (params_.method == "chunkkv") spec.kernel = 1;  // ChunkKV sums the votes unpooled
+        if (method_ == MethodId::ChunkKv) spec.kernel = 1;  // ChunkKV sums the votes unpooled
         out = toVector(kernels::layerScores(q, k.unsqueeze(0), spec)[0]);  // [n - w]
         out.resize(static_cast<size_t>(n), nan);
         return out;
     }
-    if (scorer_ == "tova" || scorer_ == "h2o") {
+    if (scorer_ == MethodId::Tova || scorer_ == MethodId::H2o) {
         // TOVA: this step's attention (accumulate: the layer's mean while its heads hold the same
         // rows, for tova, chunkkv and perlayer only); H2O: the attention each row has accumulated
         // (the prompt's, then every step's).
         const std::vector<double>& s = scores_[layer][head];
         out.assign(s.begin(), s.end());
-    } else if (scorer_ == "lagkv") {
+    } else if (scorer_ == MethodId::LagKv) {
         // NaN on the sinks and the tail (the last full partition with the remainder).
         out = toVector(presses::lagLocalScores(k.unsqueeze(0), cache.values(layer)[static_cast<size_t>(head)].unsqueeze(0),
                                                params_)[0]);
-    } else if (scorer_ == "expected") {
+    } else if (scorer_ == MethodId::Expected) {
         // Expected Attention of the rows after the sinks under the statistics so far.
         if (querySum_.empty()) throw Error("Expected Attention's decode form needs DecodeCompressor::start before the first step");
         const int64_t sinks = std::min<int64_t>(params_.sinks, n), D = k.size(1);
@@ -400,12 +409,12 @@ std::vector<float> DecodeCompressor::rowScores(const CompressedCache& cache, int
             a.add_(at::softmax(linear + quad, -1));
         }
         out = afterSinks(a.div_(double(readers.size())) * vr.norm(2, {-1}), sinks);
-    } else if (scorer_ == "cur") {
+    } else if (scorer_ == MethodId::Cur) {
         const int64_t sinks = std::min<int64_t>(params_.sinks, n);
         const at::Tensor s = presses::curLocalScores(k.unsqueeze(0), cache.values(layer)[static_cast<size_t>(head)].unsqueeze(0));
         out = afterSinks(s[0].narrow(0, sinks, n - sinks), sinks);
     } else {
-        out = toVector(scorer_ == "knorm" ? presses::negativeKeyNorms(k) : presses::negativeAnchorCosines(k));
+        out = toVector(scorer_ == MethodId::Knorm ? presses::negativeKeyNorms(k) : presses::negativeAnchorCosines(k));
     }
     // A wrapper keeps the last `window` rows (the most recent tokens) as it does at prefill.
     if (keepWindow) std::fill(out.end() - std::min<int64_t>(params_.window, n), out.end(), nan);
@@ -451,7 +460,7 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
     if (observes()) {
         if (scores_.empty()) throw Error("the rolling form needs DecodeCompressor::start before the first step");
         // H2O accumulates every step; TOVA's score is the step's own, needed only when due.
-        if (scorer_ == "h2o" || (steps_ + 1) % every_ == 0) accumulate(cache);
+        if (scorer_ == MethodId::H2o || (steps_ + 1) % every_ == 0) accumulate(cache);
     }
     if (++steps_ % every_ != 0) return false;
     // The same for every head of every layer: the rotation averaged from the next position.
@@ -460,11 +469,11 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
     // PyramidKV: each layer's share of layers x budget, as its prefill splits a prompt as long
     // as the sequence so far.
     std::vector<int64_t> layerBudget(static_cast<size_t>(cache.layers()), budget_);
-    if (params_.method == "pyramidkv") {
+    if (method_ == MethodId::PyramidKv) {
         layerBudget = PyramidKvPress::prefixBudgets(cache.layers(), cache.nextPosition(), params_.window, budget_,
                                                     params_.beta, params_.schedule);
         for (int64_t& b : layerBudget) b += params_.window;
-    } else if (params_.method == "perlayer") {
+    } else if (method_ == MethodId::PerLayer) {
         // Per-layer: the layers share layers x (budget - fixed) in proportion to --layer-weights
         // as its prefill shares them for a prompt as long as the sequence so far; fixed: the
         // rows the scorer keeps whole (its window or longest LagKV tail, its sinks).
@@ -478,7 +487,7 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
         const std::vector<int64_t> shares = presses::cakeLayerBudgets(weights, (budget_ - fixed) * L, available);
         for (int64_t l = 0; l < L; ++l) layerBudget[l] = std::clamp<int64_t>(shares[l], 0, available) + fixed;
     }
-    if (params_.method == "simlayerkv") {
+    if (method_ == MethodId::SimLayerKv) {
         // Only the lazy layers are kept at the budget; the others keep every row.
         if (lazy_.size() != static_cast<size_t>(cache.layers()))
             throw Error("SimLayerKV's decode form needs DecodeCompressor::start before the first step");
@@ -487,7 +496,7 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
     }
     bool dropped = false;
     for (int64_t l = 0; l < cache.layers(); ++l) {
-        if (params_.method == "adakv" || params_.method == "criticaladakv") {
+        if (method_ == MethodId::AdaKv || method_ == MethodId::CriticalAdaKv) {
             // The layer's heads share heads x budget entries as AdaKV's prefill shares them.
             int64_t total = 0;
             for (int64_t c = 0; c < cache.heads(); ++c) total += cache.length(l, c);
@@ -495,13 +504,13 @@ bool DecodeCompressor::afterStep(CompressedCache& cache) {
             presses::HeadScores scores;
             for (int64_t c = 0; c < cache.heads(); ++c) scores.push_back(rowScores(cache, l, c, true));
             std::vector<std::vector<int32_t>> kept;
-            if (params_.method == "criticaladakv") {
+            if (method_ == MethodId::CriticalAdaKv) {
                 // AdaKV's allocation, each head keeping its share as CriticalKV does.
                 std::vector<const double*> norms;
                 for (int64_t c = 0; c < cache.heads(); ++c) norms.push_back(norms_[l][c].data());
-                kept = CriticalAdaKvPress::keepLayer(scores, norms, budget_, params_.alpha, scorer_ == "snapkv");
+                kept = CriticalAdaKvPress::keepLayer(scores, norms, budget_, params_.alpha, scorer_ == MethodId::SnapKv);
             } else {
-                kept = AdaKvPress::keepLayer(scores, budget_, params_.alpha, scorer_ == "snapkv");
+                kept = AdaKvPress::keepLayer(scores, budget_, params_.alpha, scorer_ == MethodId::SnapKv);
             }
             for (int64_t c = 0; c < cache.heads(); ++c) keep(cache, l, c, std::vector<int64_t>(kept[c].begin(), kept[c].end()));
             dropped = true;

@@ -103,10 +103,8 @@ public:
     static bool supports(const std::string& method);
     // Throws kvlens::Error naming --decode-every for an `every` below 1.
     static void checkEvery(int64_t every);
-    static const char* supportedList() {
-        return "streamingllm, knorm, keydiff, h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, simlayerkv, "
-               "adakv, chunkkv, perlayer, criticalkv, criticaladakv";
-    }
+    // The methods with a decode form (the method table's), for messages.
+    static std::string supportedList();
     // The wrappers with a decode form around their --scorer's (adakv, chunkkv, perlayer,
     // criticalkv, criticaladakv).
     static bool wraps(const std::string& method);
@@ -149,19 +147,20 @@ private:
     // H2O: adds this step's attention (from the queries onQueries kept) to every row;
     // TOVA: replaces each row's score by it.
     void accumulate(const CompressedCache& cache);
-    bool observes() const { return scorer_ == "h2o" || scorer_ == "tova"; }
+    bool observes() const { return scorer_ == MethodId::H2o || scorer_ == MethodId::Tova; }
     // The rows a wrapper's scorer keeps whole at most: its window (with lagkv the longer of it
     // and LagKV's longest tail, 2 lag - 1) and its sinks.
     int64_t fixedRows() const;
-    bool votes() const { return scorer_ == "snapkv"; }
-    bool critical() const { return params_.method == "criticalkv" || params_.method == "criticaladakv"; }
+    bool votes() const { return scorer_ == MethodId::SnapKv; }
+    bool critical() const { return method_ == MethodId::CriticalKv || method_ == MethodId::CriticalAdaKv; }
     // CriticalKV: the projected value norms of the rows decoded since the last compression.
     void extendNorms(const CompressedCache& cache);
-    bool expects() const { return scorer_ == "expected"; }
+    bool expects() const { return scorer_ == MethodId::Expected; }
     // The query heads reading `head` of `cache` (the same in every layer).
     static std::vector<int64_t> readersOf(const CompressedCache& cache, int64_t head);
     PressParams params_;
-    std::string scorer_;  // the rule ranking the rows: the method's own, SnapKV's for pyramidkv, a wrapper's scorer
+    MethodId method_ = MethodId::Full;
+    MethodId scorer_ = MethodId::Full;  // the rule ranking the rows: the method's own, SnapKV's for pyramidkv, a wrapper's scorer
     int64_t budget_ = 0, every_ = 1, steps_ = 0;
     std::vector<at::Tensor> queries_;                     // H2O, TOVA: [layer] -> [H, D] fp32 of this step
     std::vector<std::vector<std::vector<double>>> scores_;  // H2O, TOVA: [layer][head][row]

@@ -260,11 +260,11 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method cur --budget 4"),
                        {"--budget 4 must exceed --sinks 4 (the budget includes the sinks)"});
     expectOneLineError(runCli(base + "--method snapkv --budget 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and "
-                        "criticaladakv, not --method snapkv"});
+                       {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv, criticaladakv and "
+                        "chunkkv-kvpress, not --method snapkv"});
     expectOneLineError(runCli(base + "--method adakv --budget 64 --scorer attention"),
-                       {"--scorer 'attention' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake, "
-                        "leverage, noncausal, compactor"});
+                       {"--scorer 'attention' is not one of snapkv, h2o, tova, knorm, keydiff, lagkv, expected, cur, "
+                        "cake, leverage, noncausal, compactor, kvzip"});
     expectOneLineError(runCli(base + "--method cake --budget 64 --tau1 0"),
                        {"--tau1 0 must be positive (CAKE raises the dispersion to 1/tau)"});
     expectOneLineError(runCli(base + "--method cake --budget 64 --gamma -1"), {"--gamma -1 must be >= 0"});
@@ -305,8 +305,8 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--budget 36 must exceed --window + --sinks 36"});
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,knorm --budgets 64 --scorer knorm"),
-                       {"--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and "
-                        "criticaladakv, and --methods names none of them"});
+                       {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv, criticaladakv and "
+                        "chunkkv-kvpress, and --methods names none of them"});
     // Named explicitly, a method whose settings do not fit the prompt fails the comparison.
     expectOneLineError(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                               " -n 2 --methods snapkv,lagkv --budgets 64"),

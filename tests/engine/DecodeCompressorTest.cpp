@@ -764,14 +764,14 @@ TEST(DecodeCompressor, SnapKvCurAdaKvPyramidKvAndLagKvStayWithinTheBudgetOnTheMo
 TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     const auto message = [](const PressParams& p, int64_t every = 1) { return test::decodeError(p, every); };
     EXPECT_EQ(message(params("cake", 64), 1),
-              "--decode-every: cake has no form for compression during decoding here (streamingllm, knorm, keydiff, "
-              "h2o, tova, snapkv, pyramidkv, cur, expected, lagkv, random, simlayerkv, adakv, chunkkv, perlayer, "
-              "criticalkv, criticaladakv)");
+              "--decode-every: cake has no form for compression during decoding here (snapkv, pyramidkv, "
+              "streamingllm, h2o, adakv, random, tova, knorm, keydiff, lagkv, chunkkv, expected, cur, simlayerkv, "
+              "perlayer, criticalkv and criticaladakv)");
     PressParams ada = params("adakv", 64);
     ada.scorer = "leverage";
     EXPECT_EQ(message(ada, 1), "--decode-every: adakv with --scorer leverage has no form for compression during "
                                "decoding here (adakv, chunkkv, perlayer, criticalkv and criticaladakv decode with "
-                               "--scorer snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv)");
+                               "--scorer snapkv, h2o, tova, knorm, keydiff, lagkv, expected or cur)");
     ada.scorer = "cur";
     ada.budget = 36;  // window 32 + sinks 4
     EXPECT_EQ(message(ada, 1), "--budget 36 must exceed --window 32 + --sinks 4 (AdaKV keeps them on every head)");

@@ -359,7 +359,7 @@ TEST(DecodeCritical, BadSettingsAreOneLine) {
     p.budget = 64;
     EXPECT_EQ(message(p), "--decode-every: criticalkv with --scorer leverage has no form for compression during "
                           "decoding here (adakv, chunkkv, perlayer, criticalkv and criticaladakv decode with --scorer "
-                          "snapkv, tova, h2o, knorm, keydiff, cur, expected or lagkv)");
+                          "snapkv, h2o, tova, knorm, keydiff, lagkv, expected or cur)");
     p.scorer = "cur";
     p.budget = 36;
     EXPECT_EQ(message(p), "--budget 36 must exceed --window 32 + --sinks 4 (CriticalKV keeps them on every head)");

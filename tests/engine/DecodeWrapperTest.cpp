@@ -472,8 +472,8 @@ TEST(DecodeWrapper, BadSettingsAreOneLineNamingTheFlag) {
     const auto message = [](const PressParams& p, int64_t every = 1) { return test::decodeError(p, every); };
     EXPECT_EQ(message(params("chunkkv", "compactor", 64)),
               "--decode-every: chunkkv with --scorer compactor has no form for compression during decoding here "
-              "(adakv, chunkkv, perlayer, criticalkv and criticaladakv decode with --scorer snapkv, tova, h2o, knorm, "
-              "keydiff, cur, expected or lagkv)");
+              "(adakv, chunkkv, perlayer, criticalkv and criticaladakv decode with --scorer snapkv, h2o, tova, knorm, "
+              "keydiff, lagkv, expected or cur)");
     PressParams chunk = params("chunkkv", "", 41);  // window 32, chunk 10
     EXPECT_EQ(message(chunk), "--budget 41 leaves 9 entries beside --window 32, less than one --chunk of 10");
     chunk.budget = 42;

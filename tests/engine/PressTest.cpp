@@ -647,12 +647,12 @@ TEST(Press, ErrorsNameTheFlagInOneLine) {
     // The methods and wrappers of CAKE, SimLayerKV and --scorer.
     PressParams scored = params("snapkv", 48);
     scored.scorer = "knorm";
-    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, chunkkv-kvpress, cake, perlayer, "
-                                                    "criticalkv and criticaladakv, not --method snapkv"});
+    expectError([&] { select(*capture, scored); }, {"--scorer is for adakv, chunkkv, cake, perlayer, criticalkv, "
+                                                    "criticaladakv and chunkkv-kvpress, not --method snapkv"});
     scored.method = "adakv";
     scored.scorer = "lru";
     expectError([&] { select(*capture, scored); },
-                {"--scorer 'lru' is not one of snapkv, tova, knorm, keydiff, expected, cur, cake"});
+                {"--scorer 'lru' is not one of snapkv, h2o, tova, knorm, keydiff, lagkv, expected, cur, cake"});
     // H2O as a scorer needs every prompt query: tensors given with --inputs have none.
     scored.scorer = "h2o";
     expectError([&] { select(*capture, scored); },

@@ -89,10 +89,11 @@ TEST(ReportTables, AWrapperScoredByLagKvNamesItsSinksAndLag) {
     const ReportTable t = ReportTables::settings(data);
     const auto knobs = std::find(t.columnIds.begin(), t.columnIds.end(), "knobs") - t.columnIds.begin();
     ASSERT_EQ(t.rows.size(), 4u);
-    EXPECT_EQ(t.rows[0][knobs].text, "tau1 1, tau2 1, LagKV's 2 sinks, lag 48, scored by lagkv");
-    EXPECT_EQ(t.rows[1][knobs].text, "equal layers, LagKV's 2 sinks, lag 48, scored by lagkv");
-    EXPECT_EQ(t.rows[2][knobs].text, "alpha 0.2, LagKV's 2 sinks, lag 48, scored by lagkv");
-    EXPECT_EQ(t.rows[3][knobs].text, "chunk 10, LagKV's 2 sinks, lag 48, scored by lagkv");
+    // The knobs each reads, as the method table composes the wrapper with LagKV.
+    EXPECT_EQ(t.rows[0][knobs].text, "scorer lagkv, sinks 2, lag 48, tau1 1, tau2 1");
+    EXPECT_EQ(t.rows[1][knobs].text, "scorer lagkv, sinks 2, lag 48, weights equal");
+    EXPECT_EQ(t.rows[2][knobs].text, "scorer lagkv, alpha 0.2, sinks 2, lag 48");
+    EXPECT_EQ(t.rows[3][knobs].text, "scorer lagkv, sinks 2, lag 48, chunk 10");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // and no silent budget change when a shorter prompt narrows the slider.
 #include "ui/MethodsPanel.h"
 
+#include <cctype>
 #include <cmath>
 
 #include "core/Error.h"
@@ -95,6 +96,56 @@ TEST(MethodsPanelTest, TheKeptByMenuChoosesTheComparedMethods) {
     EXPECT_EQ(button->text(), "1 of 25 methods");
     panel.setComparedMethods({});
     EXPECT_EQ(button->text(), "no other method");
+}
+
+// Driven by the method table: for every method, and every scorer of those that take one,
+// each control is enabled exactly when the table says the method in effect reads its knob.
+// (The hand-written matrix below checks the table's facts themselves.)
+TEST(MethodsPanelTest, EveryControlFollowsTheMethodTable) {
+    MethodsPanel panel;
+    panel.setPromptLength(1000);
+    // A knob's control is named after its JSON key in camel case (layer_weights: layerWeights).
+    auto controlOf = [&](const KnobInfo& k) {
+        std::string name;
+        bool upper = false;
+        for (const char* c = k.json; *c; ++c) {
+            if (*c == '_') {
+                upper = true;
+                continue;
+            }
+            name += upper ? char(std::toupper(static_cast<unsigned char>(*c))) : *c;
+            upper = false;
+        }
+        return panel.findChild<QWidget*>(QString::fromStdString(name));
+    };
+    int checked = 0;
+    for (const MethodInfo& m : methods::all()) {
+        std::vector<std::string> scorers = {""};
+        if (m.takesScorer) scorers = methods::scorerNames();
+        for (const std::string& scorer : scorers) {
+            PressParams p = panel.params();
+            p.method = m.name;
+            p.scorer = scorer;
+            p.think = 0.0;
+            p.budget = 128;
+            panel.setParams(p);
+            ASSERT_EQ(panel.params().method, m.name);
+            const KnobSet reads = methods::effectiveKnobs(panel.params());
+            for (const KnobInfo& k : methods::knobs()) {
+                QWidget* w = controlOf(k);
+                // The schedule and the seed have no control; ThinK's is always on.
+                if (k.knob == Knob::Schedule || k.knob == Knob::Seed) continue;
+                ASSERT_NE(w, nullptr) << "no control for " << k.flag;
+                if (k.knob == Knob::Think) {
+                    EXPECT_TRUE(w->isEnabled());
+                    continue;
+                }
+                EXPECT_EQ(w->isEnabled(), reads.has(k.knob)) << m.name << " --scorer '" << scorer << "': " << k.flag;
+                ++checked;
+            }
+        }
+    }
+    EXPECT_GT(checked, 26 * 20);
 }
 
 TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {

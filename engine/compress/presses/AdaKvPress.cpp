@@ -16,6 +16,15 @@ void AdaKvPress::fill(const Capture& capture, const PressParams& p, int64_t budg
     }
 }
 
+void AdaKvPress::normaliseRow(std::vector<float>& row) {
+    double sum = 0.0;
+    int64_t n = 0;
+    for (float v : row)
+        if (!std::isnan(v)) sum += v, ++n;
+    for (float& v : row)
+        if (!std::isnan(v)) v = sum > 0.0 ? float(v / sum) : 1.0f / float(n);
+}
+
 std::vector<std::vector<int32_t>> AdaKvPress::keepLayer(presses::HeadScores& scores, int64_t budget, double alpha,
                                                         bool normalise) {
     const int64_t heads = static_cast<int64_t>(scores.size());
@@ -28,14 +37,7 @@ std::vector<std::vector<int32_t>> AdaKvPress::keepLayer(presses::HeadScores& sco
         const int64_t P = std::max<int64_t>(0, budget - presses::alwaysKept(scores[h])), floorPerHead = safeguard(alpha, P);
         remaining += P - floorPerHead;
         std::vector<float>& row = scores[h];
-        if (normalise) {
-            double sum = 0.0;
-            int64_t n = 0;
-            for (float v : row)
-                if (!std::isnan(v)) sum += v, ++n;
-            for (float& v : row)
-                if (!std::isnan(v)) v = sum > 0.0 ? float(v / sum) : 1.0f / float(n);
-        }
+        if (normalise) normaliseRow(row);
         kept[h] = presses::keptWithNaNs(row, floorPerHead);  // the fixed ones and the safeguard
         taken[h].assign(row.size(), 0);
         for (int32_t pos : kept[h]) taken[h][pos] = 1;
@@ -58,6 +60,14 @@ std::vector<std::vector<int32_t>> AdaKvPress::keepLayer(presses::HeadScores& sco
     for (int64_t i = 0; i < remaining; ++i) kept[rest[i].head].push_back(rest[i].pos);
     for (int64_t h = 0; h < heads; ++h) std::sort(kept[h].begin(), kept[h].end());
     return kept;
+}
+
+std::vector<std::vector<float>> AdaKvPress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    // What the heads compete with: SnapKV's votes normalised per head, as keepLayer ranks them.
+    presses::HeadScores rows = presses::scorerScoresOrNone(capture, layer, p);
+    if (p.scorerInEffect() == "snapkv")
+        for (auto& row : rows) normaliseRow(row);
+    return rows;
 }
 
 }  // namespace kvlens

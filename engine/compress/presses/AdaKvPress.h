@@ -23,10 +23,16 @@ public:
     static std::vector<std::vector<int32_t>> keepLayer(presses::HeadScores& scores, int64_t budget, double alpha,
                                                        bool normalise);
     // Each head's guaranteed share of a pool of P ranked entries per head: floor(alpha x P).
+    // SnapKV's votes as AdaKV compares them across heads: each head's (not NaN) scores
+    // divided by their sum (uniform when they sum to nothing).
+    static void normaliseRow(std::vector<float>& row);
     static int64_t safeguard(double alpha, int64_t pool) {
         return static_cast<int64_t>(std::floor(alpha * double(pool) + 1e-9));
     }
 
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

@@ -15,4 +15,8 @@ void CakePress::fill(const Capture& capture, const PressParams& p, int64_t budge
     presses::keepLayerShares(capture, p, preferences, budget, s);
 }
 
+std::vector<std::vector<float>> CakePress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    return presses::scorerScoresOrNone(capture, layer, p);
+}
+
 }  // namespace kvlens

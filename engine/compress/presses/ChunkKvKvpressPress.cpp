@@ -69,4 +69,17 @@ void ChunkKvKvpressPress::fill(const Capture& capture, const PressParams& p, int
     }
 }
 
+std::vector<std::vector<float>> ChunkKvKvpressPress::scores(const Capture& capture, const PressParams& p,
+                                                            int64_t layer) const {
+    // Every head shows each position's chunk mean of the layer's summed scores, what the
+    // chunks are ranked by (the same on every head).
+    if (presses::scorerScoresOrNone(capture, layer, p).empty()) return {};
+    const int64_t chunk = std::max<int64_t>(p.chunk, 1);
+    presses::HeadScores rows = kvpressScores(capture, layer, p);
+    const std::vector<float> means = chunkMeans(rows, chunk);
+    for (auto& head : rows)
+        for (size_t t = 0; t < head.size(); ++t) head[t] = means[t / size_t(chunk)];
+    return rows;
+}
+
 }  // namespace kvlens

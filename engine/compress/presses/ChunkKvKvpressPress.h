@@ -34,6 +34,9 @@ public:
     // averaged per chunk (ceil(T / chunk) of them).
     static std::vector<float> chunkMeans(const presses::HeadScores& scores, int64_t chunk);
 
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

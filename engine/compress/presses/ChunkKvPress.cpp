@@ -36,4 +36,28 @@ void ChunkKvPress::fill(const Capture& capture, const PressParams& p, int64_t bu
     }
 }
 
+std::vector<std::vector<float>> ChunkKvPress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    // Each ranked position shows its chunk's summed scores, what the chunk is ranked by (the
+    // span it ranks: after the scorer's sinks, before the window or LagKV's tail).
+    const int64_t T = capture.promptLength(), tail = p.keptTail(T), chunk = std::max<int64_t>(p.chunk, 1);
+    presses::HeadScores rows;
+    int64_t sinks = 0;
+    if (p.scorerInEffect() == "snapkv") {
+        // SnapKV's votes unpooled, summed per chunk from position 0.
+        rows = presses::windowVotes(capture, layer, p.window, p.gqa);
+        for (auto& row : rows) row.resize(static_cast<size_t>(T), std::nanf(""));
+    } else {
+        rows = presses::scorerScoresOrNone(capture, layer, p);
+        if (rows.empty()) return {};
+        sinks = p.usesSinks() ? std::min(p.sinks, T - tail) : 0;
+    }
+    const int64_t ranked = T - tail - sinks;
+    for (auto& head : rows) {
+        const std::vector<float> sums =
+            presses::chunkSums(std::vector<float>(head.begin() + sinks, head.begin() + sinks + ranked), chunk);
+        for (int64_t i = 0; i < ranked; ++i) head[sinks + i] = sums[i / chunk];
+    }
+    return rows;
+}
+
 }  // namespace kvlens

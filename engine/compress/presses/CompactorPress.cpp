@@ -15,4 +15,9 @@ void CompactorPress::fill(const Capture& capture, const PressParams& p, int64_t 
     }
 }
 
+std::vector<std::vector<float>> CompactorPress::scores(const Capture& capture, const PressParams& p,
+                                                       int64_t layer) const {
+    return presses::scorerScoresOrNone(capture, layer, p);
+}
+
 }  // namespace kvlens

@@ -36,4 +36,13 @@ void CriticalAdaKvPress::fill(const Capture& capture, const PressParams& p, int6
     }
 }
 
+std::vector<std::vector<float>> CriticalAdaKvPress::scores(const Capture& capture, const PressParams& p,
+                                                           int64_t layer) const {
+    // CriticalKV's second stage within each head's share: the stages rank the scorer's scores
+    // as they are (the allocation's normalisation aside), so its (score + 1e-4) x ||W_o v||.
+    const presses::HeadScores rows = presses::scorerScoresOrNone(capture, layer, p);
+    if (rows.empty() || !capture.outputValueNorms(layer).defined()) return {};
+    return CriticalKvPress::secondStage(rows, CriticalKvPress::headNorms(capture, layer, p.gqa, p.method));
+}
+
 }  // namespace kvlens

@@ -29,6 +29,9 @@ public:
                                                        const std::vector<const double*>& norms, int64_t budget,
                                                        double alpha, bool normalise);
 
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

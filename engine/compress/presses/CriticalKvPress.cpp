@@ -39,6 +39,18 @@ std::vector<int32_t> CriticalKvPress::keepHead(const std::vector<float>& row, co
     return kept;
 }
 
+std::vector<std::vector<float>> CriticalKvPress::secondStage(const std::vector<std::vector<float>>& scores,
+                                                             const at::Tensor& norms) {
+    std::vector<std::vector<float>> out = scores;
+    const int64_t T = norms.size(1);
+    for (size_t h = 0; h < out.size(); ++h) {
+        const double* n = norms.data_ptr<double>() + int64_t(h) * T;
+        for (size_t j = 0; j < out[h].size(); ++j)
+            if (!std::isnan(out[h][j])) out[h][j] = float((double(out[h][j]) + kEpsilon) * n[j]);
+    }
+    return out;
+}
+
 at::Tensor CriticalKvPress::headNorms(const Capture& capture, int64_t layer, GqaMode mode, const std::string& method) {
     const int64_t T = capture.promptLength(), G = capture.queryHeads() / capture.kvHeads();
     const at::Tensor norms = capture.outputValueNorms(layer);  // [H, T]; outside memoScores' lock
@@ -64,6 +76,14 @@ void CriticalKvPress::fill(const Capture& capture, const PressParams& p, int64_t
             s.kept[l][h] = keepHead(scores[h], perHead.data_ptr<double>() + h * T, budget - presses::alwaysKept(scores[h]));
         }
     }
+}
+
+std::vector<std::vector<float>> CriticalKvPress::scores(const Capture& capture, const PressParams& p,
+                                                        int64_t layer) const {
+    // The second stage's (score + 1e-4) x ||W_o v||, what fills the rest of each head's budget.
+    const presses::HeadScores rows = presses::scorerScoresOrNone(capture, layer, p);
+    if (rows.empty() || !capture.outputValueNorms(layer).defined()) return {};
+    return secondStage(rows, headNorms(capture, layer, p.gqa, p.method));
 }
 
 }  // namespace kvlens

@@ -26,8 +26,15 @@ public:
     // The projected value norms per selection head of `layer`, [heads, T] fp64 on the CPU: a
     // query head's own, or the mean of a KV head's group. Throws naming `method` when the
     // capture has none.
+    // The second stage's score of every position, (score + kEpsilon) x norm, NaN kept: rows
+    // [head][position], norms a [heads, T] double tensor from headNorms.
+    static std::vector<std::vector<float>> secondStage(const std::vector<std::vector<float>>& scores,
+                                                       const at::Tensor& norms);
     static at::Tensor headNorms(const Capture& capture, int64_t layer, GqaMode mode, const std::string& method);
 
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

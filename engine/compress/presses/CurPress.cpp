@@ -19,4 +19,8 @@ void CurPress::fill(const Capture& capture, const PressParams& p, int64_t budget
     }
 }
 
+std::vector<std::vector<float>> CurPress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    return presses::curScores(capture, layer, p);
+}
+
 }  // namespace kvlens

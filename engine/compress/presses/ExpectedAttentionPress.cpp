@@ -18,4 +18,11 @@ void ExpectedAttentionPress::fill(const Capture& capture, const PressParams& p, 
     }
 }
 
+std::vector<std::vector<float>> ExpectedAttentionPress::scores(const Capture& capture, const PressParams& p,
+                                                               int64_t layer) const {
+    // With no query after the sinks there are no statistics, and so no scores.
+    if (p.sinks >= capture.promptLength() || !capture.queryStatistics()) return {};
+    return presses::expectedAttentionScores(capture, layer, p);
+}
+
 }  // namespace kvlens

@@ -13,4 +13,11 @@ void FinchKvpressPress::fill(const Capture& capture, const PressParams& p, int64
     }
 }
 
+std::vector<std::vector<float>> FinchKvpressPress::scores(const Capture& capture, const PressParams& p,
+                                                          int64_t layer) const {
+    presses::HeadScores rows = presses::finchPressScores(capture, layer, p.window);  // per KV head
+    for (auto& row : rows) row.resize(static_cast<size_t>(capture.promptLength()), std::nanf(""));
+    return rows;
+}
+
 }  // namespace kvlens

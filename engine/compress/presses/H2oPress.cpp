@@ -14,4 +14,12 @@ void H2oPress::fill(const Capture& capture, const PressParams& p, int64_t budget
     }
 }
 
+std::vector<std::vector<float>> H2oPress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    if (!capture.hasH2oScores()) return {};
+    // H2O selects per KV head whatever the GQA mode.
+    presses::HeadScores rows = presses::accumulatedAttention(capture, layer, p.window, GqaMode::KvHead);
+    for (auto& row : rows) row.resize(static_cast<size_t>(capture.promptLength()), std::nanf(""));
+    return rows;
+}
+
 }  // namespace kvlens

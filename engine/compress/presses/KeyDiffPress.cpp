@@ -11,4 +11,8 @@ void KeyDiffPress::fill(const Capture& capture, const PressParams&, int64_t budg
     }
 }
 
+std::vector<std::vector<float>> KeyDiffPress::scores(const Capture& capture, const PressParams&, int64_t layer) const {
+    return presses::keyDiffScores(capture, layer);
+}
+
 }  // namespace kvlens

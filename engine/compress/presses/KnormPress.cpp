@@ -11,4 +11,8 @@ void KnormPress::fill(const Capture& capture, const PressParams&, int64_t budget
     }
 }
 
+std::vector<std::vector<float>> KnormPress::scores(const Capture& capture, const PressParams&, int64_t layer) const {
+    return presses::keyNormScores(capture, layer);
+}
+
 }  // namespace kvlens

@@ -58,4 +58,8 @@ void KvzipPress::fill(const Capture& capture, const PressParams& p, int64_t budg
     }
 }
 
+std::vector<std::vector<float>> KvzipPress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    return presses::scorerScoresOrNone(capture, layer, p);  // shared over layers and heads
+}
+
 }  // namespace kvlens

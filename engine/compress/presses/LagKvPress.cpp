@@ -33,4 +33,8 @@ void LagKvPress::fill(const Capture& capture, const PressParams& p, int64_t budg
     }
 }
 
+std::vector<std::vector<float>> LagKvPress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    return presses::lagKvScores(capture, layer, p);  // ranked within each partition
+}
+
 }  // namespace kvlens

@@ -22,6 +22,9 @@ public:
     static std::vector<int32_t> keepHead(const float* scores, int64_t n, int64_t sinks, int64_t lag,
                                          int64_t tailStart, int64_t budget);
 
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

@@ -15,4 +15,9 @@ void LeverageScorePress::fill(const Capture& capture, const PressParams& p, int6
     }
 }
 
+std::vector<std::vector<float>> LeverageScorePress::scores(const Capture& capture, const PressParams& p,
+                                                           int64_t layer) const {
+    return presses::scorerScoresOrNone(capture, layer, p);
+}
+
 }  // namespace kvlens

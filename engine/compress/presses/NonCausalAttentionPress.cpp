@@ -15,4 +15,9 @@ void NonCausalAttentionPress::fill(const Capture& capture, const PressParams& p,
     }
 }
 
+std::vector<std::vector<float>> NonCausalAttentionPress::scores(const Capture& capture, const PressParams& p,
+                                                                int64_t layer) const {
+    return presses::scorerScoresOrNone(capture, layer, p);
+}
+
 }  // namespace kvlens

@@ -9,6 +9,9 @@
 namespace kvlens {
 
 class NonCausalAttentionPress : public Press {
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

@@ -15,4 +15,9 @@ void PerLayerPress::fill(const Capture& capture, const PressParams& p, int64_t b
                              budget, s);
 }
 
+std::vector<std::vector<float>> PerLayerPress::scores(const Capture& capture, const PressParams& p,
+                                                      int64_t layer) const {
+    return presses::scorerScoresOrNone(capture, layer, p);
+}
+
 }  // namespace kvlens

@@ -22,6 +22,19 @@ public:
     // The press for `params.method`; throws kvlens::Error for an unknown name.
     static std::unique_ptr<Press> create(const std::string& method);
 
+    // What `fill` ranks by on `layer`: per selection head, a score per prompt position, NaN
+    // where the method keeps the position whole; empty for a method that ranks nothing
+    // (FullKV, StreamingLLM, Random, Finch's own prefill) or a capture that lacks what the
+    // scores need (a replay not run, statistics a tensors capture has not). `params` as
+    // selectionParams gives them; the capture prepared as for select (Capture::keepScoresFor).
+    // Within a head a kept position scores at least every dropped one, but where the method
+    // table's rankRule says otherwise (LagKV's partitions, CriticalKV's first stage, SimLayerKV).
+    virtual std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                                   int64_t layer) const;
+    // `params` as the selection has them: one selection per KV head but for the methods that
+    // read the GQA mode (the window votes' query-head layout).
+    static PressParams selectionParams(const PressParams& params);
+
 protected:
     // `selection` arrives with its shape filled in and `params` validated; the
     // prompt is longer than the budget (otherwise everything is kept).

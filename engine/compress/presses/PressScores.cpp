@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/Error.h"
+#include "core/Methods.h"
 
 namespace kvlens::presses {
 namespace {
@@ -133,7 +134,7 @@ std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer) {
 HeadScores expectedAttentionScores(const Capture& capture, int64_t layer, const PressParams& p) {
     const QueryStatistics* stats = capture.queryStatistics();
     if (!stats) {
-        throw Error(std::string(p.method == "expected" ? "--method expected" : "--scorer expected") +
+        throw Error(std::string(p.takesScorer() ? "--scorer expected" : "--method expected") +
                     " needs the statistics of every prompt query, which only a model prefill "
                     "records (not tensors given with --inputs)");
     }
@@ -334,44 +335,85 @@ std::vector<int64_t> cakeLayerBudgets(const std::vector<double>& pref, int64_t t
     return b;
 }
 
+HeadScores windowRankedVotes(const Capture& capture, int64_t layer, const PressParams& p) {
+    const int64_t T = capture.promptLength();
+    if (p.window >= T || p.window > capture.windowCapacity()) return {};
+    HeadScores rows = pooledVotes(capture, layer, p);
+    for (auto& row : rows) row.resize(static_cast<size_t>(T), std::numeric_limits<float>::quiet_NaN());
+    return rows;
+}
+
+HeadScores scorerScoresOrNone(const Capture& capture, int64_t layer, const PressParams& p) {
+    const MethodId id = methods::named(p.takesScorer() ? p.scorerInEffect() : p.method).id;
+    const int64_t T = capture.promptLength();
+    const NeedSet needs = methods::info(id).needs;
+    if ((needs.has(Need::QueryStats) || needs.has(Need::PreRopeKeys)) && !capture.queryStatistics()) return {};
+    if (id == MethodId::H2o && !capture.hasH2oScores()) return {};
+    if (id == MethodId::Kvzip &&
+        (p.sinks >= T || !capture.reconstructionScores(0, p.repeatChunk, p.sinks).defined()))
+        return {};
+    if (id == MethodId::Expected && p.sinks >= T) return {};
+    const auto [lo, hi] = p.rankedSpan(T);
+    if ((id == MethodId::Leverage || id == MethodId::NonCausal || id == MethodId::Compactor) && lo >= hi) return {};
+    if ((id == MethodId::NonCausal || id == MethodId::Compactor) &&
+        !capture.nonCausalAttention(0, p.attnChunk, lo, hi).defined())
+        return {};
+    if (p.takesScorer()) {
+        // A wrapper ranks between its window (or LagKV's tail) and its scorer's sinks.
+        const int64_t fixed = p.keptTail(T) + (p.usesSinks() ? p.sinks : 0);
+        if (p.keepsOwn(Keep::Window) && (fixed >= T || p.window > capture.windowCapacity())) return {};
+        if (id == MethodId::SnapKv && (p.window >= T || p.window > capture.windowCapacity())) return {};
+        return scorerScores(capture, layer, p);
+    }
+    switch (id) {
+        case MethodId::Leverage: return leverageScores(capture, layer, p);
+        case MethodId::NonCausal: return nonCausalScores(capture, layer, p);
+        case MethodId::Compactor: return compactorScores(capture, layer, p);
+        case MethodId::Kvzip: return reconstructionScores(capture, layer, p);
+        default: return {};
+    }
+}
+
 HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams& p) {
     const std::string scorer = p.scorerInEffect();
     const int64_t T = capture.promptLength();
     const float nan = std::numeric_limits<float>::quiet_NaN();
     HeadScores rows;
-    if (scorer == "snapkv") {
-        rows = pooledVotes(capture, layer, p);
-        for (auto& row : rows) row.resize(static_cast<size_t>(T), nan);
-        return rows;
+    switch (methods::named(scorer, "--scorer").id) {
+        case MethodId::SnapKv:
+            rows = pooledVotes(capture, layer, p);
+            for (auto& row : rows) row.resize(static_cast<size_t>(T), nan);
+            return rows;
+        case MethodId::Cake: return cakeIndicator(capture, layer, p);
+        case MethodId::H2o:
+            // H2O's accumulated attention over the prefix, per KV head (as --method h2o ranks it).
+            if (!capture.hasH2oScores()) {
+                throw Error(capture.prompt().empty()
+                                ? "--scorer h2o needs the attention of every prompt query, which only a model prefill "
+                                  "records (not tensors given with --inputs)"
+                                : "--scorer h2o: the capture's accumulated attention has not been computed "
+                                  "(Capture::keepScoresFor before selecting)");
+            }
+            rows = accumulatedAttention(capture, layer, p.window, GqaMode::KvHead);
+            for (auto& row : rows) row.resize(static_cast<size_t>(T), nan);
+            return rows;
+        case MethodId::Tova:
+            rows = HeadScores(static_cast<size_t>(capture.kvHeads()), lastQueryAttention(capture, layer));
+            break;
+        case MethodId::Knorm: rows = keyNormScores(capture, layer); break;
+        case MethodId::KeyDiff: rows = keyDiffScores(capture, layer); break;
+        case MethodId::Expected: rows = expectedAttentionScores(capture, layer, p); break;
+        case MethodId::Cur: rows = curScores(capture, layer, p); break;
+        case MethodId::Leverage: rows = leverageScores(capture, layer, p); break;
+        case MethodId::NonCausal: rows = nonCausalScores(capture, layer, p); break;
+        case MethodId::Compactor: rows = compactorScores(capture, layer, p); break;
+        case MethodId::Kvzip: rows = reconstructionScores(capture, layer, p); break;
+        case MethodId::LagKv: rows = lagKvScores(capture, layer, p); break;  // NaN: its sinks and its tail
+        default: throw Error("--scorer '" + scorer + "' has no scores here");
     }
-    if (scorer == "cake") return cakeIndicator(capture, layer, p);
-    if (scorer == "h2o") {
-        // H2O's accumulated attention over the prefix, per KV head (as --method h2o ranks it).
-        if (!capture.hasH2oScores()) {
-            throw Error(capture.prompt().empty()
-                            ? "--scorer h2o needs the attention of every prompt query, which only a model prefill "
-                              "records (not tensors given with --inputs)"
-                            : "--scorer h2o: the capture's accumulated attention has not been computed "
-                              "(Capture::keepScoresFor before selecting)");
-        }
-        rows = accumulatedAttention(capture, layer, p.window, GqaMode::KvHead);
-        for (auto& row : rows) row.resize(static_cast<size_t>(T), nan);
-        return rows;
-    }
-    if (scorer == "tova") rows = HeadScores(static_cast<size_t>(capture.kvHeads()), lastQueryAttention(capture, layer));
-    else if (scorer == "knorm") rows = keyNormScores(capture, layer);
-    else if (scorer == "keydiff") rows = keyDiffScores(capture, layer);
-    else if (scorer == "expected") rows = expectedAttentionScores(capture, layer, p);
-    else if (scorer == "cur") rows = curScores(capture, layer, p);
-    else if (scorer == "leverage") rows = leverageScores(capture, layer, p);
-    else if (scorer == "noncausal") rows = nonCausalScores(capture, layer, p);
-    else if (scorer == "compactor") rows = compactorScores(capture, layer, p);
-    else if (scorer == "kvzip") rows = reconstructionScores(capture, layer, p);
-    else if (scorer == "lagkv") rows = lagKvScores(capture, layer, p);  // NaN: its sinks and its tail
-    else throw Error("--scorer '" + scorer + "' has no scores here");
     // The wrappers keep the window beside their scorer; kvpress's ChunkKV only what the scorer
     // itself keeps.
-    if (p.method != "chunkkv-kvpress")
+    if (p.keepsOwn(Keep::Window))
         for (auto& row : rows) std::fill(row.end() - p.window, row.end(), nan);
     return rows;
 }

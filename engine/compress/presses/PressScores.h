@@ -33,6 +33,10 @@ kernels::VoteSpec voteSpec(const PressParams& params);
 std::vector<std::vector<int32_t>> voteSelection(const Capture& capture, int64_t layer,
                                                 const PressParams& params, int64_t prefixBudget);
 
+// The pooled votes of `layer` per head over every position, NaN in the window (what SnapKV
+// and PyramidKV rank); empty for a window the capture cannot vote with.
+HeadScores windowRankedVotes(const Capture& capture, int64_t layer, const PressParams& params);
+
 // The pooled votes of `layer` per head (what voteSelection ranks), for AdaKV.
 HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams& params);
 
@@ -124,6 +128,12 @@ std::vector<int64_t> cakeLayerBudgets(const std::vector<double>& preferences, in
 // sets the selection's kept positions and layer budgets.
 void keepLayerShares(const Capture& capture, const PressParams& params, const std::vector<double>& weights,
                      int64_t budget, Selection& selection);
+
+// The scores of the method a press ranks by (a wrapper's scorer, or a scorer method itself),
+// as scorerScores gives a wrapper, or empty where the capture lacks what they need (query
+// statistics, a replay or reconstruction not run, a window or sinks that leave nothing to
+// rank): what the views show, where scorerScores would throw.
+HeadScores scorerScoresOrNone(const Capture& capture, int64_t layer, const PressParams& params);
 
 // The scores a method that takes --scorer ranks by (PressParams::scorerInEffect): per
 // row (KV head, or query head for SnapKV's votes in query-head mode) over all T

@@ -20,6 +20,9 @@ public:
     static std::vector<int64_t> prefixBudgets(int64_t layers, int64_t promptLength, int64_t window,
                                               int64_t budget, double beta, PyramidSchedule schedule);
 
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

@@ -46,4 +46,10 @@ void SimLayerKvPress::fill(const Capture& capture, const PressParams& p, int64_t
     }
 }
 
+std::vector<std::vector<float>> SimLayerKvPress::scores(const Capture& capture, const PressParams&,
+                                                        int64_t layer) const {
+    // What judges the layer lazy (the last query's attention); a lazy layer keeps by recency.
+    return presses::HeadScores(static_cast<size_t>(capture.kvHeads()), presses::lastQueryAttention(capture, layer));
+}
+
 }  // namespace kvlens

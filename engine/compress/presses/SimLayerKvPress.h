@@ -23,6 +23,9 @@ public:
     // the budget (DecodeCompressor).
     static std::vector<bool> lazyLayers(const Capture& capture, const PressParams& params, int64_t budget);
 
+public:
+    std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
+                                           int64_t layer) const override;
 protected:
     void fill(const Capture& capture, const PressParams& params, int64_t budget,
               Selection& selection) const override;

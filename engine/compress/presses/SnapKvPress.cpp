@@ -11,4 +11,8 @@ void SnapKvPress::fill(const Capture& capture, const PressParams& p, int64_t bud
     }
 }
 
+std::vector<std::vector<float>> SnapKvPress::scores(const Capture& capture, const PressParams& p, int64_t layer) const {
+    return presses::windowRankedVotes(capture, layer, p);
+}
+
 }  // namespace kvlens

@@ -11,4 +11,8 @@ void TovaPress::fill(const Capture& capture, const PressParams&, int64_t budget,
     }
 }
 
+std::vector<std::vector<float>> TovaPress::scores(const Capture& capture, const PressParams&, int64_t layer) const {
+    return presses::HeadScores(static_cast<size_t>(capture.kvHeads()), presses::lastQueryAttention(capture, layer));
+}
+
 }  // namespace kvlens

@@ -1,0 +1,53 @@
+// kvlens methods: the method table as text, JSON and Markdown; run --help's method list read
+// from the same table; a bad flag is one line.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "cli/CliHarness.h"
+#include "core/Methods.h"
+
+namespace kvlens {
+namespace {
+
+TEST(MethodsCli, TheTableAsTextJsonAndMarkdown) {
+    const test::CliResult text = test::runKvlens("methods");
+    ASSERT_EQ(text.exitCode, 0) << text.err;
+    for (const MethodInfo& m : methods::all())
+        EXPECT_NE(text.out.find("\n" + std::string(m.name) + " "), std::string::npos) << m.name;
+
+    const test::CliResult json = test::runKvlens("methods --json");
+    ASSERT_EQ(json.exitCode, 0) << json.err;
+    const nlohmann::json doc = nlohmann::json::parse(json.out);
+    ASSERT_EQ(doc.at("methods").size(), methods::all().size());
+    std::set<std::string> names;
+    for (const auto& m : doc.at("methods")) names.insert(m.at("name").get<std::string>());
+    EXPECT_EQ(names.size(), methods::all().size());
+    EXPECT_EQ(doc.at("methods")[1].at("name"), "snapkv");
+    EXPECT_EQ(doc.at("methods")[1].at("knobs"), nlohmann::json({"window", "kernel", "pooling", "gqa"}));
+    EXPECT_EQ(doc.at("methods")[1].at("kvpress"), "SnapKVPress");
+    EXPECT_EQ(doc.at("knobs").size(), size_t(Knob::Count_));
+
+    const test::CliResult md = test::runKvlens("methods --markdown");
+    ASSERT_EQ(md.exitCode, 0) << md.err;
+    EXPECT_EQ(md.out.rfind("# Methods\n", 0), 0u);
+    EXPECT_NE(md.out.find("| `chunkkv-kvpress` |"), std::string::npos);
+
+    test::expectOneLineError(test::runKvlens("methods --json --markdown"), {"--json and --markdown are exclusive"});
+    test::expectOneLineError(test::runKvlens("methods --csv"), {"--csv"});
+}
+
+TEST(MethodsCli, RunHelpListsEveryMethodOfTheTable) {
+    const test::CliResult r = test::runKvlens("run --help");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    for (const MethodInfo& m : methods::all())
+        EXPECT_NE(r.out.find("    " + std::string(m.name) + ": "), std::string::npos) << m.name;
+    EXPECT_NE(r.out.find("--scorer: what adakv, chunkkv, cake, perlayer, criticalkv, criticaladakv and chunkkv-kvpress"),
+              std::string::npos)
+        << r.out;
+}
+
+}  // namespace
+}  // namespace kvlens

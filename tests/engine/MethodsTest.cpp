@@ -1,0 +1,209 @@
+// The method table (core/Methods) and what reads it: the tables' order against their enums,
+// the knobs each method in effect reads, describe() lines that read back as the same doubles,
+// the one-line errors, and docs/methods.md equal to `kvlens methods --markdown`.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "core/Error.h"
+#include "core/Methods.h"
+#include "core/PressParams.h"
+#include "engine/compress/DecodeCompressor.h"
+#include "engine/compress/presses/Press.h"
+
+namespace kvlens {
+namespace {
+
+std::string errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(Methods, TheTablesAreInTheirEnumsOrder) {
+    ASSERT_EQ(methods::all().size(), size_t(MethodId::ChunkKvKvpress) + 1);
+    std::set<std::string> names;
+    for (size_t i = 0; i < methods::all().size(); ++i) {
+        const MethodInfo& m = methods::all()[i];
+        EXPECT_EQ(size_t(m.id), i) << m.name;
+        EXPECT_TRUE(names.insert(m.name).second) << "twice: " << m.name;
+        EXPECT_EQ(&methods::info(m.id), &m);
+        EXPECT_EQ(methods::find(m.name), &m);
+        // A method that takes --scorer reads it and names a scorer that exists.
+        EXPECT_EQ(m.takesScorer, m.knobs.has(Knob::Scorer)) << m.name;
+        if (m.takesScorer) {
+            const MethodInfo* s = methods::find(m.defaultScorer);
+            ASSERT_NE(s, nullptr) << m.name;
+            EXPECT_TRUE(s->usableAsScorer) << m.name;
+        } else {
+            EXPECT_STREQ(m.defaultScorer, "") << m.name;
+        }
+        // A scorer lends the knobs it reads as a method (CAKE's layer preference aside).
+        if (m.usableAsScorer && m.id != MethodId::Cake) EXPECT_EQ(m.scorerKnobs, m.knobs) << m.name;
+        if (!m.usableAsScorer) EXPECT_TRUE(m.scorerKnobs.empty()) << m.name;
+        // Every method the press registry knows.
+        EXPECT_NE(Press::create(m.name), nullptr) << m.name;
+    }
+    ASSERT_EQ(methods::knobs().size(), size_t(Knob::Count_));
+    for (size_t i = 0; i < methods::knobs().size(); ++i) EXPECT_EQ(size_t(methods::knobs()[i].knob), i);
+}
+
+TEST(Methods, AnUnknownNameIsOneLineListingTheTable) {
+    const std::string e = errorOf([] { methods::named("snapk"); });
+    EXPECT_EQ(e.rfind("--method 'snapk' is not one of full, snapkv, pyramidkv,", 0), 0u) << e;
+    EXPECT_NE(e.find(", chunkkv-kvpress"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos);
+    EXPECT_EQ(errorOf([] { Press::create("nope"); }).rfind("--method 'nope' is not one of full,", 0), 0u);
+    PressParams p;
+    p.method = "snapkv";
+    p.scorer = "knorm";
+    p.budget = 64;
+    EXPECT_EQ(errorOf([&] { p.validateSettings(); }),
+              "--scorer is for adakv, chunkkv, cake, perlayer, criticalkv, criticaladakv and chunkkv-kvpress, "
+              "not --method snapkv");
+}
+
+// What each wrapper reads depends on its scorer, as the table composes them.
+TEST(Methods, TheKnobsAMethodReadsComposeWithItsScorer) {
+    auto reads = [](const std::string& method, const std::string& scorer = "", double think = 0.0) {
+        PressParams p;
+        p.method = method;
+        p.scorer = scorer;
+        p.think = think;
+        return methods::effectiveKnobs(p);
+    };
+    // ChunkKV sums SnapKV's votes unpooled (GQA mode, no kernel); kvpress's ChunkKV pools them
+    // but keeps one set per KV head (kernel, no GQA mode).
+    EXPECT_TRUE(reads("chunkkv").has(Knob::Gqa));
+    EXPECT_FALSE(reads("chunkkv").has(Knob::Kernel));
+    EXPECT_TRUE(reads("chunkkv-kvpress").has(Knob::Kernel));
+    EXPECT_FALSE(reads("chunkkv-kvpress").has(Knob::Gqa));
+    EXPECT_TRUE(reads("chunkkv-kvpress").has(Knob::Window));
+    EXPECT_FALSE(reads("chunkkv-kvpress", "knorm").has(Knob::Window));
+    // CAKE by its own indicator reads gamma; by SnapKV's votes the pooling instead.
+    EXPECT_TRUE(reads("cake").has(Knob::Gamma));
+    EXPECT_FALSE(reads("cake", "snapkv").has(Knob::Gamma));
+    EXPECT_TRUE(reads("cake", "snapkv").has(Knob::Kernel));
+    // AdaKV by LagKV keeps LagKV's sinks and tail.
+    EXPECT_TRUE(reads("adakv", "lagkv").has(Knob::Lag));
+    EXPECT_TRUE(reads("adakv", "lagkv").has(Knob::Sinks));
+    EXPECT_FALSE(reads("adakv", "lagkv").has(Knob::Kernel));
+    // ThinK reads the window whatever the method.
+    EXPECT_FALSE(reads("knorm").has(Knob::Window));
+    EXPECT_TRUE(reads("knorm", "", 0.25).has(Knob::Window));
+    EXPECT_TRUE(reads("full", "", 0.25).has(Knob::Think));
+    // Compactor, as a method or a scorer, reads its halves' knobs.
+    EXPECT_TRUE(reads("adakv", "compactor").has(Knob::Sketch));
+    EXPECT_TRUE(reads("adakv", "compactor").has(Knob::AttnChunk));
+    EXPECT_TRUE(reads("adakv", "compactor").has(Knob::Seed));
+    PressParams p;
+    p.method = "adakv";
+    p.scorer = "compactor";
+    EXPECT_TRUE(p.ranksBy("leverage"));
+    EXPECT_TRUE(p.ranksBy("noncausal"));
+    EXPECT_FALSE(p.ranksBy("kvzip"));
+}
+
+// The decode forms are the table's: every method with one is accepted, every other refused.
+TEST(Methods, DecodeFormsComeFromTheTable) {
+    for (const MethodInfo& m : methods::all()) {
+        EXPECT_EQ(DecodeCompressor::supports(m.name), m.decode != DecodeForm::None) << m.name;
+        EXPECT_EQ(DecodeCompressor::wraps(m.name), m.decode == DecodeForm::ViaScorer) << m.name;
+        if (m.decode == DecodeForm::None) {
+            PressParams p;
+            p.method = m.name;
+            p.budget = 64;
+            const std::string e = errorOf([&] { DecodeCompressor(p, 4); });
+            EXPECT_EQ(e.rfind("--decode-every: " + std::string(m.name) + " has no form for compression during decoding", 0),
+                      0u)
+                << e;
+        }
+    }
+    EXPECT_EQ(DecodeCompressor::supportedList(),
+              "snapkv, pyramidkv, streamingllm, h2o, adakv, random, tova, knorm, keydiff, lagkv, chunkkv, expected, "
+              "cur, simlayerkv, perlayer, criticalkv and criticaladakv");
+}
+
+// describe() lines are how NIAH runs are stored and reopened: every double reads back as the
+// same double, and every 64-bit seed as the same seed.
+TEST(Methods, DescriptionsReadBackExactly) {
+    PressParams p;
+    p.method = "pyramidkv";
+    p.budget = 0;
+    p.budgetRatio = 0.1 + 0.2;  // 0.30000000000000004
+    p.beta = 1.0 + 1.0 / 3.0;
+    p.window = 17;
+    PressParams back = PressParams::fromDescription(p.describe());
+    EXPECT_EQ(back.budgetRatio, p.budgetRatio) << p.describe();
+    EXPECT_EQ(back.beta, p.beta) << p.describe();
+    for (double ratio : {1.0 / 3.0, 0.07, 0.125, 1e-3 / 7.0, 0.999999999999}) {
+        p.budgetRatio = ratio;
+        EXPECT_EQ(PressParams::fromDescription(p.describe()).budgetRatio, ratio) << p.describe();
+    }
+    PressParams a;
+    a.method = "criticaladakv";
+    a.budget = 80;
+    a.alpha = 0.1 + 0.2;
+    back = PressParams::fromDescription(a.describe());
+    EXPECT_EQ(back.alpha, a.alpha) << a.describe();
+    PressParams r;
+    r.method = "random";
+    r.budget = 80;
+    r.seed = std::numeric_limits<uint64_t>::max() - 2;
+    EXPECT_EQ(PressParams::fromDescription(r.describe()).seed, r.seed) << r.describe();
+    EXPECT_EQ(errorOf([] { PressParams::fromDescription("random B=8 seed=-1", "niah params"); }),
+              "niah params: 'seed=-1' is not a seed (0 .. 2^64 - 1)");
+    EXPECT_EQ(errorOf([] { PressParams::fromDescription("random B=8 seed=99999999999999999999", "niah params"); }),
+              "niah params: 'seed=99999999999999999999' is not a seed (0 .. 2^64 - 1)");
+    // Lines written before the table (chunkkv's GQA mode after its chunk) still read.
+    back = PressParams::fromDescription("chunkkv B=96 W=32 chunk=10 query-head");
+    EXPECT_EQ(back.gqa, GqaMode::QueryHead);
+    EXPECT_EQ(back.chunk, 10);
+}
+
+// A description names exactly the knobs the method in effect reads.
+TEST(Methods, ADescriptionNamesTheKnobsTheMethodReads) {
+    PressParams p;
+    p.method = "chunkkv-kvpress";
+    p.budget = 70;
+    EXPECT_EQ(p.describe(), "chunkkv-kvpress B=70 W=32 k=7 max chunk=10");
+    p.method = "chunkkv";
+    EXPECT_EQ(p.describe(), "chunkkv B=70 W=32 kv-head chunk=10");
+    p.method = "cake";
+    EXPECT_EQ(p.describe(), "cake B=70 W=32 tau1=1 tau2=1 gamma=200");
+    p.method = "compactor";
+    EXPECT_EQ(p.describe(), "compactor B=70 W=32 sinks=4 sketch=48 attn-chunk=256 seed=0");
+    p.blend = 0.5;
+    EXPECT_EQ(p.describe(), "compactor B=70 W=32 sinks=4 sketch=48 attn-chunk=256 blend=0.5 seed=0");
+    EXPECT_EQ(methods::knobsText(p, KnobSet{Knob::Sinks, Knob::Blend, Knob::Beta}), "sinks 4, blend 0.5");
+}
+
+// docs/methods.md is `kvlens methods --markdown`: regenerate it with
+//   build/app/kvlens methods --markdown > docs/methods.md
+TEST(Methods, TheMethodsPageIsTheTable) {
+    const std::string path = std::string(KVLENS_SOURCE_DIR) + "/docs/methods.md";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "missing " << path;
+    std::stringstream page;
+    page << in.rdbuf();
+    EXPECT_EQ(page.str(), methods::tableMarkdown())
+        << path << " differs from the method table: build/app/kvlens methods --markdown > docs/methods.md";
+}
+
+TEST(Methods, TheJsonHoldsEveryMethodAndKnob) {
+    const std::string json = methods::tableJson();
+    for (const MethodInfo& m : methods::all())
+        EXPECT_NE(json.find("\"name\": \"" + std::string(m.name) + "\""), std::string::npos) << m.name;
+    for (const KnobInfo& k : methods::knobs())
+        EXPECT_NE(json.find("\"flag\": \"" + std::string(k.flag) + "\""), std::string::npos) << k.flag;
+}
+
+}  // namespace
+}  // namespace kvlens

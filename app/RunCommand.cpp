@@ -8,6 +8,7 @@
 
 #include "app/ChatOptions.h"
 #include "app/CommandLine.h"
+#include "app/HelpText.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
@@ -73,30 +74,6 @@ static nlohmann::json runMetricsJson(const RunMetrics& m) {
 
 namespace {
 
-// `text` folded at 100 columns, its leading spaces kept, each line after the first indented by
-// `indent` spaces; '\x1f' is a space no line breaks at.
-std::string folded(const std::string& text, size_t indent) {
-    const size_t lead = std::min(text.find_first_not_of(' '), text.size());
-    std::string out, line = text.substr(0, lead);
-    bool fresh = true;  // nothing but indentation on the line yet
-    for (size_t at = lead; at < text.size();) {
-        size_t end = text.find(' ', at);
-        if (end == std::string::npos) end = text.size();
-        const std::string word = text.substr(at, end - at);
-        if (!fresh && line.size() + 1 + word.size() > 100) {
-            out += line + "\n";
-            line = std::string(indent, ' ');
-            fresh = true;
-        }
-        line += (fresh ? "" : " ") + word;
-        fresh = false;
-        at = end + 1;
-    }
-    out += line + "\n";
-    std::replace(out.begin(), out.end(), '\x1f', ' ');
-    return out;
-}
-
 // The methods, their knobs, the scorers and the decode forms, from the method table.
 std::string runHelp() {
     std::string h =
@@ -115,9 +92,9 @@ std::string runHelp() {
             if (m.knobs.has(k.knob) && k.knob != Knob::Scorer)
                 knobs += (knobs.empty() ? "" : ", ") + std::string(k.flag) + "\x1f" + k.defaultText;
         if (m.takesScorer) knobs += std::string(knobs.empty() ? "" : ", ") + "--scorer\x1f" + m.defaultScorer;
-        h += folded("    " + std::string(m.name) + ": " + m.summary + (knobs.empty() ? "" : " (" + knobs + ")"), 6);
+        h += foldedHelp("    " + std::string(m.name) + ": " + m.summary + (knobs.empty() ? "" : " (" + knobs + ")"), 6);
     }
-    h += folded("  --scorer: what " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
+    h += foldedHelp("  --scorer: what " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
                     " rank by: " + methods::listWhere([](const MethodInfo& m) { return m.usableAsScorer; }, " or ") +
                     " (the scorer's own knobs come with it)",
                 4);
@@ -127,7 +104,7 @@ std::string runHelp() {
          "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
          "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
          "  (default 'default') of the store (see kvlens sessions --help)\n";
-    h += folded(
+    h += foldedHelp(
         "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps by the "
         "method's own rule (" +
             methods::listWhere([](const MethodInfo& m) { return m.decode == DecodeForm::Own; }) + "), or " +

@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "app/CommandLine.h"
+#include "app/HelpText.h"
 #include "app/Commands.h"
 #include "app/PressOptions.h"
 #include "engine/compress/Capture.h"
@@ -172,26 +173,41 @@ std::vector<LayerInputs> readInputs(const std::vector<std::string>& paths) {
     return layers;
 }
 
-const char* kHelp =
-    "usage: kvlens select --inputs FILE... --method M --budget B [--window W] [--kernel K]\n"
-    "       [--pool max|avg] [--gqa kv-head|query-head] [--schedule exact|factory] [--beta X]\n"
-    "       [--alpha A] [--sinks S] [--seed S] [--lag L] [--chunk C] [--scorer S] [--tau1 X]\n"
-    "       [--tau2 X] [--gamma G] [--lazy X] [--layer-weights W,W,...] [--think R] [--json]\n"
-    "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
-    "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n"
-    "  --method   full, snapkv, pyramidkv, streamingllm, adakv, random, tova, knorm, keydiff,\n"
-    "             lagkv, chunkkv, chunkkv-kvpress, cur, cake, simlayerkv, perlayer, finch-kvpress (its votes; the\n"
-    "             re-rotated cache needs a model) (h2o, expected, leverage,\n"
-    "             noncausal, compactor, criticalkv, criticaladakv, kvzip and finch need a model: use kvlens run)\n"
-    "  --scorer   what adakv, chunkkv, chunkkv-kvpress, cake, perlayer, criticalkv and criticaladakv rank\n"
-    "             by: snapkv, tova, knorm, keydiff, cur, cake, lagkv\n"
-    "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
-    "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
-    "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"
-    "             --lag 128, --chunk 10, --tau1 1, --tau2 1, --gamma 200, --lazy 0.9\n"
-    "  --json     {\"layers\": [{\"layer\", \"heads\": [[kept positions]], with --think\n"
-    "             \"pruned_channels\": [[channels]]}], \"layer_budgets\",\n"
-    "             \"params\"}; otherwise a summary per layer and head.\n";
+// Whether a method selects on tensors alone: it needs nothing the model must compute again.
+bool selectsOnTensors(const MethodInfo& m) {
+    const NeedSet modelNeeds = {Need::QueryStats, Need::PromptReplay, Need::PreRopeKeys, Need::WoNorms,
+                                Need::Reconstruction, Need::SecondPrefill};
+    for (int n = 0; n < int(Need::Count_); ++n)
+        if (m.needs.has(Need(n)) && modelNeeds.has(Need(n))) return false;
+    return true;
+}
+
+// The method lists from the method table.
+std::string selectHelp() {
+    return std::string("usage: kvlens select --inputs FILE... --method M --budget B [--window W] [--kernel K]\n"
+           "       [--pool max|avg] [--gqa kv-head|query-head] [--schedule exact|factory] [--beta X]\n"
+           "       [--alpha A] [--sinks S] [--seed S] [--lag L] [--chunk C] [--scorer S] [--tau1 X]\n"
+           "       [--tau2 X] [--gamma G] [--lazy X] [--layer-weights W,W,...] [--think R] [--json]\n"
+           "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
+           "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n") +
+           foldedHelp("  --method   " + methods::listWhere(selectsOnTensors, " or ") +
+                          " (finch-kvpress: its votes; its re-rotated cache needs a model); " +
+                          methods::listWhere([](const MethodInfo& m) { return !selectsOnTensors(m); }) +
+                          " need a model: use kvlens run",
+                      13) +
+           foldedHelp("  --scorer   what " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
+                          " rank by: " +
+                          methods::listWhere([](const MethodInfo& m) { return m.usableAsScorer && selectsOnTensors(m); },
+                                             " or "),
+                      13) +
+           "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
+           "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
+           "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"
+           "             --lag 128, --chunk 10, --tau1 1, --tau2 1, --gamma 200, --lazy 0.9\n"
+           "  --json     {\"layers\": [{\"layer\", \"heads\": [[kept positions]], with --think\n"
+           "             \"pruned_channels\": [[channels]]}], \"layer_budgets\",\n"
+           "             \"params\"}; otherwise a summary per layer and head.\n";
+}
 
 }  // namespace
 
@@ -213,7 +229,7 @@ int runSelect(const std::vector<std::string>& argv) {
     }
     CommandLine args("select", rest, PressOptions::flags(), {"--json", "--help"});
     if (args.has("--help")) {
-        std::fputs(kHelp, stdout);
+        std::fputs(selectHelp().c_str(), stdout);
         return 0;
     }
     if (inputs.empty()) {

@@ -49,5 +49,33 @@ TEST(MethodsCli, RunHelpListsEveryMethodOfTheTable) {
         << r.out;
 }
 
+// select --help splits the table into the methods that select on tensors and those that need a
+// model (a replay, statistics, W_o, a reconstruction, a second prefill): every method is in one.
+TEST(MethodsCli, SelectHelpSplitsTheTableByWhatNeedsAModel) {
+    const test::CliResult r = test::runKvlens("select --help");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    // The text with its folds undone: one space between words.
+    std::string flat;
+    for (char c : r.out) {
+        if (c == '\n') c = ' ';
+        if (c != ' ' || (!flat.empty() && flat.back() != ' ')) flat += c;
+    }
+    const size_t model = flat.find("need a model");
+    ASSERT_NE(model, std::string::npos) << r.out;
+    const size_t split = flat.rfind(");", model);
+    ASSERT_NE(split, std::string::npos) << r.out;
+    for (const MethodInfo& m : methods::all()) {
+        const std::string name = " " + std::string(m.name);
+        const bool onTensors = m.needs.empty() || m.needs == NeedSet{Need::WindowVotes};
+        // Before the split (the tensors' list) or after it (the model's).
+        if (onTensors) {
+            EXPECT_LT(flat.find(name), split) << m.name;
+        } else {
+            EXPECT_NE(flat.find(name, split), std::string::npos) << m.name;
+            EXPECT_EQ(flat.find(name + ","), flat.find(name + ",", split)) << m.name;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace kvlens

@@ -46,8 +46,12 @@ TEST(Methods, TheTablesAreInTheirEnumsOrder) {
             EXPECT_STREQ(m.defaultScorer, "") << m.name;
         }
         // A scorer lends the knobs it reads as a method (CAKE's layer preference aside).
-        if (m.usableAsScorer && m.id != MethodId::Cake) EXPECT_EQ(m.scorerKnobs, m.knobs) << m.name;
-        if (!m.usableAsScorer) EXPECT_TRUE(m.scorerKnobs.empty()) << m.name;
+        if (m.usableAsScorer && m.id != MethodId::Cake) {
+            EXPECT_EQ(m.scorerKnobs, m.knobs) << m.name;
+        }
+        if (!m.usableAsScorer) {
+            EXPECT_TRUE(m.scorerKnobs.empty()) << m.name;
+        }
         // Every method the press registry knows.
         EXPECT_NE(Press::create(m.name), nullptr) << m.name;
     }

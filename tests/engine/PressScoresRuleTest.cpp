@@ -112,8 +112,11 @@ TEST_P(PressScoresRule, KeptPositionsScoreAtLeastDroppedOnes) {
             for (int32_t pos : s.kept[size_t(l)][size_t(h)]) kept[size_t(pos)] = 1;
             if (info.id == MethodId::SimLayerKv) continue;  // keeps by recency (its rankRule)
             // NaN only where kept whole.
-            for (int64_t t = 0; t < T; ++t)
-                if (std::isnan(row[size_t(t)])) EXPECT_TRUE(kept[size_t(t)]) << p.method << " NaN but dropped at " << t;
+            for (int64_t t = 0; t < T; ++t) {
+                if (std::isnan(row[size_t(t)])) {
+                    EXPECT_TRUE(kept[size_t(t)]) << p.method << " NaN but dropped at " << t;
+                }
+            }
             // Compare within each group the rule names: a LagKV partition, or the whole head.
             auto groupOf = [&](int64_t t) -> int64_t {
                 return info.id == MethodId::LagKv ? (t - p.sinks) / p.lag : 0;

@@ -358,10 +358,7 @@ int runBench(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(
         {"--prompt-len", "-n", "--reps", "--warmup", "--seed", "--methods", "--bandwidth"});
-    valueFlags.insert({"--budget", "--window", "--kernel", "--pool", "--beta", "--alpha", "--gqa",
-                       "--schedule", "--sinks", "--lag", "--chunk", "--future", "--scorer", "--tau1",
-                       "--tau2", "--gamma", "--lazy", "--layer-weights", "--sketch", "--attn-chunk",
-                       "--blend", "--think", "--repeat-chunk", "--finch-chunk"});
+    valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
     CommandLine args("bench", argv, valueFlags, {"--json", "--help"});
     if (args.has("--help")) {
         std::fputs(
@@ -393,12 +390,9 @@ int runBench(const std::vector<std::string>& argv) {
         LoadedModel loaded = options.load();
         return runCacheComparison(args, plan, options, loaded, decodeTokens, reps, warmup, seed);
     }
-    for (const char* flag : {"--budget", "--bandwidth", "--window", "--kernel", "--pool", "--beta",
-                             "--alpha", "--gqa", "--schedule", "--sinks", "--lag", "--chunk", "--future",
-                             "--scorer", "--tau1", "--tau2", "--gamma", "--lazy", "--layer-weights",
-                             "--sketch", "--attn-chunk", "--blend", "--think", "--repeat-chunk", "--finch-chunk"}) {
-        if (args.has(flag)) throw Error(std::string(flag) + " needs --methods");
-    }
+    if (args.has("--bandwidth")) throw Error("--bandwidth needs --methods");
+    for (const std::string& flag : PressOptions::flags())
+        if (args.has(flag)) throw Error(flag + " needs --methods");
     const int64_t promptLen = args.getInt("--prompt-len", 512, 1, 1 << 24);
     const int64_t reps = args.getInt("--reps", 5, 1, 1000);
     const ModelOptions options = ModelOptions::fromCommandLine(args);

@@ -92,9 +92,9 @@ int runInspect(const std::vector<std::string>& argv) {
     }
     if (!args.has("--out")) throw Error("--out DIR is required (the folder for the pictures)");
     // Even for full: the other methods are compared at this budget.
-    if (!args.has("--budget")) {
-        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%; every method is "
-                    "compared at it)");
+    if (!PressOptions::hasBudget(args)) {
+        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%, or --compression-ratio "
+                    "r; every method is compared at it)");
     }
     PressParams params = PressOptions::fromCommandLine(args);
     params.validateSettings();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -16,7 +17,8 @@ const std::set<std::string>& PressOptions::flags() {
                                             "--chunk",  "--future", "--scorer", "--tau1",
                                             "--tau2",   "--gamma",  "--lazy", "--layer-weights",
                                             "--sketch", "--attn-chunk", "--blend", "--think",
-                                            "--repeat-chunk", "--finch-chunk"};
+                                            "--repeat-chunk", "--finch-chunk", "--convention",
+                                            "--compression-ratio"};
     return f;
 }
 
@@ -24,9 +26,23 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     PressParams p;
     p.method = args.get("--method", p.method);
     if (args.has("--budget")) parseBudget(args.get("--budget"), "--budget", p);
+    if (args.has("--compression-ratio")) {
+        if (args.has("--budget")) throw Error("--compression-ratio and --budget both set the budget: give one");
+        const std::string text = args.get("--compression-ratio");
+        char* end = nullptr;
+        errno = 0;
+        const double r = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || errno != 0 || !(r >= 0.0 && r < 1.0))
+            throw Error("--compression-ratio '" + text + "' is not a share of the prompt dropped, in [0, 1)");
+        p.budget = 0;
+        p.budgetRatio = 1.0 - r;  // kvpress's (1 - compression_ratio), the same double
+    }
+    if (args.has("--convention")) p.convention = parseConvention(args.get("--convention"));
     p.window = args.getInt("--window", p.window, 1, 1 << 20);
     p.kernel = args.getInt("--kernel", p.kernel, -(1 << 20), 1 << 20);
     if (args.has("--pool")) p.pooling = parsePooling(args.get("--pool"));
+    // kvpress pools only by avg: under its convention that is the default (--pool max is refused).
+    else if (p.convention == Convention::Kvpress) p.pooling = Pooling::Avg;
     p.beta = args.getDouble("--beta", p.beta);
     p.alpha = args.getDouble("--alpha", p.alpha);
     if (args.has("--gqa")) p.gqa = parseGqaMode(args.get("--gqa"));
@@ -97,12 +113,30 @@ std::vector<std::string> splitList(const std::string& text, const std::string& f
 
 std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& args, const std::string& methodList,
                                                             const std::string& budgetList) {
-    if (args.has("--method") || args.has("--budget")) {
-        throw Error(args.command() + " takes --methods and --budgets (lists), not --method/--budget");
+    if (args.has("--method") || args.has("--budget") || args.has("--compression-ratio")) {
+        throw Error(args.command() + " takes --methods and --budgets (lists), not --method/--budget" +
+                    (args.has("--compression-ratio") ? "/--compression-ratio (a budget like 75% keeps int(T x 0.75))"
+                                                     : ""));
     }
-    const std::vector<std::string> methods = splitList(args.get("--methods", methodList), "--methods");
+    std::vector<std::string> methods = splitList(args.get("--methods", methodList), "--methods");
     const std::vector<std::string> budgets = splitList(args.get("--budgets", budgetList), "--budgets");
     const PressParams base = PressOptions::fromCommandLine(args);
+    if (!args.has("--methods") && base.convention == Convention::Kvpress) {
+        // The default list, under kvpress's convention: the methods it reproduces (named --methods are refused).
+        std::string left;
+        std::vector<std::string> kept;
+        for (const std::string& m : methods) {
+            const MethodInfo* info = methods::find(m);
+            if (info && info->kvpressForm == KvpressForm::None)
+                left += (left.empty() ? "" : ", ") + m;
+            else
+                kept.push_back(m);
+        }
+        if (!left.empty())
+            std::fprintf(stderr, "%s: --convention kvpress leaves out %s (kvpress's forms are not reproduced)\n",
+                         args.command().c_str(), left.c_str());
+        methods = std::move(kept);
+    }
     std::vector<PressParams> runs;
     for (const std::string& method : methods) {
         const auto& known = PressParams::methodNames();

@@ -16,6 +16,8 @@ struct PressOptions {
     static const std::set<std::string>& flags();
     // Everything but the method and budget, which compare sweeps.
     static PressParams fromCommandLine(const CommandLine& args);
+    // Whether the command line sets a budget: --budget, or --compression-ratio (kvpress's form).
+    static bool hasBudget(const CommandLine& args) { return args.has("--budget") || args.has("--compression-ratio"); }
     // The sweep of --methods and --budgets (lists; `methods` and `budgets` when not
     // given): every method at every budget ("full" once), the window halved for
     // budgets at or below it unless --window was given, each run's settings

@@ -26,6 +26,7 @@ static nlohmann::json pressParamsJson(const PressParams& p) {
     return {{"method", p.method},
             {"budget", p.budget},
             {"budget_ratio", p.budgetRatio},
+            {"convention", conventionName(p.convention)},
             {"window", p.window},
             {"kernel", p.kernel},
             {"pool", poolingName(p.pooling)},
@@ -82,7 +83,8 @@ std::string runHelp() {
         "       [--gqa kv-head|query-head] [--schedule exact|factory] [--sinks S] [--seed S]\n"
         "       [--lag L] [--chunk C] [--future F] [--scorer S] [--tau1 X] [--tau2 X] [--gamma G]\n"
         "       [--lazy X] [--layer-weights W,W,...] [--sketch K] [--attn-chunk C] [--blend X|auto]\n"
-        "       [--think R] [--repeat-chunk C] [--finch-chunk C]\n"
+        "       [--think R] [--repeat-chunk C] [--finch-chunk C] [--convention paper|kvpress]\n"
+        "       [--compression-ratio R (instead of --budget)]\n"
         "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
         "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
         "  methods (kvlens methods prints the whole table: knobs, needs, decode form, kvpress):\n";
@@ -104,6 +106,11 @@ std::string runHelp() {
          "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
          "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
          "  (default 'default') of the store (see kvlens sessions --help)\n";
+    h += foldedHelp("  --convention kvpress: keep exactly the positions kvpress's press keeps (a ratio budget as "
+                    "int(T x (1 - r)), --compression-ratio r; avg pooling), for " +
+                        methods::listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; }) +
+                        " (paper, the default: the papers' forms)",
+                    4);
     h += foldedHelp(
         "  --decode-every N: keep the cache at the budget while decoding, compressing every N steps by the "
         "method's own rule (" +
@@ -129,8 +136,8 @@ int runRun(const std::vector<std::string>& argv) {
         std::fputs(runHelp().c_str(), stdout);
         return 0;
     }
-    if (!args.has("--budget") && methods::named(args.get("--method", "snapkv")).id != MethodId::Full) {
-        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%)");
+    if (!PressOptions::hasBudget(args) && methods::named(args.get("--method", "snapkv")).id != MethodId::Full) {
+        throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%, or --compression-ratio r)");
     }
     PressParams params = PressOptions::fromCommandLine(args);
     // Settings that do not depend on the prompt fail before the model loads.

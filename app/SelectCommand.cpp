@@ -242,7 +242,7 @@ int runSelect(const std::vector<std::string>& argv) {
     PressParams p = PressOptions::fromCommandLine(args);
     const std::unique_ptr<Press> press =
         Press::create(p.method);  // unknown names fail before reading
-    if (!args.has("--budget") && !p.isFull()) {
+    if (!PressOptions::hasBudget(args) && !p.isFull()) {
         throw Error(
             "no budget: pass --budget N (entries per head, window included) or a share like 12.5%");
     }
@@ -290,6 +290,7 @@ int runSelect(const std::vector<std::string>& argv) {
             {"lazy", p.lazy},
             {"layer_weights", p.layerWeights},
             {"think", p.think},
+            {"convention", conventionName(p.convention)},
             {"describe", p.describe()}};
         out["prompt_length"] = s.promptLength;
         out["query_heads"] = s.queryHeads;

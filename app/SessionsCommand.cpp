@@ -187,6 +187,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                                  {"method", r.params.method},
                                  {"budget", r.params.budget},
                                  {"budget_ratio", r.params.budgetRatio},
+                                 {"convention", conventionName(r.params.convention)},
                                  {"window", r.params.window},
                                  {"params", r.params.describe()},
                                  {"status", r.status},

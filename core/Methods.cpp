@@ -38,8 +38,10 @@ const std::vector<MethodInfo>& table() {
          "PyramidKVPress",
          "kvpress spreads T(1-r) with the window counted inside (max_capacity_prompt = W + T(1-r)), caps the "
          "first layer at T - W, rounds each layer's budget and falls back to round(T(1-r)) when its schedule "
-         "is out of range; here each layer's B - W prefix entries fall linearly (exact: summing to L(B - W))",
-         "", "SnapKV's votes with a budget falling linearly from the first layer to the last", ""},
+         "is out of range; here each layer's B - W prefix entries fall linearly (exact: summing to L(B - W)). "
+         "--convention kvpress applies kvpress's schedule",
+         "", "SnapKV's votes with a budget falling linearly from the first layer to the last", "",
+         KvpressForm::Convention},
         {MethodId::StreamingLlm, "streamingllm", "StreamingLLM", F::Baseline, {K::Sinks}, {}, {P::Sinks, P::Recent},
          false, "", false, {}, {}, false, false, D::Own,
          "Xiao et al. 2024, Efficient Streaming Language Models with Attention Sinks", "StreamingLLMPress",
@@ -51,21 +53,25 @@ const std::vector<MethodInfo>& table() {
          "kvpress divides each key's accumulated attention by the queries that see it (T - j), averages the query "
          "heads and keeps no window; here the sum the paper ranks, with the window kept",
          "",
-         "the window and the B - W positions of highest attention accumulated over every prompt query", ""},
+         "the window and the B - W positions of highest attention accumulated over every prompt query", "",
+         KvpressForm::None},
         {MethodId::AdaKv, "adakv", "AdaKV", F::Wrapper, {K::Window, K::Scorer, K::Alpha}, {}, {P::Window, P::ScorerEnds},
          true, "snapkv", false, {}, {}, false, false, D::ViaScorer,
          "Feng et al. 2024, Ada-KV: Optimizing KV Cache Eviction by Adaptive Budget Allocation", "AdaKVPress(press)",
          "kvpress ranks the raw scores with no window and sizes n_safe = int(alpha * n_kept) on a total that "
          "includes the window; here the window is kept, alpha * (B - W - sinks) is guaranteed and SnapKV's votes "
-         "are normalised per head",
-         "", "heads share the layer's H x (B - W) entries by their scores, each guaranteed alpha of its share", ""},
+         "are normalised per head. --convention kvpress applies kvpress's form",
+         "", "heads share the layer's H x (B - W) entries by their scores, each guaranteed alpha of its share", "",
+         KvpressForm::Convention, KeepSet{P::ScorerEnds}},
         {MethodId::Random, "random", "Random", F::Baseline, {K::Window, K::Seed}, {}, {P::Window}, false, "", false, {},
          {}, false, false, D::Own, "", "RandomPress", "kvpress keeps no window", "",
-         "the window and B - W prefix positions drawn uniformly (seeded)", "ranks nothing: keeps a seeded draw"},
+         "the window and B - W prefix positions drawn uniformly (seeded)", "ranks nothing: keeps a seeded draw",
+         KvpressForm::None},
         {MethodId::Tova, "tova", "TOVA", F::Scorer, {}, {N::WindowVotes}, {}, false, "", true, {}, {}, true, false,
          D::Own, "Oren et al. 2024, Transformers are Multi-State RNNs", "TOVAPress",
-         "TOVAPress always keeps the last position; here it competes like any other", "",
-         "one set per layer: the B positions the last query attends to most, averaged over the query heads", ""},
+         "TOVAPress always keeps the last position; here it competes like any other (--convention kvpress keeps it)",
+         "", "one set per layer: the B positions the last query attends to most, averaged over the query heads", "",
+         KvpressForm::Convention, KeepSet{P::Last}},
         {MethodId::Knorm, "knorm", "KNorm", F::Scorer, {}, {}, {}, false, "", true, {}, {}, false, false, D::Own,
          "Devoto et al. 2024, A Simple and Effective L2 Norm-Based Strategy for KV Cache Compression", "KnormPress",
          "the same", "", "the B keys of lowest L2 norm", ""},
@@ -81,7 +87,8 @@ const std::vector<MethodInfo>& table() {
          {P::Window, P::ScorerEnds}, true, "snapkv", false, {}, {K::Kernel, K::Pooling}, false, false, D::ViaScorer,
          "Liu et al. 2025, ChunkKV: Semantic-Preserving KV Cache Compression", "ChunkKVPress(press)",
          "kvpress's port sums the scores over the layer's heads and keeps one set of chunks for all: that is "
-         "chunkkv-kvpress", "", "the best whole chunks of C positions by the scorer's unpooled scores, and the window", ""},
+         "chunkkv-kvpress", "", "the best whole chunks of C positions by the scorer's unpooled scores, and the window", "",
+         KvpressForm::None},
         {MethodId::Expected, "expected", "Expected Attention", F::Scorer, {K::Sinks, K::Future}, {N::QueryStats},
          {P::Sinks}, false, "", true, {K::Sinks, K::Future}, {}, false, false, D::Own,
          "Devoto, Jeblick, Jegou 2025, Expected Attention", "ExpectedAttentionPress",
@@ -95,26 +102,27 @@ const std::vector<MethodInfo>& table() {
          {P::Window, P::ScorerEnds}, true, "cake", true, {K::Window, K::Gamma}, {}, true, false, D::None,
          "Qin et al. 2025, CAKE: Cascading and Adaptive KV Cache Eviction with Layer Preferences", "",
          "kvpress has no CAKE press (the authors' code is the reference)", "",
-         "layers share the budget by their attention's entropy and variance; each keeps its best by the indicator", ""},
+         "layers share the budget by their attention's entropy and variance; each keeps its best by the indicator", "",
+         KvpressForm::None},
         {MethodId::SimLayerKv, "simlayerkv", "SimLayerKV", F::LayerAllocator, {K::Sinks, K::Lazy}, {N::WindowVotes},
          {P::Sinks, P::Recent}, false, "", false, {}, {}, false, false, D::Own,
          "Zhang et al. 2024, SimLayerKV", "SimLayerKVPress",
          "kvpress keeps one recent position fewer and measures the share over the first 4 and last n_recent", "",
-         "a lazy layer keeps its sinks and most recent positions; any other layer the whole prompt", "a lazy layer keeps by recency; the scores (the last query's attention) judge the layer"},
+         "a lazy layer keeps its sinks and most recent positions; any other layer the whole prompt", "a lazy layer keeps by recency; the scores (the last query's attention) judge the layer", KvpressForm::None},
         {MethodId::PerLayer, "perlayer", "per-layer", F::LayerAllocator, {K::Window, K::Scorer, K::LayerWeights}, {},
          {P::Window, P::ScorerEnds}, true, "snapkv", false, {}, {}, false, false, D::ViaScorer, "",
          "PerLayerCompressionPress(press)", "kvpress takes a ratio per layer; weights proportional to the kept shares "
-         "split the same total", "", "layers share the budget by --layer-weights, each ranking by the scorer", ""},
+         "split the same total", "", "layers share the budget by --layer-weights, each ranking by the scorer", "", KvpressForm::None},
         {MethodId::Leverage, "leverage", "LeverageScore", F::Scorer, {K::Sketch, K::Seed}, {N::PreRopeKeys}, {}, false,
          "", true, {K::Sketch, K::Seed}, {}, true, false, D::None,
          "Chari & Van Durme 2025, Compactor (its leverage half)", "LeverageScorePress",
          "kvpress draws a new sketch at every call; here it is drawn from --seed", "",
-         "the B positions of highest approximate leverage of the pre-RoPE keys", ""},
+         "the B positions of highest approximate leverage of the pre-RoPE keys", "", KvpressForm::None},
         {MethodId::NonCausal, "noncausal", "non-causal attention", F::Scorer, {K::AttnChunk}, {N::PromptReplay}, {},
          false, "", true, {K::AttnChunk}, {}, true, true, D::None,
          "Chari & Van Durme 2025, Compactor (its attention half)", "NonCausalAttnPress",
          "kvpress's padded key columns of a short last chunk absorb part of each softmax; not reproduced", "",
-         "the B positions of highest non-causal chunked attention times the value norm", ""},
+         "the B positions of highest non-causal chunked attention times the value norm", "", KvpressForm::None},
         {MethodId::Compactor, "compactor", "Compactor", F::Scorer,
          {K::Window, K::Sinks, K::Sketch, K::AttnChunk, K::Blend, K::Seed}, {N::PromptReplay, N::PreRopeKeys},
          {P::Window, P::Sinks}, false, "", true, {K::Window, K::Sinks, K::Sketch, K::AttnChunk, K::Blend, K::Seed}, {},
@@ -128,23 +136,27 @@ const std::vector<MethodInfo>& table() {
          "CriticalKVPress(press)",
          "kvpress's first stage is int(B/2) with the window inside and it ranks SnapKV's mean votes (its 1e-4 "
          "weighs W times more); here floor((B - W - sinks)/2) of the summed votes",
-         "", "half the ranked entries by the scorer, the rest by (score + 1e-4) x the value's norm through W_o", "the first stage keeps the scorer's best whatever they show; the shown second-stage scores order the rest"},
+         "", "half the ranked entries by the scorer, the rest by (score + 1e-4) x the value's norm through W_o", "the first stage keeps the scorer's best whatever they show; the shown second-stage scores order the rest",
+         KvpressForm::None},
         {MethodId::CriticalAdaKv, "criticaladakv", "CriticalAdaKV", F::Wrapper, {K::Window, K::Scorer, K::Alpha},
          {N::WoNorms}, {P::Window, P::ScorerEnds}, true, "snapkv", false, {}, {}, false, true, D::ViaScorer,
          "Feng et al. 2025 (the CriticalKV paper's AdaKV form)", "CriticalAdaKVPress(press)",
          "kvpress ranks SnapKV's mean votes and allocates on raw scores; here the summed votes, normalised per head "
-         "as adakv", "", "AdaKV's allocation, then CriticalKV's two stages within each head's share", "the first stage keeps the scorer's best whatever they show; the shown second-stage scores order the rest"},
+         "as adakv", "", "AdaKV's allocation, then CriticalKV's two stages within each head's share", "the first stage keeps the scorer's best whatever they show; the shown second-stage scores order the rest",
+         KvpressForm::None},
         {MethodId::Kvzip, "kvzip", "KVzip", F::Scorer, {K::Sinks, K::RepeatChunk}, {N::Reconstruction}, {P::Sinks},
          false, "", true, {K::Sinks, K::RepeatChunk}, {}, true, true, D::None,
          "Kim et al. 2025, KVzip: Query-Agnostic KV Cache Compression with Context Reconstruction", "KVzipPress",
          "kvpress's repeat prompt follows the chat template; here the plain form for every model, fp32 scores",
-         "", "L x KV x B entries shared over all heads by the attention of the prompt's reconstruction", ""},
+         "", "L x KV x B entries shared over all heads by the attention of the prompt's reconstruction", "",
+         KvpressForm::None},
         {MethodId::Finch, "finch", "Finch", F::OwnPrefill, {K::Window, K::FinchChunk}, {N::SecondPrefill}, {P::Window},
          false, "", false, {}, {}, false, true, D::None,
          "Corallo & Papotti 2024, FINCH: Prompt-guided Key-Value Cache Compression", "",
          "the paper's chunked prefill; kvpress's FinchPress is finch-kvpress",
          "--think cannot prune Finch's cache: Finch prefills its own, with re-rotated keys",
-         "prefills the context again in chunks, each evicted to its share by the question's attention", "ranks while prefilling again: no scores on the capture"},
+         "prefills the context again in chunks, each evicted to its share by the question's attention", "ranks while prefilling again: no scores on the capture",
+         KvpressForm::None},
         {MethodId::FinchKvpress, "finch-kvpress", "Finch (kvpress)", F::Scorer, {K::Window}, {N::WindowVotes},
          {P::Window}, false, "", false, {}, {}, false, false, D::None, "Corallo & Papotti 2024, FINCH",
          "FinchPress", "the same (question = the last --window tokens; kept keys re-rotated to 0 .. B-1)",
@@ -155,9 +167,10 @@ const std::vector<MethodInfo>& table() {
          true, "snapkv", false, {}, {K::Gqa}, false, false, D::None, "Liu et al. 2025, ChunkKV",
          "ChunkKVPress(press)",
          "the same, scores padded as each kvpress scorer pads them; with --scorer lagkv the scores of "
-         "LagKVPress(cross_scoring=True), where kvpress's default (False) ranks within each partition",
+         "LagKVPress(cross_scoring=True), where kvpress's default (False, and --convention kvpress) ranks within "
+         "each partition",
          "",
-         "one set of whole chunks per layer by the scorer's scores summed over heads", ""},
+         "one set of whole chunks per layer by the scorer's scores summed over heads", "", KvpressForm::Convention},
     };
     return t;
 }
@@ -189,6 +202,8 @@ const std::vector<KnobInfo>& knobTable() {
         {K::Blend, "--blend", "blend", "blend", "auto", "Compactor: the leverage scores' weight (auto: 1 - B/T)"},
         {K::Seed, "--seed", "seed", "seed", "0", "Random's draw and LeverageScore's sketch"},
         {K::Think, "--think", "think", "think", "0", "ThinK: share of each kept key's channels pruned"},
+        {K::Convention, "--convention", "convention", "", "paper",
+         "paper, or kvpress: keep exactly the positions kvpress's press keeps (ratio budgets as int(T(1 - r)))"},
     };
     return t;
 }
@@ -256,6 +271,17 @@ const std::vector<KnobInfo>& knobs() { return knobTable(); }
 
 const KnobInfo& knob(Knob k) { return knobTable()[static_cast<size_t>(k)]; }
 
+bool kvpressReproduced(const PressParams& p) {
+    const MethodInfo* m = find(p.method);
+    if (!m || m->kvpressForm == KvpressForm::None) return false;
+    const MethodInfo* s = m->takesScorer ? find(p.scorerInEffect()) : nullptr;
+    return !s || s->kvpressForm != KvpressForm::None;
+}
+
+KeepSet keepsUnder(const MethodInfo& m, Convention c) {
+    return c == Convention::Kvpress && m.kvpressKeeps ? *m.kvpressKeeps : m.keeps;
+}
+
 KnobSet effectiveKnobs(const PressParams& p) {
     const MethodInfo* m = find(p.method);
     if (!m) return {};
@@ -264,6 +290,7 @@ KnobSet effectiveKnobs(const PressParams& p) {
         if (const MethodInfo* s = find(p.scorerInEffect())) set |= s->scorerKnobs - m->masksScorerKnobs;
     }
     if (p.think > 0.0) set |= KnobSet{Knob::Window, Knob::Think};
+    if (kvpressReproduced(p)) set.add(Knob::Convention);
     return set;
 }
 
@@ -309,7 +336,17 @@ const char* keepName(Keep k) {
         case Keep::LagTail: return "LagKV's tail";
         case Keep::ScorerEnds: return "the scorer's ends";
         case Keep::Recent: return "recent";
+        case Keep::Last: return "the last position";
         case Keep::Count_: break;
+    }
+    return "";
+}
+
+const char* kvpressFormName(KvpressForm f) {
+    switch (f) {
+        case KvpressForm::Same: return "the same";
+        case KvpressForm::Convention: return "with --convention kvpress";
+        case KvpressForm::None: return "not reproduced";
     }
     return "";
 }
@@ -374,6 +411,7 @@ std::string tableJson() {
                        {"paper", m.paper},
                        {"kvpress", m.kvpress},
                        {"kvpress_delta", m.kvpressDelta},
+                       {"kvpress_form", kvpressFormName(m.kvpressForm)},
                        {"summary", m.summary},
                        {"rank_rule", m.rankRule}});
     }
@@ -388,8 +426,8 @@ std::string tableMarkdown() {
     s << "# Methods\n\n"
       << "Generated by `kvlens methods --markdown` from the method table (`core/Methods.cpp`); a test keeps this "
          "page equal to it.\n\n"
-      << "| method | family | keeps | knobs | needs | decode | paper | kvpress | against kvpress |\n"
-      << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+      << "| method | family | keeps | knobs | needs | decode | paper | kvpress | kvpress's positions | against kvpress |\n"
+      << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (const MethodInfo& m : table()) {
         std::string knobsCell = knobList(m.knobs, ", ");
         if (m.takesScorer) knobsCell += std::string(knobsCell.empty() ? "" : ", ") + "the scorer's";
@@ -400,6 +438,7 @@ std::string tableMarkdown() {
           << (needs.empty() ? "-" : needs) << (m.costlyFirstUse ? " (costly first use)" : "") << " | "
           << decodeFormName(m.decode) << " | " << (*m.paper ? escapeCell(m.paper) : "-") << " | "
           << (*m.kvpress ? std::string("`") + m.kvpress + "`" : std::string("-")) << " | "
+          << (*m.kvpress ? kvpressFormName(m.kvpressForm) : "-") << " | "
           << (*m.kvpressDelta ? escapeCell(m.kvpressDelta) : "-") << " |\n";
     }
     s << "\n## Knobs\n\n| flag | JSON key | default | what it sets | read by |\n| --- | --- | --- | --- | --- |\n";
@@ -407,11 +446,13 @@ std::string tableMarkdown() {
         std::string readers =
             k.knob == Knob::Think ? std::string("every method but ") +
                                         listWhere([](const MethodInfo& m) { return *m.noThink != '\0'; })
-                                  : listWhere([&](const MethodInfo& m) {
+            : k.knob == Knob::Convention
+                ? listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; })
+                : listWhere([&](const MethodInfo& m) {
                                         return m.knobs.has(k.knob) || (m.usableAsScorer && m.scorerKnobs.has(k.knob));
                                     });
         s << "| `" << k.flag << "` | `" << k.json << "` | " << k.defaultText << " | " << escapeCell(k.help) << " | "
-          << readers << (k.knob != Knob::Think && k.knob != Knob::Scorer &&
+          << readers << (k.knob != Knob::Think && k.knob != Knob::Scorer && k.knob != Knob::Convention &&
                                  std::any_of(table().begin(), table().end(),
                                              [&](const MethodInfo& m) {
                                                  return m.usableAsScorer && m.scorerKnobs.has(k.knob);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -33,7 +34,7 @@ enum class MethodFamily {
 // the order of describe() lines.
 enum class Knob {
     Window, Scorer, Kernel, Pooling, Gqa, Beta, Schedule, Alpha, Sinks, Lag, Chunk, Future, Tau1, Tau2,
-    Gamma, Lazy, LayerWeights, Sketch, AttnChunk, RepeatChunk, FinchChunk, Blend, Seed, Think,
+    Gamma, Lazy, LayerWeights, Sketch, AttnChunk, RepeatChunk, FinchChunk, Blend, Seed, Think, Convention,
     Count_
 };
 
@@ -56,6 +57,7 @@ enum class Keep {
     LagTail,       // LagKV's last full partition and the remainder
     ScorerEnds,    // a wrapper: whatever its scorer keeps whole (sinks, LagKV's tail)
     Recent,        // the most recent B - sinks (StreamingLLM, SimLayerKV's lazy layers)
+    Last,          // the prompt's last position (TOVAPress)
     Count_
 };
 
@@ -63,6 +65,22 @@ enum class DecodeForm {
     None,       // compresses the prompt only
     Own,        // compresses while decoding by its own rule (--decode-every)
     ViaScorer,  // compresses while decoding by its scorer's rule, where the scorer has one
+};
+
+// How a method stands under --convention kvpress (kvpress's press code, kept position for
+// kept position, up to exact ties).
+enum class KvpressForm {
+    Same,        // its paper form keeps kvpress's positions already (the convention changes
+                 // only how a ratio budget rounds: int(T x (1 - r)))
+    Convention,  // its press switches to kvpress's form (see kvpressDelta)
+    None,        // not reproduced (no kvpress press, or kvpressDelta's difference is kept):
+                 // --convention kvpress refuses it
+};
+
+// Whose conventions a run follows where the papers' code and kvpress's differ.
+enum class Convention {
+    Paper,    // the paper's (and its authors' code's) form: KV Lens's default
+    Kvpress,  // kvpress's press code, position for position (methods whose kvpressForm is not None)
 };
 
 // A small set of enum values as bits.
@@ -115,6 +133,9 @@ struct MethodInfo {
     // How its shown scores (Press::scores) order what it keeps, where not simply "within a
     // head, every kept position scores at least every dropped one"; "" where that holds.
     const char* rankRule;
+    KvpressForm kvpressForm = KvpressForm::Same;
+    // What it keeps whole under --convention kvpress, where that is not `keeps`.
+    std::optional<KeepSet> kvpressKeeps = std::nullopt;
 };
 
 struct KnobInfo {
@@ -163,6 +184,11 @@ std::string knobValue(const PressParams& p, Knob k);
 // "beta 20, exact, alpha 0.2": the knobs of `set` that the method in effect reads, leaving out
 // those without a value.
 std::string knobsText(const PressParams& p, KnobSet set);
+// Whether --convention kvpress can run these parameters: the method's kvpress form, and its
+// scorer's, are not None.
+bool kvpressReproduced(const PressParams& p);
+// What the method keeps whole under a convention.
+KeepSet keepsUnder(const MethodInfo& m, Convention c);
 // The method's needs and its scorer's.
 NeedSet effectiveNeeds(const PressParams& p);
 
@@ -170,6 +196,7 @@ const char* familyName(MethodFamily f);
 const char* needName(Need n);
 const char* keepName(Keep k);
 const char* decodeFormName(DecodeForm d);
+const char* kvpressFormName(KvpressForm f);
 
 // `kvlens methods`: the table as aligned text, JSON, or Markdown (docs/methods.md).
 std::string tableText();

@@ -15,6 +15,7 @@ namespace kvlens {
 
 const char* gqaModeName(GqaMode mode) { return mode == GqaMode::KvHead ? "kv-head" : "query-head"; }
 const char* poolingName(Pooling pooling) { return pooling == Pooling::Max ? "max" : "avg"; }
+const char* conventionName(Convention convention) { return convention == Convention::Paper ? "paper" : "kvpress"; }
 const char* scheduleName(PyramidSchedule s) { return s == PyramidSchedule::Exact ? "exact" : "factory"; }
 
 namespace {
@@ -28,7 +29,8 @@ std::string budgetTooSmall(const PressParams& p, int64_t promptLength, int64_t r
     if (p.budget > 0) {
         s << p.budget;
     } else {
-        s << p.budgetRatio * 100 << "% of the " << promptLength << "-token prompt rounds to " << resolved
+        s << p.budgetRatio * 100 << "% of the " << promptLength << "-token prompt "
+          << (p.convention == Convention::Kvpress ? "truncates" : "rounds") << " to " << resolved
           << ", which";
     }
     s << " must exceed " << flag << " " << floor << " (" << why << ")";
@@ -100,7 +102,7 @@ bool PressParams::keptEndIsLagTail(int64_t T) const { return keepsOwn(Keep::LagT
 
 bool PressParams::keepsOwn(Keep keep) const {
     const MethodInfo* m = info();
-    return m && m->keeps.has(keep);
+    return m && methods::keepsUnder(*m, convention).has(keep);
 }
 
 std::string PressParams::keptEndName(int64_t T) const {
@@ -114,6 +116,8 @@ int64_t PressParams::lagTailStart(int64_t T) const {
 
 int64_t PressParams::resolveBudget(int64_t promptLength) const {
     if (budget > 0) return budget;
+    if (convention == Convention::Kvpress)
+        return std::max<int64_t>(1, static_cast<int64_t>(std::floor(double(promptLength) * budgetRatio)));
     return std::max<int64_t>(1, std::llround(budgetRatio * double(promptLength)));
 }
 
@@ -149,6 +153,23 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     }
     // ThinK scores the channels by the window's queries.
     if (think > 0.0 && window < 1) throw Error("--window must be at least 1 (ThinK scores channels by the window's queries)");
+    if (convention == Convention::Kvpress) {
+        const MethodInfo* s = m.takesScorer ? methods::find(scorerInEffect()) : nullptr;
+        if (m.kvpressForm == KvpressForm::None || (s && s->kvpressForm == KvpressForm::None)) {
+            const MethodInfo& off = m.kvpressForm == KvpressForm::None ? m : *s;
+            throw Error(std::string("--convention kvpress: ") + (&off == &m ? "--method " : "--scorer ") + off.name +
+                        " does not keep kvpress's positions (" +
+                        (*off.kvpress ? std::string(off.kvpressDelta) : "kvpress has no such press") +
+                        "); the methods that can: " +
+                        methods::listWhere([](const MethodInfo& i) { return i.kvpressForm != KvpressForm::None; }));
+        }
+        // kvpress's SnapKV (and every press built on its votes) averages the pooled window votes of
+        // each KV head's query heads.
+        if (knobs.has(Knob::Pooling) && pooling != Pooling::Avg)
+            throw Error("--pool max: kvpress pools the window's votes by avg (--convention kvpress)");
+        if (knobs.has(Knob::Gqa) && gqa != GqaMode::KvHead)
+            throw Error("--gqa query-head: kvpress averages each KV head's query heads (--convention kvpress)");
+    }
     if (m.id == MethodId::Full) return;  // keeps everything: no budget to check
     if (budget < 0) throw Error("--budget must be positive");
     if (budget == 0 && !(budgetRatio > 0.0 && budgetRatio <= 1.0)) {
@@ -341,6 +362,7 @@ std::string methods::knobValue(const PressParams& p, Knob k) {
         case Knob::Blend: return p.blend >= 0.0 ? exact(p.blend) : "auto";
         case Knob::Seed: return std::to_string(p.seed);
         case Knob::Think: return exact(p.think);
+        case Knob::Convention: return conventionName(p.convention);
         case Knob::Count_: break;
     }
     return "";
@@ -351,6 +373,7 @@ std::string methods::knobsText(const PressParams& p, KnobSet set) {
     std::string out;
     for (const KnobInfo& k : knobs()) {
         if (!set.has(k.knob) || !reads.has(k.knob)) continue;
+        if (k.knob == Knob::Convention && p.convention == Convention::Paper) continue;  // the default says nothing
         const std::string value = knobValue(p, k.knob);
         if (value.empty()) continue;
         out += (out.empty() ? "" : ", ") + (*k.describeKey ? std::string(k.describeKey) + " " : std::string()) + value;
@@ -374,7 +397,10 @@ std::string PressParams::describe() const {
     for (const KnobInfo& k : methods::knobs()) {
         if (!knobs.has(k.knob)) continue;
         // Defaults that mean "none" leave no word: no --scorer, no weights, blend's auto.
-        if ((k.knob == Knob::Blend && blend < 0.0) || (k.knob == Knob::LayerWeights && layerWeights.empty())) continue;
+        // (The paper convention, the default, leaves none either: lines written before it existed mean it.)
+        if ((k.knob == Knob::Blend && blend < 0.0) || (k.knob == Knob::LayerWeights && layerWeights.empty()) ||
+            (k.knob == Knob::Convention && convention == Convention::Paper))
+            continue;
         const std::string value = methods::knobValue(*this, k.knob);
         if (value.empty()) continue;
         s << " " << (*k.describeKey ? std::string(k.describeKey) + "=" : std::string()) << value;
@@ -471,6 +497,8 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             p.gqa = parseGqaMode(word, what);
         } else if (word == "exact" || word == "factory") {
             p.schedule = parseSchedule(word, what);
+        } else if (word == "paper" || word == "kvpress") {
+            p.convention = parseConvention(word, what);
         } else {
             throw Error(what + ": '" + word + "' is not a parameter of a method");
         }
@@ -494,6 +522,12 @@ PyramidSchedule parseSchedule(const std::string& t, const std::string& what) {
     if (t == "exact") return PyramidSchedule::Exact;
     if (t == "factory") return PyramidSchedule::Factory;
     throw Error(what + " '" + t + "' is not exact or factory");
+}
+
+Convention parseConvention(const std::string& t, const std::string& what) {
+    if (t == "paper") return Convention::Paper;
+    if (t == "kvpress") return Convention::Kvpress;
+    throw Error(what + " '" + t + "' is not paper or kvpress");
 }
 
 }  // namespace kvlens

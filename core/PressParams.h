@@ -24,6 +24,7 @@ enum class PyramidSchedule {
 const char* gqaModeName(GqaMode mode);
 const char* poolingName(Pooling pooling);
 const char* scheduleName(PyramidSchedule schedule);
+const char* conventionName(Convention convention);
 
 struct PressParams {
     // A name from the method table (core/Methods).
@@ -58,11 +59,15 @@ struct PressParams {
                                     // attention's; < 0: the compression ratio 1 - B/T (kvpress's default)
     int64_t repeatChunk = 2048;     // KVzip: context positions repeated per reconstruction pass
     int64_t finchChunk = 512;       // Finch: context positions prefilled per step (then evicted to its share)
+    // paper (the default) or kvpress: keep exactly what kvpress's press keeps (core/Methods says
+    // which methods can; a ratio budget is then int(T x ratio), as kvpress's int(T x (1 - r))).
+    Convention convention = Convention::Paper;
     double think = 0.0;             // ThinK, over any method: share of each kept key's channels pruned
                                     // (zeroed), by the window queries' and the kept keys' channel energy
     static constexpr int64_t kMaxQuerySinks = 64;  // the capture keeps this many first queries
 
-    // Entries per head for a prompt of `promptLength` tokens (ratio rounded, at least 1).
+    // Entries per head for a prompt of `promptLength` tokens (ratio rounded, at least 1; under
+    // --convention kvpress the ratio truncates, as kvpress's int(T x (1 - r))).
     int64_t resolveBudget(int64_t promptLength) const;
 
     // Throws kvlens::Error naming the flag: unknown method, an even or
@@ -139,5 +144,6 @@ struct PressParams {
 GqaMode parseGqaMode(const std::string& text, const std::string& what = "--gqa");
 Pooling parsePooling(const std::string& text, const std::string& what = "--pool");
 PyramidSchedule parseSchedule(const std::string& text, const std::string& what = "--schedule");
+Convention parseConvention(const std::string& text, const std::string& what = "--convention");
 
 }  // namespace kvlens

@@ -64,7 +64,8 @@ ReportTable ReportTables::settings(const ReportData& d) {
         std::string knobs = methods::knobsText(
             p, KnobSet{Knob::Scorer, Knob::Beta, Knob::Schedule, Knob::Alpha, Knob::Sinks, Knob::Lag, Knob::Chunk,
                        Knob::Future, Knob::Tau1, Knob::Tau2, Knob::Gamma, Knob::Lazy, Knob::LayerWeights,
-                       Knob::Sketch, Knob::AttnChunk, Knob::RepeatChunk, Knob::FinchChunk, Knob::Blend, Knob::Think});
+                       Knob::Sketch, Knob::AttnChunk, Knob::RepeatChunk, Knob::FinchChunk, Knob::Blend, Knob::Think,
+                       Knob::Convention});
         if (r.metrics.decodeEvery > 0)
             knobs += (knobs.empty() ? "" : ", ") + std::string("compressed every ") +
                      std::to_string(r.metrics.decodeEvery) + " decode steps";

@@ -25,6 +25,10 @@ PyramidSchedule ParamText::schedule(const std::string& text, const std::string& 
     return parseSchedule(text, what + ":");
 }
 
+Convention ParamText::convention(const std::string& text, const std::string& what) {
+    return parseConvention(text, what + ":");
+}
+
 namespace {
 
 // JSON has no NaN: write null, read it back as NaN.
@@ -64,7 +68,8 @@ std::string ParamText::toJson(const PressParams& p) {
                               {"blend", p.blend},
                               {"think", p.think},
                               {"repeat_chunk", p.repeatChunk},
-                              {"finch_chunk", p.finchChunk}};
+                              {"finch_chunk", p.finchChunk},
+                              {"convention", conventionName(p.convention)}};
     return j.dump();
 }
 
@@ -104,6 +109,8 @@ PressParams ParamText::fromJson(const std::string& json, const std::string& what
         p.repeatChunk = j.value("repeat_chunk", p.repeatChunk);
         // Written since schema 8.
         p.finchChunk = j.value("finch_chunk", p.finchChunk);
+        // Written since schema 9.
+        if (j.contains("convention")) p.convention = convention(j.at("convention").get<std::string>(), what + ".convention");
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw Error(what + ": malformed press parameters (" + std::string(e.what()) + ")");

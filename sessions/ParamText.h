@@ -18,6 +18,7 @@ public:
     static GqaMode gqa(const std::string& text, const std::string& what);
     static Pooling pooling(const std::string& text, const std::string& what);
     static PyramidSchedule schedule(const std::string& text, const std::string& what);
+    static Convention convention(const std::string& text, const std::string& what);
 
     // Every field of `params` as one JSON object (doubles to the last bit).
     static std::string toJson(const PressParams& params);

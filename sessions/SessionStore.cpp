@@ -64,8 +64,8 @@ void checkSessionName(const std::string& name) {
 // schema 2 store has no lag, chunk_size or future column, one before schema 5 no
 // scorer, tau1, tau2, gamma or lazy column, one before schema 6 no sketch, attn_chunk,
 // blend or think column, one before schema 7 no repeat_chunk column, one before schema 8 no
-// finch_chunk column: their defaults stand in.
-constexpr int kParamColumns = 27;
+// finch_chunk column, one before schema 9 no convention column: their defaults stand in.
+constexpr int kParamColumns = 28;
 std::string paramColumns(int64_t schema, const std::string& prefix = "") {
     std::string out;
     for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
@@ -83,11 +83,13 @@ std::string paramColumns(int64_t schema, const std::string& prefix = "") {
         out += ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
                "lazy, " + prefix + "layer_weights";
     }
-    if (schema < 6) return out + ", 48, 256, -1.0, 0.0, 2048, " + std::to_string(d.finchChunk);  // PressParams' defaults
+    if (schema < 6) return out + ", 48, 256, -1.0, 0.0, 2048, " + std::to_string(d.finchChunk) + ", 'paper'";  // PressParams' defaults
     out += ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend, " + prefix + "think";
-    if (schema < 7) return out + ", 2048, " + std::to_string(d.finchChunk);
+    if (schema < 7) return out + ", 2048, " + std::to_string(d.finchChunk) + ", 'paper'";
     out += ", " + prefix + "repeat_chunk";
-    return schema < 8 ? out + ", " + std::to_string(d.finchChunk) : out + ", " + prefix + "finch_chunk";
+    if (schema < 8) return out + ", " + std::to_string(d.finchChunk) + ", 'paper'";
+    out += ", " + prefix + "finch_chunk";
+    return schema < 9 ? out + ", 'paper'" : out + ", " + prefix + "convention";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
@@ -117,7 +119,8 @@ void bindParams(Statement& s, int first, const PressParams& p) {
         .bind(first + 23, p.blend)
         .bind(first + 24, p.think)
         .bind(first + 25, p.repeatChunk)
-        .bind(first + 26, p.finchChunk);
+        .bind(first + 26, p.finchChunk)
+        .bind(first + 27, std::string(conventionName(p.convention)));
 }
 
 PressParams readParams(const Statement& s, int first, const std::string& what) {
@@ -153,6 +156,7 @@ PressParams readParams(const Statement& s, int first, const std::string& what) {
     p.think = s.getDouble(first + 24);
     p.repeatChunk = s.getInt(first + 25);
     p.finchChunk = s.getInt(first + 26);
+    p.convention = ParamText::convention(s.getText(first + 27), what + ".convention");
     return p;
 }
 
@@ -769,7 +773,7 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
             "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)

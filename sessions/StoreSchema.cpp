@@ -228,6 +228,12 @@ const char* kVersion8 = R"SQL(
 ALTER TABLE runs ADD COLUMN finch_chunk INTEGER NOT NULL DEFAULT 512;
 )SQL";
 
+// Version 9: the convention a run follows (paper, kvpress: --convention); runs saved before
+// followed the paper's.
+const char* kVersion9 = R"SQL(
+ALTER TABLE runs ADD COLUMN convention TEXT NOT NULL DEFAULT 'paper' CHECK (convention IN ('paper', 'kvpress'));
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -247,6 +253,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion6, "add the LeverageScore, non-causal attention, Compactor and ThinK settings"); },
         [](Database& db) { db.exec(kVersion7, "add KVzip's reconstruction chunk, the allocated bytes and the decode's compression"); },
         [](Database& db) { db.exec(kVersion8, "add Finch's chunk"); },
+        [](Database& db) { db.exec(kVersion9, "add the runs' convention (paper or kvpress)"); },
     };
     return all;
 }

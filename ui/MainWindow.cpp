@@ -73,7 +73,8 @@ bool sameParams(const PressParams& a, const PressParams& b) {
            a.seed == b.seed && a.lag == b.lag && a.chunk == b.chunk && a.future == b.future &&
            a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
            a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk && a.blend == b.blend &&
-           a.think == b.think && a.repeatChunk == b.repeatChunk && a.finchChunk == b.finchChunk;
+           a.think == b.think && a.repeatChunk == b.repeatChunk && a.finchChunk == b.finchChunk &&
+           a.convention == b.convention;
 }
 
 }  // namespace

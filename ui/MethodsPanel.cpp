@@ -98,6 +98,16 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     gqa_->setToolTip("kv-head: one selection per KV head (votes averaged over its query heads);\n"
                      "query-head: one per query head");
     form->addRow("GQA", gqa_);
+    convention_ = new QComboBox;
+    convention_->setObjectName("convention");
+    convention_->addItems({"paper", "kvpress"});
+    convention_->setToolTip(
+        QString::fromStdString("paper: the paper's form (the default); kvpress: keep exactly the positions kvpress's press "
+                               "keeps\n(ratio budgets as int(T(1 - r)), avg pooling). For " +
+                               methods::listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; },
+                                                  " and ") +
+                               "."));
+    form->addRow("Convention", convention_);
     auto spin = [&](const char* name, int lo, int hi, int value, const char* tip) {
         auto* box = new QSpinBox;
         box->setObjectName(name);
@@ -255,6 +265,17 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     connect(beta_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(alpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     connect(gqa_, &QComboBox::currentTextChanged, this, changed);
+    connect(convention_, &QComboBox::currentTextChanged, this, [this, changed](const QString& text) {
+        // kvpress pools by avg and averages each KV head's query heads: the only settings it has.
+        if (text == "kvpress") {
+            const bool was = quiet_;
+            quiet_ = true;
+            pooling_->setCurrentText("avg");
+            gqa_->setCurrentText("kv-head");
+            quiet_ = was;
+        }
+        changed();
+    });
     for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_, repeatChunk_, finchChunk_})
         connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
     for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_, think_})
@@ -284,6 +305,7 @@ PressParams MethodsPanel::params() const {
     p.beta = beta_->value();
     p.alpha = alpha_->value();
     p.gqa = gqa_->currentText() == "query-head" ? GqaMode::QueryHead : GqaMode::KvHead;
+    p.convention = convention_->currentText() == "kvpress" ? Convention::Kvpress : Convention::Paper;
     p.sinks = sinks_->value();
     p.lag = lag_->value();
     p.chunk = chunk_->value();
@@ -328,6 +350,7 @@ void MethodsPanel::setParams(const PressParams& p) {
     beta_->setValue(p.beta);
     alpha_->setValue(p.alpha);
     gqa_->setCurrentText(p.gqa == GqaMode::QueryHead ? "query-head" : "kv-head");
+    convention_->setCurrentText(conventionName(p.convention));
     sinks_->setValue(int(p.sinks));
     lag_->setValue(int(p.lag));
     chunk_->setValue(int(p.chunk));
@@ -436,6 +459,7 @@ void MethodsPanel::updateEnabled() {
         {Knob::Tau2, tau2_},         {Knob::Gamma, gamma_},           {Knob::Lazy, lazy_},
         {Knob::LayerWeights, layerWeights_}, {Knob::Sketch, sketch_}, {Knob::AttnChunk, attnChunk_},
         {Knob::RepeatChunk, repeatChunk_},   {Knob::FinchChunk, finchChunk_}, {Knob::Blend, blend_},
+        {Knob::Convention, convention_},
     };
     for (const auto& [knob, widget] : controls) widget->setEnabled(reads.has(knob));
     window_->setMaximum(windowMaximum(probe));

@@ -69,6 +69,7 @@ private:
     QDoubleSpinBox* beta_;
     QDoubleSpinBox* alpha_;
     QComboBox* gqa_;
+    QComboBox* convention_;  // paper or kvpress
     QSpinBox* sinks_;   // StreamingLLM, LagKV, Expected Attention
     QSpinBox* lag_;     // LagKV
     QSpinBox* chunk_;   // ChunkKV

@@ -50,6 +50,9 @@ int64_t DecodeCompressor::fixedRows() const {
 
 DecodeCompressor::DecodeCompressor(const PressParams& params, int64_t every) : params_(params), every_(every) {
     checkEvery(every);
+    if (params.convention == Convention::Kvpress)
+        throw Error("--decode-every: --convention kvpress compresses the prompt only (kvpress's decoding presses are "
+                    "not reproduced here)");
     if (!supports(params.method)) {
         throw Error("--decode-every: " + params.method + " has no form for compression during decoding here (" +
                     supportedList() + ")");

@@ -146,6 +146,51 @@ TEST(SelectCli, SummaryWithoutJson) {
     EXPECT_EQ(r.out.find("head 3:"), std::string::npos) << r.out;
 }
 
+// --convention kvpress: kvpress's budget int(T x (1 - r)), its pooling, TOVAPress's last position;
+// and one line for what it cannot run.
+TEST(SelectCli, TheKvpressConvention) {
+    const std::string in = smallInputs("kvpress");  // T = 40, W = 8
+    // 40 x (1 - 0.3125) = 27.5: kvpress truncates to 27, the paper's convention rounds to 28.
+    const Result kvpress = runCli("select --inputs " + in + " --method snapkv --compression-ratio 0.3125 "
+                                  "--convention kvpress --json");
+    ASSERT_EQ(kvpress.exitCode, 0) << kvpress.err;
+    const json k = json::parse(kvpress.out);
+    EXPECT_EQ(k["params"]["convention"], "kvpress");
+    EXPECT_EQ(k["params"]["pool"], "avg");  // kvpress's only pooling, the default under its convention
+    EXPECT_EQ(k["params"]["budget"], 27);
+    EXPECT_EQ(k["layer_budgets"], json({27, 27}));
+    EXPECT_NE(k["params"]["describe"].get<std::string>().find(" kvpress"), std::string::npos);
+    const Result paper = runCli("select --inputs " + in + " --method snapkv --compression-ratio 0.3125 --json");
+    ASSERT_EQ(paper.exitCode, 0) << paper.err;
+    EXPECT_EQ(json::parse(paper.out)["params"]["budget"], 28);
+    EXPECT_EQ(json::parse(paper.out)["params"]["convention"], "paper");
+
+    const Result tova = runCli("select --inputs " + in + " --method tova --budget 10 --convention kvpress --json");
+    ASSERT_EQ(tova.exitCode, 0) << tova.err;
+    for (const auto& layer : json::parse(tova.out)["layers"]) {
+        for (const auto& head : layer["heads"]) {
+            const std::vector<int> kept = head;
+            EXPECT_EQ(kept.size(), 10u);
+            EXPECT_EQ(kept.back(), 39);  // TOVAPress keeps the last position
+        }
+    }
+
+    auto run = [&](const std::string& flags) { return runCli("select --inputs " + in + " " + flags); };
+    expectOneLineError(run("--method h2o --budget 16 --convention kvpress"),
+                       {"--convention kvpress: --method h2o does not keep kvpress's positions", "snapkv"});
+    expectOneLineError(run("--method adakv --scorer cake --budget 16 --convention kvpress"),
+                       {"--convention kvpress: --scorer cake", "kvpress has no such press"});
+    expectOneLineError(run("--method chunkkv --budget 16 --convention kvpress"), {"chunkkv-kvpress"});
+    expectOneLineError(run("--method snapkv --budget 16 --convention kvpress --pool max"), {"--pool max", "avg"});
+    expectOneLineError(run("--method snapkv --budget 16 --convention kvpress --gqa query-head"),
+                       {"--gqa query-head"});
+    expectOneLineError(run("--method snapkv --budget 16 --convention kvpres"), {"--convention 'kvpres'"});
+    expectOneLineError(run("--method snapkv --compression-ratio 1"), {"--compression-ratio '1'", "[0, 1)"});
+    expectOneLineError(run("--method snapkv --compression-ratio -0.1"), {"--compression-ratio '-0.1'"});
+    expectOneLineError(run("--method snapkv --compression-ratio half"), {"--compression-ratio 'half'"});
+    expectOneLineError(run("--method snapkv --compression-ratio 0.5 --budget 16"), {"give one"});
+}
+
 TEST(SelectCli, BadInputFilesGiveOneLine) {
     expectOneLineError(runCli("select --inputs /nonexistent/in.json --method snapkv --budget 16"),
                        {"/nonexistent/in.json", "No such file"});

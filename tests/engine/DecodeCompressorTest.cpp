@@ -810,6 +810,10 @@ TEST(DecodeCompressor, BadSettingsAreOneLineNamingTheFlag) {
     EXPECT_EQ(message(ratio, 1), "--decode-every needs --budget in entries (a ratio of what? the cache grows)");
     EXPECT_EQ(message(params("streamingllm", 4), 1), "--budget 4 must exceed --sinks 4 (the budget includes the sinks)");
     EXPECT_EQ(message(params("keydiff", 64), 2), "");
+    PressParams kvpress = params("knorm", 64);
+    kvpress.convention = Convention::Kvpress;
+    EXPECT_EQ(message(kvpress, 1), "--decode-every: --convention kvpress compresses the prompt only (kvpress's decoding "
+                                   "presses are not reproduced here)");
 }
 
 }  // namespace

@@ -59,6 +59,40 @@ TEST(Methods, TheTablesAreInTheirEnumsOrder) {
     for (size_t i = 0; i < methods::knobs().size(); ++i) EXPECT_EQ(size_t(methods::knobs()[i].knob), i);
 }
 
+// The kvpress column: a method with a kvpress form names its press; one refused under
+// --convention kvpress says why (its delta, or no press at all); only a method whose form
+// changes with the convention keeps something else whole under it.
+TEST(Methods, TheKvpressColumnsAgree) {
+    for (const MethodInfo& m : methods::all()) {
+        if (m.kvpressForm != KvpressForm::None && m.id != MethodId::Full) {  // (FullKV needs no press)
+            EXPECT_STRNE(m.kvpress, "") << m.name;
+        }
+        if (m.kvpressForm == KvpressForm::None && *m.kvpress) {
+            EXPECT_STRNE(m.kvpressDelta, "") << m.name;
+        }
+        if (m.kvpressKeeps) {
+            EXPECT_EQ(m.kvpressForm, KvpressForm::Convention) << m.name;
+        }
+        PressParams p;
+        p.method = m.name;
+        EXPECT_EQ(methods::effectiveKnobs(p).has(Knob::Convention), m.kvpressForm != KvpressForm::None) << m.name;
+        p.convention = Convention::Kvpress;
+        EXPECT_EQ(p.keepsOwn(Keep::Window), (m.kvpressKeeps ? *m.kvpressKeeps : m.keeps).has(Keep::Window)) << m.name;
+    }
+    // AdaKV keeps its window under the paper's convention, not under kvpress's; TOVA the reverse for
+    // the last position.
+    PressParams ada;
+    ada.method = "adakv";
+    EXPECT_TRUE(ada.keepsOwn(Keep::Window));
+    ada.convention = Convention::Kvpress;
+    EXPECT_FALSE(ada.keepsOwn(Keep::Window));
+    PressParams tova;
+    tova.method = "tova";
+    EXPECT_FALSE(tova.keepsOwn(Keep::Last));
+    tova.convention = Convention::Kvpress;
+    EXPECT_TRUE(tova.keepsOwn(Keep::Last));
+}
+
 TEST(Methods, AnUnknownNameIsOneLineListingTheTable) {
     const std::string e = errorOf([] { methods::named("snapk"); });
     EXPECT_EQ(e.rfind("--method 'snapk' is not one of full, snapkv, pyramidkv,", 0), 0u) << e;

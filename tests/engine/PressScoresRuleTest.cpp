@@ -54,6 +54,7 @@ Fixture& fixture() {
 
 struct Case {
     std::string method, scorer;
+    Convention convention = Convention::Paper;
 };
 
 std::vector<Case> cases() {
@@ -64,6 +65,15 @@ std::vector<Case> cases() {
             for (const char* s : {"knorm", "cur", "lagkv", "expected", "snapkv"})
                 if (s != std::string(m.defaultScorer)) out.push_back({m.name, s});
     }
+    // And under --convention kvpress, every method (and scorer) it can run.
+    const size_t paper = out.size();
+    for (size_t i = 0; i < paper; ++i) {
+        PressParams p;
+        p.method = out[i].method;
+        p.scorer = out[i].scorer;
+        if (methods::kvpressReproduced(p)) out.push_back({out[i].method, out[i].scorer, Convention::Kvpress});
+    }
+    for (const char* s : {"tova", "keydiff"}) out.push_back({"adakv", s, Convention::Kvpress});
     return out;
 }
 
@@ -84,6 +94,11 @@ TEST_P(PressScoresRule, KeptPositionsScoreAtLeastDroppedOnes) {
     p.finchChunk = 64;
     p.attnChunk = 64;
     p.gqa = GqaMode::QueryHead;  // as a disabled combo may still say: only voting methods read it
+    p.convention = GetParam().convention;
+    if (p.convention == Convention::Kvpress) {  // kvpress's only settings
+        p.pooling = Pooling::Avg;
+        p.gqa = GqaMode::KvHead;
+    }
     const MethodInfo& info = methods::named(p.method);
     c.keepScoresFor(*f.model, p);
     const std::unique_ptr<Press> press = Press::create(p.method);
@@ -164,7 +179,8 @@ TEST_P(PressScoresRule, KeptPositionsScoreAtLeastDroppedOnes) {
 }
 
 std::string caseName(const ::testing::TestParamInfo<Case>& info) {
-    std::string n = info.param.method + (info.param.scorer.empty() ? "" : "_" + info.param.scorer);
+    std::string n = info.param.method + (info.param.scorer.empty() ? "" : "_" + info.param.scorer) +
+                    (info.param.convention == Convention::Kvpress ? "_kvpress" : "");
     for (char& ch : n)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
     return n;

@@ -773,7 +773,7 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
                a.scorer == b.scorer && a.tau1 == b.tau1 && a.tau2 == b.tau2 && a.gamma == b.gamma && a.lazy == b.lazy &&
                a.layerWeights == b.layerWeights && a.sketch == b.sketch && a.attnChunk == b.attnChunk &&
                a.blend == b.blend && a.think == b.think && a.repeatChunk == b.repeatChunk &&
-               a.finchChunk == b.finchChunk;
+               a.finchChunk == b.finchChunk && a.convention == b.convention;
     };
     std::vector<PressParams> all;
     for (const std::string& m : PressParams::methodNames()) {
@@ -793,6 +793,11 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     odd.beta = 7.5;
     odd.schedule = PyramidSchedule::Factory;
     all.push_back(odd);
+    PressParams kvpress = odd;  // --convention kvpress --compression-ratio 0.3
+    kvpress.convention = Convention::Kvpress;
+    kvpress.gqa = GqaMode::KvHead;
+    kvpress.budgetRatio = 1.0 - 0.3;
+    all.push_back(kvpress);
     PressParams ada;
     ada.method = "adakv";
     ada.budget = 200;

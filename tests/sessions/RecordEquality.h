@@ -38,6 +38,7 @@ inline void expectSameParams(const PressParams& a, const PressParams& b, const s
     EXPECT_EQ(a.chunk, b.chunk) << where;
     EXPECT_EQ(a.future, b.future) << where;
     EXPECT_EQ(a.seed, b.seed) << where;
+    EXPECT_EQ(a.convention, b.convention) << where;
 }
 
 // Every field of two runs; ids only when `compareIds`.

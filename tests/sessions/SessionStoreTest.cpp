@@ -219,7 +219,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
                 "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
                 "ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP COLUMN tau2; "
                 "ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights; "
-                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 2;",
+                "DROP TABLE model_files; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 2;",
                 "make a version 2 store");
     }
     const PressParams defaults;
@@ -290,7 +290,7 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
                 "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights;"
-                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 4;",
+                " ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 4;",
                 "make a version 4 store");
     }
     const PressParams defaults;
@@ -353,7 +353,7 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP "
-                "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
+                "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
                 "PRAGMA user_version = 5;",
                 "make a version 5 store");
     }
@@ -405,7 +405,7 @@ TEST(SessionStore, KvzipsRepeatChunkTheAllocatedBytesAndTheDecodesCompressionCom
     }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
-        db.exec("ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; PRAGMA user_version = 6;", "make a version 6 store");
+        db.exec("ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; PRAGMA user_version = 6;", "make a version 6 store");
     }
     {
         SessionStore store(path, SessionStore::Access::ReadOnly);
@@ -445,7 +445,7 @@ TEST(SessionStore, FinchsChunkComesBackAsSaved) {
     }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
-        db.exec("ALTER TABLE runs DROP COLUMN finch_chunk; PRAGMA user_version = 7;", "make a version 7 store");
+        db.exec("ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; PRAGMA user_version = 7;", "make a version 7 store");
     }
     {
         SessionStore store(path, SessionStore::Access::ReadOnly);
@@ -457,7 +457,66 @@ TEST(SessionStore, FinchsChunkComesBackAsSaved) {
     SessionStore store(path);  // read-write: migrated
     EXPECT_EQ(store.run(id).params.finchChunk, 512);
     Database db(path, path, SQLITE_OPEN_READONLY);
-    EXPECT_EQ(db.pragmaInt("user_version"), 8);
+    EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
+}
+
+TEST(SessionStore, TheConventionComesBackAsSavedAndOlderRunsFollowThePapers) {
+    const std::string path = test::storePath("v9settings.db");
+    int64_t id = 0, session = 0;
+    {
+        SessionStore store(path);
+        session = store.createSession("s").id;
+        const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
+        RunRecord run = test::sampleRun(5, session, prompt);
+        run.params.method = "pyramidkv";
+        run.params.convention = Convention::Kvpress;
+        run.params.budget = 0;
+        run.params.budgetRatio = 1.0 - 0.3;  // --compression-ratio 0.3
+        run.selection.params = run.params;
+        id = store.saveRun(run);
+    }
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        const RunRecord r = store.run(id);
+        for (const PressParams& p : {r.params, r.selection.params, store.runs(session).at(0).params}) {
+            EXPECT_EQ(p.convention, Convention::Kvpress);
+            EXPECT_EQ(p.budgetRatio, 1.0 - 0.3);  // to the last bit
+            EXPECT_EQ(PressParams::fromDescription(p.describe()).convention, Convention::Kvpress);
+        }
+    }
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        db.exec("ALTER TABLE runs DROP COLUMN convention; PRAGMA user_version = 8;", "make a version 8 store");
+    }
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        EXPECT_EQ(store.run(id).params.convention, Convention::Paper);
+        Database db(path, path, SQLITE_OPEN_READONLY);
+        EXPECT_EQ(db.pragmaInt("user_version"), 8);
+    }
+    SessionStore store(path);  // read-write: migrated
+    EXPECT_EQ(store.run(id).params.convention, Convention::Paper);
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    EXPECT_EQ(db.pragmaInt("user_version"), 9);
+}
+
+TEST(SessionStore, AStoredConventionThatIsNoneOfTheWordsIsNamed) {
+    const std::string path = test::storePath("v9badconvention.db");
+    int64_t id = 0;
+    {
+        SessionStore store(path);
+        const int64_t session = store.createSession("s").id;
+        const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
+        id = store.saveRun(test::sampleRun(5, session, prompt));
+    }
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        // The column's CHECK refuses other words; a store written by hand without it is read all the same.
+        db.exec("PRAGMA ignore_check_constraints = 1; UPDATE runs SET convention = 'kvpres';", "spoil the convention");
+    }
+    SessionStore store(path, SessionStore::Access::ReadOnly);
+    EXPECT_EQ(errorOf([&] { (void)store.run(id); }),
+              path + ": run " + std::to_string(id) + ".convention: 'kvpres' is not paper or kvpress");
 }
 
 TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
@@ -467,7 +526,7 @@ TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
         Migrations::apply(db, {StoreSchema::steps()[0]});
     }
     EXPECT_EQ(errorOf([&] { SessionStore store(path, SessionStore::Access::ReadOnly); }),
-              path + ": store schema 1 needs an upgrade to 8, which read-only access cannot do");
+              path + ": store schema 1 needs an upgrade to 9, which read-only access cannot do");
 }
 
 // A Hugging Face folder: each file's (weights, config, tokenizer) size, mtime and SHA-256 kept in order,
@@ -537,7 +596,7 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
                 "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "
-                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 3;",
+                "lazy; ALTER TABLE runs DROP COLUMN layer_weights; ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; PRAGMA user_version = 3;",
                 "make a version 3 store");
     }
     {

@@ -5,6 +5,8 @@
 // normalised per head to sum to 1 as the paper's attention weights do, or those of any
 // --scorer (PressParams::scorerNames) as they are, as kvpress's AdaKVPress(press) ranks
 // them. Heads end up with different lengths; the compressed cache stores them so.
+// --convention kvpress: kvpress's form (keepLayerKvpress): no window of its own, no
+// normalisation, the safeguard int(alpha x B) on the total with what the scorer keeps whole.
 #pragma once
 
 #include <cmath>
@@ -22,6 +24,10 @@ public:
     // head's floor(alpha x P) best, then the rest of heads x P by a top-k over all heads.
     static std::vector<std::vector<int32_t>> keepLayer(presses::HeadScores& scores, int64_t budget, double alpha,
                                                        bool normalise);
+    // kvpress's AdaKVPress on one layer: each head keeps its NaN positions and its best up to
+    // int(kept x alpha) with them, then heads x kept in all go to the best raw scores of any head.
+    static std::vector<std::vector<int32_t>> keepLayerKvpress(const presses::HeadScores& scores, int64_t kept,
+                                                              double alpha);
     // Each head's guaranteed share of a pool of P ranked entries per head: floor(alpha x P).
     // SnapKV's votes as AdaKV compares them across heads: each head's (not NaN) scores
     // divided by their sum (uniform when they sum to nothing).

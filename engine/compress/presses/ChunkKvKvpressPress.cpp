@@ -16,12 +16,14 @@ int64_t ChunkKvKvpressPress::keptChunks(int64_t chunks, int64_t budget, int64_t 
 presses::HeadScores ChunkKvKvpressPress::kvpressScores(const Capture& capture, int64_t layer, const PressParams& p) {
     const std::string scorer = p.scorerInEffect();
     const int64_t T = capture.promptLength();
-    if (scorer == "lagkv" && T < p.sinks + 2 * p.lag) {
-        // kvpress's LagKVPress on a prompt too short for two partitions: a ramp after the sinks.
-        std::vector<float> ramp(static_cast<size_t>(T), 1.0f);
-        for (int64_t t = std::min(p.sinks, T); t < T; ++t)
-            ramp[t] = static_cast<float>(double(t - p.sinks) / double(T - p.sinks));
-        return presses::HeadScores(static_cast<size_t>(capture.kvHeads()), ramp);
+    if (scorer == "lagkv" && (p.convention == Convention::Kvpress || T < p.sinks + 2 * p.lag)) {
+        // LagKVPress's default (cross_scoring=False): ranks in each partition, or its ramp on a
+        // prompt too short for two partitions; the sinks and the tail 1.
+        presses::HeadScores rows = presses::lagKvRanks(capture, layer, p);
+        for (auto& row : rows)
+            for (float& v : row)
+                if (std::isnan(v)) v = 1.0f;
+        return rows;
     }
     presses::HeadScores rows = presses::scorerScores(capture, layer, p);
     if (scorer == "tova")
@@ -58,7 +60,10 @@ std::vector<float> ChunkKvKvpressPress::chunkMeans(const presses::HeadScores& sc
 void ChunkKvKvpressPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
     const int64_t T = capture.promptLength(), c = p.chunk;
     const int64_t chunks = (T + c - 1) / c;
-    const int64_t keep = keptChunks(chunks, budget, T, p.budget > 0 ? 0.0 : p.budgetRatio);
+    // Under --convention kvpress the ratio is kvpress's 1 - compression_ratio itself: int(chunks x it).
+    const int64_t keep = p.convention == Convention::Kvpress && p.budget <= 0
+                             ? std::clamp<int64_t>(static_cast<int64_t>(std::floor(double(chunks) * p.budgetRatio)), 1, chunks)
+                             : keptChunks(chunks, budget, T, p.budget > 0 ? 0.0 : p.budgetRatio);
     for (int64_t l = 0; l < capture.layers(); ++l) {
         const std::vector<float> mean = chunkMeans(kvpressScores(capture, l, p), c);
         std::vector<int32_t> kept;

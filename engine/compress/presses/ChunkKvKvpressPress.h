@@ -27,7 +27,8 @@ public:
     // keeps; also KVzip's sinks, H2O's and CAKE's window, which kvpress cannot wrap), the
     // highest (Compactor's ends), 1.0 (CUR's and LagKV's sinks, LagKV's tail). SnapKV's votes
     // are divided by the window (kvpress averages the window's rows), LagKV's halved (kvpress's
-    // cross_scoring form, (key + value) / 2); a prompt shorter than sinks + 2 lag, where LagKV
+    // cross_scoring form, (key + value) / 2; under --convention kvpress its default form, each
+    // score's rank in its partition / lag); a prompt shorter than sinks + 2 lag, where LagKV
     // scores nothing, gets kvpress's ramp (t - sinks) / (T - sinks) after sinks of 1.0.
     static presses::HeadScores kvpressScores(const Capture& capture, int64_t layer, const PressParams& params);
     // What the chunks are ranked by: `scores` ([head][T], no NaN) summed over the heads,

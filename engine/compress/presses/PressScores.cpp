@@ -189,6 +189,28 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
     }));
 }
 
+HeadScores lagKvRanks(const Capture& capture, int64_t layer, const PressParams& p) {
+    const int64_t T = capture.promptLength();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    if (T < p.sinks + 2 * p.lag) {
+        std::vector<float> ramp(static_cast<size_t>(T), nan);
+        for (int64_t t = std::min(p.sinks, T); t < T; ++t)
+            ramp[t] = static_cast<float>(double(t - p.sinks) / double(T - p.sinks));
+        return HeadScores(static_cast<size_t>(capture.kvHeads()), ramp);
+    }
+    HeadScores rows = lagKvScores(capture, layer, p);
+    std::vector<int32_t> order(static_cast<size_t>(p.lag));
+    for (auto& row : rows) {
+        for (int64_t from = p.sinks; from + p.lag <= T && !std::isnan(row[from]); from += p.lag) {
+            for (int64_t i = 0; i < p.lag; ++i) order[i] = int32_t(i);
+            std::stable_sort(order.begin(), order.end(),
+                             [&](int32_t a, int32_t b) { return row[from + a] < row[from + b]; });
+            for (int64_t r = 0; r < p.lag; ++r) row[from + order[r]] = static_cast<float>(double(r) / double(p.lag));
+        }
+    }
+    return rows;
+}
+
 at::Tensor lagLocalScores(const at::Tensor& keys, const at::Tensor& values, const PressParams& p) {
     const int64_t KV = keys.size(0), n = keys.size(1), D = keys.size(2), L = p.lag;
     const int64_t scored = std::max<int64_t>(0, (p.lagTailStart(n) - p.sinks) / L);
@@ -399,6 +421,9 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
             return rows;
         case MethodId::Tova:
             rows = HeadScores(static_cast<size_t>(capture.kvHeads()), lastQueryAttention(capture, layer));
+            // kvpress's TOVAPress scores the last position above every other.
+            if (p.convention == Convention::Kvpress)
+                for (auto& row : rows) row.back() = nan;
             break;
         case MethodId::Knorm: rows = keyNormScores(capture, layer); break;
         case MethodId::KeyDiff: rows = keyDiffScores(capture, layer); break;
@@ -408,7 +433,9 @@ HeadScores scorerScores(const Capture& capture, int64_t layer, const PressParams
         case MethodId::NonCausal: rows = nonCausalScores(capture, layer, p); break;
         case MethodId::Compactor: rows = compactorScores(capture, layer, p); break;
         case MethodId::Kvzip: rows = reconstructionScores(capture, layer, p); break;
-        case MethodId::LagKv: rows = lagKvScores(capture, layer, p); break;  // NaN: its sinks and its tail
+        case MethodId::LagKv:  // NaN: its sinks and its tail
+            rows = p.convention == Convention::Kvpress ? lagKvRanks(capture, layer, p) : lagKvScores(capture, layer, p);
+            break;
         default: throw Error("--scorer '" + scorer + "' has no scores here");
     }
     // The wrappers keep the window beside their scorer; kvpress's ChunkKV only what the scorer

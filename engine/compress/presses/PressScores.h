@@ -81,6 +81,12 @@ HeadScores lagKvScores(const Capture& capture, int64_t layer, const PressParams&
 // fp32 [KV, n] on their device, NaN where it is always kept. The capture's prompt and the
 // decoding cache's rows alike.
 at::Tensor lagLocalScores(const at::Tensor& keys, const at::Tensor& values, const PressParams& params);
+// LagKV as kvpress's LagKVPress scores by default (cross_scoring=False), what --scorer lagkv
+// ranks by under --convention kvpress: each scored partition's lagKvScores become their rank
+// in it over lag (0, 1/lag, ..., (lag-1)/lag; equal scores: the lower position ranks lower),
+// NaN (always kept; kvpress: 1) for the sinks and the tail. A prompt shorter than
+// sinks + 2 x lag: kvpress's ramp, (t - sinks) / (T - sinks) after the sinks, NaN before.
+HeadScores lagKvRanks(const Capture& capture, int64_t layer, const PressParams& params);
 
 // CUR (CurDKV, as kvpress's CURPress scores by default): per KV head, each position's
 // squared key norm and squared value norm, each divided by its sum over the aligned

@@ -60,9 +60,36 @@ std::vector<int64_t> PyramidKvPress::prefixBudgets(int64_t L, int64_t T, int64_t
     return out;
 }
 
+std::vector<int64_t> PyramidKvPress::kvpressBudgets(int64_t L, int64_t T, int64_t W, double kept, double beta) {
+    const auto round = [](double v) { return static_cast<int64_t>(std::nearbyint(v)); };  // half to even
+    const double capacity = double(W) + kept;
+    double minNum = (capacity - double(W)) / beta;
+    double maxNum = (capacity - double(W)) * 2 - minNum;
+    if (maxNum >= double(T - W)) {
+        maxNum = double(T - W);
+        minNum = (capacity - double(W)) * 2 - maxNum;
+    }
+    if (!(double(T) >= maxNum && maxNum >= minNum && minNum >= double(W)) || L < 2)
+        return std::vector<int64_t>(L, round(kept));
+    const double steps = (maxNum - minNum) / double(L - 1);
+    std::vector<int64_t> out(L);
+    for (int64_t l = 0; l < L; ++l) out[l] = round(maxNum - double(l) * steps);
+    return out;
+}
+
 void PyramidKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget,
                           Selection& s) const {
     const int64_t T = capture.promptLength(), L = capture.layers();
+    if (p.convention == Convention::Kvpress) {
+        const double kept = p.budget > 0 ? double(p.budget) : double(T) * p.budgetRatio;
+        const std::vector<int64_t> total = kvpressBudgets(L, T, p.window, kept, p.beta);
+        for (int64_t l = 0; l < L; ++l) {
+            const int64_t n = std::clamp<int64_t>(total[l], p.window, T);
+            s.layerBudgets[l] = n;
+            s.kept[l] = presses::voteSelection(capture, l, p, n - p.window);
+        }
+        return;
+    }
     const std::vector<int64_t> prefix = prefixBudgets(L, T, p.window, budget, p.beta, p.schedule);
     for (int64_t l = 0; l < L; ++l) {
         s.layerBudgets[l] = prefix[l] + p.window;

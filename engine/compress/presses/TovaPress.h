@@ -2,7 +2,7 @@
 // the prompt: every head of a layer keeps the same B positions, those the last prompt
 // query attends to most, averaged over the layer's query heads (the paper's choice over
 // per-head scores). The last position competes like any other, as in the paper; kvpress's
-// TOVAPress always keeps it (noted in the README). The paper evicts one token per step
+// TOVAPress always keeps it, and so does --convention kvpress. The paper evicts one token per step
 // while decoding; that is compression during decoding, not a selection on the capture.
 #pragma once
 

@@ -144,6 +144,7 @@ class TinyLlama:
     def __init__(self, layers, hidden, heads, kv_heads, head_dim, vocab, seed, theta=10000.0):
         g = torch.Generator().manual_seed(seed)
         self.L, self.hidden, self.H, self.KV, self.D, self.theta = layers, hidden, heads, kv_heads, head_dim, theta
+        self.eps = 1e-6
 
         def linear(n_in, n_out, std):
             lin = nn.Linear(n_in, n_out, bias=False).requires_grad_(False)
@@ -168,9 +169,8 @@ class TinyLlama:
                 "down": linear(2 * hidden, hidden, s / math.sqrt(2)),
             })
 
-    @staticmethod
-    def rms_norm(x, w, eps=1e-6):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+    def rms_norm(self, x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * w
 
     def rope(self, T):
         """transformers' Llama rotary embedding: cos, sin of shape [1, T, D]."""
@@ -211,6 +211,110 @@ class TinyLlama:
             cos, sin = cos_sin
             cos, sin = cos[:, -W:], sin[:, -W:]
             return q * cos.unsqueeze(1) + _rotate_half(q) * sin.unsqueeze(1)
+
+
+def read_gguf_f32(path):
+    """The metadata and F32 tensors of a GGUF file (v2/v3), as {key: value} and {name: tensor in
+    transformers' [out, in] layout}. Enough for the project's testbed (F32 throughout)."""
+    import struct
+    data = Path(path).read_bytes()
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from("<" + fmt, data, pos)
+        pos += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        nonlocal pos
+        n = take("Q")
+        v = data[pos:pos + n].decode("utf-8", "replace")
+        pos += n
+        return v
+
+    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t in scalar:
+            return take(scalar[t])
+        if t == 8:
+            return string()
+        if t == 9:
+            inner, n = take("I"), take("Q")
+            return [value(inner) for _ in range(n)]
+        raise ValueError(f"{path}: GGUF value type {t} unknown")
+
+    if data[:4] != b"GGUF":
+        raise ValueError(f"{path}: not a GGUF file")
+    pos = 4
+    version, n_tensors, n_kv = take("I"), take("Q"), take("Q")
+    if version not in (2, 3):
+        raise ValueError(f"{path}: GGUF version {version}")
+    meta = {}
+    for _ in range(n_kv):
+        key = string()
+        meta[key] = value(take("I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        dims = [take("Q") for _ in range(take("I"))]
+        infos.append((name, dims, take("I"), take("Q")))
+    align = int(meta.get("general.alignment", 32))
+    start = (pos + align - 1) // align * align
+    tensors = {}
+    for name, dims, ggml_type, offset in infos:
+        if ggml_type != 0:
+            raise ValueError(f"{path}: tensor {name} is ggml type {ggml_type}, not F32")
+        n = math.prod(dims)
+        flat = torch.frombuffer(bytearray(data[start + offset:start + offset + 4 * n]), dtype=torch.float32)
+        tensors[name] = flat.reshape(list(reversed(dims)))  # GGUF's ne0 is the fastest axis
+    return meta, tensors
+
+
+def testbed_model(path):
+    """The project's trained testbed (a GGUF Llama, F32) as a TinyLlama: llama.cpp's rotary
+    layout (adjacent pairs) is transformers' (halves) with q and k's rows permuted back."""
+    meta, t = read_gguf_f32(path)
+    arch = meta["general.architecture"]
+    if arch != "llama":
+        raise ValueError(f"{path}: architecture {arch}, this tool reads llama")
+    g = lambda k: meta[f"{arch}.{k}"]
+    L, hidden, H, KV = g("block_count"), g("embedding_length"), g("attention.head_count"), g("attention.head_count_kv")
+    D = hidden // H
+    m = TinyLlama.__new__(TinyLlama)
+    m.L, m.hidden, m.H, m.KV, m.D = L, hidden, H, KV, D
+    m.theta = float(meta.get(f"{arch}.rope.freq_base", 10000.0))
+    m.eps = float(meta.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6))
+
+    def unpermute(w, heads):  # inverse of convert_hf_to_gguf's permute
+        return w.reshape(heads, w.shape[0] // heads // 2, 2, w.shape[1]).transpose(1, 2).reshape(w.shape)
+
+    def linear(w):
+        lin = nn.Linear(w.shape[1], w.shape[0], bias=False).requires_grad_(False)
+        with torch.no_grad():
+            lin.weight.copy_(w)
+        return lin
+
+    m.embed = t["token_embd.weight"]
+    m.layers = []
+    for l in range(L):
+        b = lambda n: t[f"blk.{l}.{n}.weight"]
+        m.layers.append({
+            "in_norm": b("attn_norm"), "post_norm": b("ffn_norm"),
+            "q_proj": linear(unpermute(b("attn_q"), H)), "k_proj": linear(unpermute(b("attn_k"), KV)),
+            "v_proj": linear(b("attn_v")), "o_proj": linear(b("attn_output")),
+            "gate": linear(b("ffn_gate")), "up": linear(b("ffn_up")), "down": linear(b("ffn_down")),
+        })
+    return m
+
+
+def testbed_ids(kvlens, model_path, prompt_path):
+    p = subprocess.run([kvlens, "tokenize", "--model", str(model_path), "--prompt-file", str(prompt_path), "--json"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"kvlens tokenize: {p.stderr.strip()}")
+    return torch.tensor(json.loads(p.stdout)["token_ids"])
 
 
 class FakeConfig(types.SimpleNamespace):
@@ -268,7 +372,7 @@ class Case:
         self.name, self.kvlens_args, self.make_press, self.kind = name, kvlens_args, make_press, kind
 
 
-def build_cases(kv, W, K, lag, chunk, alpha, beta):
+def build_cases(kv, W, K, lag, chunk, alpha, beta, convention="paper"):
     snap = kv["snapkv_press"].SnapKVPress
     pyr = kv["pyramidkv_press"].PyramidKVPress
     win = ["--window", str(W), "--kernel", str(K), "--pool", "avg", "--gqa", "kv-head"]
@@ -282,16 +386,18 @@ def build_cases(kv, W, K, lag, chunk, alpha, beta):
                   ["--sinks", "4", "--lag", str(lag)]),
     }
     cases = [Case("snapkv", ["--method", "snapkv"] + win, scorers["snapkv"][0])]
-    for schedule in ("exact", "factory"):
+    # Under --convention kvpress the schedule is kvpress's own (--schedule is not read).
+    for schedule in (("exact", "factory") if convention == "paper" else ("kvpress",)):
         cases.append(Case(f"pyramidkv/{schedule}",
-                          ["--method", "pyramidkv", "--schedule", schedule, "--beta", str(beta)] + win,
+                          ["--method", "pyramidkv", "--beta", str(beta)] + win +
+                          (["--schedule", schedule] if convention == "paper" else []),
                           lambda r: pyr(compression_ratio=r, window_size=W, kernel_size=K, beta=beta), "pyramid"))
     cases.append(Case("streamingllm", ["--method", "streamingllm", "--sinks", "4"],
                       lambda r: kv["streaming_llm_press"].StreamingLLMPress(compression_ratio=r, n_sink=4)))
     for name in ("knorm", "keydiff", "tova", "lagkv", "cur"):
         cases.append(Case(name, ["--method", name] + scorers[name][1], scorers[name][0]))
     ada = kv["adakv_press"].AdaKVPress
-    for s in ("snapkv", "knorm"):
+    for s in ("snapkv", "knorm", "keydiff", "tova", "cur", "lagkv"):
         cases.append(Case(f"adakv/{s}", ["--method", "adakv", "--scorer", s, "--alpha", str(alpha)] + scorers[s][1],
                           (lambda make: lambda r: ada(press=make(r), alpha_safeguard=alpha))(scorers[s][0]), "adakv"))
     chunkkv = kv["chunkkv_press"].ChunkKVPress
@@ -299,8 +405,10 @@ def build_cases(kv, W, K, lag, chunk, alpha, beta):
         cases.append(Case(f"chunkkv-kvpress/{s}",
                           ["--method", "chunkkv-kvpress", "--scorer", s, "--chunk", str(chunk)] + scorers[s][1],
                           (lambda make: lambda r: chunkkv(press=make(r), chunk_length=chunk))(scorers[s][0]), "chunk"))
-    # KV Lens ranks LagKV's chunks by its raw scores / 2, kvpress's cross_scoring=True form (the
-    # default, False, ranks within each partition): that form too.
+    # Under the paper's convention KV Lens ranks LagKV's chunks by its raw scores / 2, kvpress's
+    # cross_scoring=True form (the default, False, ranks within each partition): that form too.
+    if convention != "paper":
+        return cases
     lag_cross = lambda r: kv["lagkv_press"].LagKVPress(compression_ratio=r, n_sink=4, lag_size=lag, cross_scoring=True)
     cases.append(Case("chunkkv-kvpress/lagkv-cross",
                       ["--method", "chunkkv-kvpress", "--scorer", "lagkv", "--chunk", str(chunk)] + scorers["lagkv"][1],
@@ -364,8 +472,11 @@ def kvpress_run(case, ratio, module, hidden, keys, values, kwargs):
         return kept, ranked, info
 
 
-def run_kvlens(binary, paths, args, budget):
-    cmd = [binary, "select", "--inputs", *paths, *args, "--budget", str(budget), "--json"]
+def run_kvlens(binary, paths, args, budget, ratio=None):
+    """KV Lens on the same tensors: --budget n_kept (the paper's convention), or with `ratio`
+    --compression-ratio r --convention kvpress."""
+    how = ["--budget", str(budget)] if ratio is None else ["--compression-ratio", repr(ratio), "--convention", "kvpress"]
+    cmd = [binary, "select", "--inputs", *paths, *args, *how, "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return None, (p.stderr.strip() or p.stdout.strip()).splitlines()[-1:] or ["exit %d" % p.returncode]
@@ -417,6 +528,13 @@ def main():
     ap.add_argument("--methods", default="", help="comma-separated case names to run (default: all)")
     ap.add_argument("--kvpress-only", action="store_true", help="run the kvpress side alone (no kvlens binary)")
     ap.add_argument("--keep", metavar="DIR", help="keep the kvref-inputs-v1 files in DIR")
+    ap.add_argument("--convention", choices=("paper", "kvpress"), default="paper",
+                    help="paper: KV Lens's default form at --budget int(T(1 - r)); kvpress: "
+                         "--compression-ratio r --convention kvpress (expected: identical up to ties)")
+    ap.add_argument("--testbed", default=str(PROJECT / "models" / "kvlens-testbed.gguf"),
+                    help="a third model, the project's trained testbed GGUF (F32 Llama; 'none' to leave out)")
+    ap.add_argument("--testbed-prompt", default=str(PROJECT / "docs" / "testbed" / "demo-prompt.txt"),
+                    help="its prompt, tokenized by kvlens tokenize")
     args = ap.parse_args()
 
     ratios = [float(r) for r in args.ratios.split(",")]
@@ -428,19 +546,32 @@ def main():
         if not args.kvpress_only and not os.access(args.kvlens, os.X_OK):
             print(f"kvlens binary not found at {args.kvlens}: running the kvpress side alone")
             args.kvpress_only = True
-        cases = build_cases(kv, args.window, args.kernel, args.lag, args.chunk, args.alpha, args.beta)
+        cases = build_cases(kv, args.window, args.kernel, args.lag, args.chunk, args.alpha, args.beta,
+                            args.convention)
         if args.methods:
             want = set(args.methods.split(","))
             cases = [c for c in cases if c.name in want or c.name.split("/")[0] in want]
         folder = args.keep or tmp
         os.makedirs(folder, exist_ok=True)
         # GQA (8 query heads over 2 KV heads) and MHA, two prompt lengths in 200..400.
-        models = [("gqa", dict(layers=4, hidden=64, heads=8, kv_heads=2, head_dim=8), 400),
-                  ("mha", dict(layers=4, hidden=64, heads=8, kv_heads=8, head_dim=8), 333)]
+        def random_model(shape, T):
+            return lambda: (TinyLlama(vocab=1000, seed=args.seed + T, **shape),
+                            torch.randint(0, 1000, (T,), generator=torch.Generator().manual_seed(args.seed)))
+
+        models = [("gqa", random_model(dict(layers=4, hidden=64, heads=8, kv_heads=2, head_dim=8), 400)),
+                  ("mha", random_model(dict(layers=4, hidden=64, heads=8, kv_heads=8, head_dim=8), 333))]
+        if args.testbed != "none" and Path(args.testbed).is_file():
+            if args.kvpress_only:
+                print("--kvpress-only: the testbed needs kvlens tokenize, left out")
+            else:
+                models.append(("testbed", lambda: (testbed_model(args.testbed),
+                                               testbed_ids(args.kvlens, args.testbed, args.testbed_prompt))))
+        elif args.testbed != "none":
+            print(f"no testbed at {args.testbed}: the two random models only")
         rows, details = [], []
-        for tag, shape, T in models:
-            model = TinyLlama(vocab=1000, seed=args.seed + T, **shape)
-            ids = torch.randint(0, 1000, (T,), generator=torch.Generator().manual_seed(args.seed))
+        for tag, make in models:
+            model, ids = make()
+            T = ids.numel()
             captured, cos_sin = model.forward(ids)
             paths = write_inputs(model, captured, cos_sin, args.window, folder, f"{tag}_T{T}")
             modules = [FakeAttention(model, l) for l in range(model.L)]
@@ -451,7 +582,8 @@ def main():
                     counts = {"identical": 0, "tie": 0, "near": 0, "diff": 0}
                     note, first = "", None
                     kl_json, err = (None, None) if args.kvpress_only else \
-                        run_kvlens(args.kvlens, paths, case.kvlens_args, budget)
+                        run_kvlens(args.kvlens, paths, case.kvlens_args, budget,
+                                   r if args.convention == "kvpress" else None)
                     if err:
                         rows.append((case.name, tag, r, None, "kvlens refused: " + err[0][:90]))
                         continue
@@ -501,12 +633,12 @@ def main():
         for d in details:
             print(d)
         print()
-        print(f"{'method':<27} {'model':<5} {'ratio':>5}  {'identical':>9} {'tie-only':>8} {'near-tie':>8} {'different':>9}  note")
+        print(f"{'method':<27} {'model':<7} {'ratio':>5}  {'identical':>9} {'tie-only':>8} {'near-tie':>8} {'different':>9}  note")
         for name, tag, r, counts, note in rows:
             if counts is None or sum(counts.values()) == 0:
-                print(f"{name:<27} {tag:<5} {'' if r is None else r:>5}  {'-':>9} {'-':>8} {'-':>8} {'-':>9}  {note}")
+                print(f"{name:<27} {tag:<7} {'' if r is None else r:>5}  {'-':>9} {'-':>8} {'-':>8} {'-':>9}  {note}")
             else:
-                print(f"{name:<27} {tag:<5} {r:>5}  {counts['identical']:>9} {counts['tie']:>8} {counts['near']:>8} "
+                print(f"{name:<27} {tag:<7} {r:>5}  {counts['identical']:>9} {counts['tie']:>8} {counts['near']:>8} "
                       f"{counts['diff']:>9}  {note}")
         print("\nheads = layers x KV heads per row; tie-only: the sets differ only at positions whose kvpress score"
               " equals its cut;\nnear-tie: within 1e-5 of the row's largest |score| of the cut (fp32 rounding).")

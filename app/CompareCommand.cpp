@@ -111,7 +111,7 @@ int runCompare(const std::vector<std::string>& argv) {
                         "layers and heads, rounded up)\n",
                         (long long)every);
         }
-        std::printf("\n%-13s %7s %4s %10s %7s %10s %9s %10s %7s %6s%s\n", "method", "budget", "W", "KV MB", "ratio",
+        std::printf("\n%-15s %7s %4s %10s %7s %10s %9s %10s %7s %6s%s\n", "method", "budget", "W", "KV MB", "ratio",
                     "agreed@div", "agreement", "mean KL", "top-1", "hit", every > 0 ? "   cache" : "");
     }
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -141,7 +141,7 @@ int runCompare(const std::vector<std::string>& argv) {
                         m.top1Agreement, m.selectSeconds * 1e3, m.hitRate, (long long)m.decodeEvery, largest.c_str());
         } else {
             const std::string window = p.usesWindow() ? std::to_string(p.window) : "-";
-            std::printf("%-13s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%% %5.1f%%%s\n",
+            std::printf("%-15s %7s %4s %10.4f %6.1f%% %6lld/%-3lld %8.1f%% %10.4g %6.1f%% %5.1f%%%s\n",
                         p.method.c_str(), budget.c_str(), window.c_str(), double(m.bytes) / 1e6, 100.0 * m.ratio,
                         (long long)m.agreedPrefix, (long long)n, 100.0 * m.tokenAgreement, m.meanKl,
                         100.0 * m.top1Agreement, 100.0 * m.hitRate,

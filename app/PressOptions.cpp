@@ -171,9 +171,11 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
 }
 
 std::string budgetLabel(const PressParams& p) {
-    return p.isFull() ? std::string("-")
-           : p.budget > 0   ? std::to_string(p.budget)
-                            : std::to_string(p.budgetRatio * 100) + "%";
+    if (p.isFull()) return "-";
+    if (p.budget > 0) return std::to_string(p.budget);
+    char text[32];
+    std::snprintf(text, sizeof text, "%.10g%%", p.budgetRatio * 100);  // 50%, 12.5%, 33.33333333%
+    return text;
 }
 
 int64_t parseTokenCount(const std::string& item, const std::string& flag) {

@@ -109,6 +109,25 @@ TEST(CompareCli, EveryMethodAtThreeBudgetsOnARandomModel) {
     checkCompare("random:tiny:layers=2", "");
 }
 
+// A share budget reads back as written (not "12.500000%"), and under kvpress's convention the
+// default method list leaves out what kvpress's forms cannot reproduce, saying so.
+TEST(CompareCli, ShareBudgetsReadAsWrittenAndKvpressListsOnlyReproducedMethods) {
+    const Result r = runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
+                            " --budgets 12.5%,50% -n 2 --csv --dtype f32 --convention kvpress");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("--convention kvpress leaves out h2o, random, chunkkv,"), std::string::npos) << r.err;
+    std::set<std::string> budgets, methods;
+    for (const auto& row : csvRows(r.out)) {
+        budgets.insert(row[1]);
+        methods.insert(row[0]);
+    }
+    EXPECT_EQ(budgets, (std::set<std::string>{"-", "12.5%", "50%"}));
+    EXPECT_EQ(methods.count("snapkv"), 1u);
+    EXPECT_EQ(methods.count("chunkkv-kvpress"), 1u);
+    EXPECT_EQ(methods.count("h2o"), 0u);
+    EXPECT_EQ(methods.count("kvzip"), 0u);
+}
+
 TEST(RunCli, JsonHasTheMetricsAndBothContinuations) {
     const Result r = runCli("run --model random:tiny:layers=2 --prompt-file " + promptFile() +
                             " --method adakv --budget 25% -n 8 --json");

@@ -38,6 +38,12 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
         p.budgetRatio = 1.0 - r;  // kvpress's (1 - compression_ratio), the same double
     }
     if (args.has("--convention")) p.convention = parseConvention(args.get("--convention"));
+    // Under kvpress's convention ChunkKV and Finch are kvpress's ports of them.
+    if (const std::string twin = methods::underConvention(p.method, p.convention); twin != p.method) {
+        std::fprintf(stderr, "%s: --convention kvpress runs --method %s as %s (kvpress's form of it)\n",
+                     args.command().c_str(), p.method.c_str(), twin.c_str());
+        p.method = twin;
+    }
     p.window = args.getInt("--window", p.window, 1, 1 << 20);
     p.kernel = args.getInt("--kernel", p.kernel, -(1 << 20), 1 << 20);
     if (args.has("--pool")) p.pooling = parsePooling(args.get("--pool"));
@@ -137,6 +143,13 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
                          args.command().c_str(), left.c_str());
         methods = std::move(kept);
     }
+    // Under kvpress's convention chunkkv and finch run as chunkkv-kvpress and finch-kvpress: once.
+    std::vector<std::string> asRun;
+    for (const std::string& m : methods) {
+        const std::string twin = methods::underConvention(m, base.convention);
+        if (std::find(asRun.begin(), asRun.end(), twin) == asRun.end()) asRun.push_back(twin);
+    }
+    methods = std::move(asRun);
     std::vector<PressParams> runs;
     for (const std::string& method : methods) {
         const auto& known = PressParams::methodNames();

@@ -88,7 +88,7 @@ const std::vector<MethodInfo>& table() {
          "Liu et al. 2025, ChunkKV: Semantic-Preserving KV Cache Compression", "ChunkKVPress(press)",
          "kvpress's port sums the scores over the layer's heads and keeps one set of chunks for all: that is "
          "chunkkv-kvpress", "", "the best whole chunks of C positions by the scorer's unpooled scores, and the window", "",
-         KvpressForm::None},
+         KvpressForm::Twin, std::nullopt, MethodId::ChunkKvKvpress},
         {MethodId::Expected, "expected", "Expected Attention", F::Scorer, {K::Sinks, K::Future}, {N::QueryStats},
          {P::Sinks}, false, "", true, {K::Sinks, K::Future}, {}, false, false, D::Own,
          "Devoto, Jeblick, Jegou 2025, Expected Attention", "ExpectedAttentionPress",
@@ -156,7 +156,7 @@ const std::vector<MethodInfo>& table() {
          "the paper's chunked prefill; kvpress's FinchPress is finch-kvpress",
          "--think cannot prune Finch's cache: Finch prefills its own, with re-rotated keys",
          "prefills the context again in chunks, each evicted to its share by the question's attention", "ranks while prefilling again: no scores on the capture",
-         KvpressForm::None},
+         KvpressForm::Twin, std::nullopt, MethodId::FinchKvpress},
         {MethodId::FinchKvpress, "finch-kvpress", "Finch (kvpress)", F::Scorer, {K::Window}, {N::WindowVotes},
          {P::Window}, false, "", false, {}, {}, false, false, D::None, "Corallo & Papotti 2024, FINCH",
          "FinchPress", "the same (question = the last --window tokens; kept keys re-rotated to 0 .. B-1)",
@@ -278,6 +278,11 @@ bool kvpressReproduced(const PressParams& p) {
     return !s || s->kvpressForm != KvpressForm::None;
 }
 
+std::string underConvention(const std::string& method, Convention convention) {
+    const MethodInfo* m = find(method);
+    return convention == Convention::Kvpress && m && m->kvpressTwin ? info(*m->kvpressTwin).name : method;
+}
+
 KeepSet keepsUnder(const MethodInfo& m, Convention c) {
     return c == Convention::Kvpress && m.kvpressKeeps ? *m.kvpressKeeps : m.keeps;
 }
@@ -347,6 +352,7 @@ const char* kvpressFormName(KvpressForm f) {
         case KvpressForm::Same: return "the same";
         case KvpressForm::Convention: return "with --convention kvpress";
         case KvpressForm::None: return "not reproduced";
+        case KvpressForm::Twin: return "as its kvpress twin with --convention kvpress";
     }
     return "";
 }
@@ -412,6 +418,7 @@ std::string tableJson() {
                        {"kvpress", m.kvpress},
                        {"kvpress_delta", m.kvpressDelta},
                        {"kvpress_form", kvpressFormName(m.kvpressForm)},
+                       {"kvpress_twin", m.kvpressTwin ? info(*m.kvpressTwin).name : ""},
                        {"summary", m.summary},
                        {"rank_rule", m.rankRule}});
     }
@@ -438,7 +445,10 @@ std::string tableMarkdown() {
           << (needs.empty() ? "-" : needs) << (m.costlyFirstUse ? " (costly first use)" : "") << " | "
           << decodeFormName(m.decode) << " | " << (*m.paper ? escapeCell(m.paper) : "-") << " | "
           << (*m.kvpress ? std::string("`") + m.kvpress + "`" : std::string("-")) << " | "
-          << (*m.kvpress ? kvpressFormName(m.kvpressForm) : "-") << " | "
+          << (m.kvpressTwin ? std::string("as `") + info(*m.kvpressTwin).name + "` with --convention kvpress"
+              : *m.kvpress  ? std::string(kvpressFormName(m.kvpressForm))
+                            : std::string("-"))
+          << " | "
           << (*m.kvpressDelta ? escapeCell(m.kvpressDelta) : "-") << " |\n";
     }
     s << "\n## Knobs\n\n| flag | JSON key | default | what it sets | read by |\n| --- | --- | --- | --- | --- |\n";

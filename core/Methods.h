@@ -75,6 +75,8 @@ enum class KvpressForm {
     Convention,  // its press switches to kvpress's form (see kvpressDelta)
     None,        // not reproduced (no kvpress press, or kvpressDelta's difference is kept):
                  // --convention kvpress refuses it
+    Twin,        // under --convention kvpress it runs as its kvpressTwin, kvpress's port of it
+                 // (--method chunkkv as chunkkv-kvpress)
 };
 
 // Whose conventions a run follows where the papers' code and kvpress's differ.
@@ -136,6 +138,8 @@ struct MethodInfo {
     KvpressForm kvpressForm = KvpressForm::Same;
     // What it keeps whole under --convention kvpress, where that is not `keeps`.
     std::optional<KeepSet> kvpressKeeps = std::nullopt;
+    // The method it runs as under --convention kvpress (kvpressForm Twin).
+    std::optional<MethodId> kvpressTwin = std::nullopt;
 };
 
 struct KnobInfo {
@@ -187,6 +191,10 @@ std::string knobsText(const PressParams& p, KnobSet set);
 // Whether --convention kvpress can run these parameters: the method's kvpress form, and its
 // scorer's, are not None.
 bool kvpressReproduced(const PressParams& p);
+// The method that runs for `method` under `convention`: its kvpressTwin's name under kvpress
+// where it has one (chunkkv -> chunkkv-kvpress, finch -> finch-kvpress), else `method` itself
+// (a name that is no method included).
+std::string underConvention(const std::string& method, Convention convention);
 // What the method keeps whole under a convention.
 KeepSet keepsUnder(const MethodInfo& m, Convention c);
 // The method's needs and its scorer's.

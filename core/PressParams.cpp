@@ -154,6 +154,11 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
     // ThinK scores the channels by the window's queries.
     if (think > 0.0 && window < 1) throw Error("--window must be at least 1 (ThinK scores channels by the window's queries)");
     if (convention == Convention::Kvpress) {
+        if (m.kvpressTwin) {
+            throw Error(std::string("--convention kvpress: kvpress's form of ") + m.name + " is --method " +
+                        methods::info(*m.kvpressTwin).name + " (the command line runs it for --method " + m.name +
+                        ")");
+        }
         const MethodInfo* s = m.takesScorer ? methods::find(scorerInEffect()) : nullptr;
         if (m.kvpressForm == KvpressForm::None || (s && s->kvpressForm == KvpressForm::None)) {
             const MethodInfo& off = m.kvpressForm == KvpressForm::None ? m : *s;

@@ -274,6 +274,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
             gqa_->setCurrentText("kv-head");
             quiet_ = was;
         }
+        updateEnabled();  // chunkkv and finch read their kvpress twin's knobs under kvpress
         changed();
     });
     for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_, repeatChunk_, finchChunk_})
@@ -306,6 +307,7 @@ PressParams MethodsPanel::params() const {
     p.alpha = alpha_->value();
     p.gqa = gqa_->currentText() == "query-head" ? GqaMode::QueryHead : GqaMode::KvHead;
     p.convention = convention_->currentText() == "kvpress" ? Convention::Kvpress : Convention::Paper;
+    p.method = methods::underConvention(p.method, p.convention);  // chunkkv under kvpress: chunkkv-kvpress
     p.sinks = sinks_->value();
     p.lag = lag_->value();
     p.chunk = chunk_->value();
@@ -445,7 +447,8 @@ void MethodsPanel::updateComparedText() {
 
 void MethodsPanel::updateEnabled() {
     PressParams probe;
-    probe.method = method_->currentText().toStdString();
+    probe.convention = convention_->currentText() == "kvpress" ? Convention::Kvpress : Convention::Paper;
+    probe.method = methods::underConvention(method_->currentText().toStdString(), probe.convention);
     if (probe.takesScorer() && scorer_->currentIndex() > 0) probe.scorer = scorer_->currentText().toStdString();
     probe.think = think_->value();
     // A control is enabled exactly when the method table says the method in effect reads

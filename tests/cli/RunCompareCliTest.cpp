@@ -110,12 +110,13 @@ TEST(CompareCli, EveryMethodAtThreeBudgetsOnARandomModel) {
 }
 
 // A share budget reads back as written (not "12.500000%"), and under kvpress's convention the
-// default method list leaves out what kvpress's forms cannot reproduce, saying so.
+// default method list leaves out what kvpress's forms cannot reproduce, saying so, and runs
+// chunkkv and finch as kvpress's ports of them.
 TEST(CompareCli, ShareBudgetsReadAsWrittenAndKvpressListsOnlyReproducedMethods) {
     const Result r = runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                             " --budgets 12.5%,50% -n 2 --csv --dtype f32 --convention kvpress");
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_NE(r.err.find("--convention kvpress leaves out h2o, random, chunkkv,"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--convention kvpress leaves out h2o, random, cake,"), std::string::npos) << r.err;
     std::set<std::string> budgets, methods;
     for (const auto& row : csvRows(r.out)) {
         budgets.insert(row[1]);
@@ -126,6 +127,10 @@ TEST(CompareCli, ShareBudgetsReadAsWrittenAndKvpressListsOnlyReproducedMethods) 
     EXPECT_EQ(methods.count("chunkkv-kvpress"), 1u);
     EXPECT_EQ(methods.count("h2o"), 0u);
     EXPECT_EQ(methods.count("kvzip"), 0u);
+    // chunkkv and finch run as their kvpress twins, once each.
+    EXPECT_EQ(methods.count("chunkkv"), 0u);
+    EXPECT_EQ(methods.count("finch"), 0u);
+    EXPECT_EQ(methods.count("finch-kvpress"), 1u);
 }
 
 TEST(RunCli, JsonHasTheMetricsAndBothContinuations) {

@@ -180,7 +180,15 @@ TEST(SelectCli, TheKvpressConvention) {
                        {"--convention kvpress: --method h2o does not keep kvpress's positions", "snapkv"});
     expectOneLineError(run("--method adakv --scorer cake --budget 16 --convention kvpress"),
                        {"--convention kvpress: --scorer cake", "kvpress has no such press"});
-    expectOneLineError(run("--method chunkkv --budget 16 --convention kvpress"), {"chunkkv-kvpress"});
+    // ChunkKV under kvpress's convention is kvpress's port of it, said on stderr and in the params.
+    const Result chunk = run("--method chunkkv --budget 16 --convention kvpress --json");
+    ASSERT_EQ(chunk.exitCode, 0) << chunk.err;
+    EXPECT_NE(chunk.err.find("--convention kvpress runs --method chunkkv as chunkkv-kvpress"), std::string::npos)
+        << chunk.err;
+    const Result twin = run("--method chunkkv-kvpress --budget 16 --convention kvpress --json");
+    ASSERT_EQ(twin.exitCode, 0) << twin.err;
+    EXPECT_EQ(json::parse(chunk.out)["params"]["method"], "chunkkv-kvpress");
+    EXPECT_EQ(json::parse(chunk.out)["layers"], json::parse(twin.out)["layers"]);
     expectOneLineError(run("--method snapkv --budget 16 --convention kvpress --pool max"), {"--pool max", "avg"});
     expectOneLineError(run("--method snapkv --budget 16 --convention kvpress --gqa query-head"),
                        {"--gqa query-head"});

@@ -191,15 +191,35 @@ TEST(KvpressConvention, WhatKvpressCannotReproduceIsRefusedInOneLine) {
     p.pooling = Pooling::Avg;
     p.gqa = GqaMode::QueryHead;
     EXPECT_EQ(errorOf(p), "--gqa query-head: kvpress averages each KV head's query heads (--convention kvpress)");
-    // Every method the table gives a kvpress form runs; every other is refused.
+    // Every method the table gives a kvpress form runs; every other is refused (a twin's
+    // original names its twin, which the command line and the GUI run for it).
     for (const MethodInfo& m : methods::all()) {
         PressParams q = kvpress(m.name, 0.5);
         q.window = 16;
         if (m.id == MethodId::LagKv) q.lag = 32;
-        EXPECT_EQ(errorOf(q).empty(), m.kvpressForm != KvpressForm::None) << m.name << ": " << errorOf(q);
+        EXPECT_EQ(errorOf(q).empty(), m.kvpressForm != KvpressForm::None && m.kvpressForm != KvpressForm::Twin)
+            << m.name << ": " << errorOf(q);
     }
     // The paper's convention (the default) refuses none of them for it.
     EXPECT_EQ(errorOf(PressParams::fromDescription("h2o B=128")), "");
+}
+
+TEST(KvpressConvention, ChunkKvAndFinchRunAsTheirKvpressTwins) {
+    EXPECT_EQ(methods::underConvention("chunkkv", Convention::Kvpress), "chunkkv-kvpress");
+    EXPECT_EQ(methods::underConvention("finch", Convention::Kvpress), "finch-kvpress");
+    EXPECT_EQ(methods::underConvention("chunkkv", Convention::Paper), "chunkkv");
+    EXPECT_EQ(methods::underConvention("snapkv", Convention::Kvpress), "snapkv");
+    EXPECT_EQ(methods::underConvention("nope", Convention::Kvpress), "nope");
+    // Parameters built by hand (not through the command line or the GUI) name the twin to use.
+    PressParams p = kvpress("finch", 0.5);
+    EXPECT_EQ(errorOf(p), "--convention kvpress: kvpress's form of finch is --method finch-kvpress (the command "
+                          "line runs it for --method finch)");
+    // The twins read the convention knob; so do chunkkv and finch, whose kvpress form they are.
+    for (const char* name : {"chunkkv", "finch", "chunkkv-kvpress", "finch-kvpress"}) {
+        PressParams q;
+        q.method = name;
+        EXPECT_TRUE(methods::effectiveKnobs(q).has(Knob::Convention)) << name;
+    }
 }
 
 TEST(KvpressConvention, TheConventionReadsBackFromADescription) {

@@ -59,13 +59,21 @@ TEST(Methods, TheTablesAreInTheirEnumsOrder) {
     for (size_t i = 0; i < methods::knobs().size(); ++i) EXPECT_EQ(size_t(methods::knobs()[i].knob), i);
 }
 
-// The kvpress column: a method with a kvpress form names its press; one refused under
+// The kvpress column: a method with a kvpress form names its press (or its twin, kvpress's port
+// of it, that runs for it); one refused under
 // --convention kvpress says why (its delta, or no press at all); only a method whose form
 // changes with the convention keeps something else whole under it.
 TEST(Methods, TheKvpressColumnsAgree) {
     for (const MethodInfo& m : methods::all()) {
-        if (m.kvpressForm != KvpressForm::None && m.id != MethodId::Full) {  // (FullKV needs no press)
+        if (m.kvpressForm != KvpressForm::None && m.kvpressForm != KvpressForm::Twin &&
+            m.id != MethodId::Full) {  // (FullKV needs no press)
             EXPECT_STRNE(m.kvpress, "") << m.name;
+        }
+        // A twin is named exactly when the form says so, and it is itself reproduced.
+        EXPECT_EQ(m.kvpressTwin.has_value(), m.kvpressForm == KvpressForm::Twin) << m.name;
+        if (m.kvpressTwin) {
+            const KvpressForm twin = methods::info(*m.kvpressTwin).kvpressForm;
+            EXPECT_TRUE(twin == KvpressForm::Same || twin == KvpressForm::Convention) << m.name;
         }
         if (m.kvpressForm == KvpressForm::None && *m.kvpress) {
             EXPECT_STRNE(m.kvpressDelta, "") << m.name;

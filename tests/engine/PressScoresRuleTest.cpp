@@ -71,7 +71,9 @@ std::vector<Case> cases() {
         PressParams p;
         p.method = out[i].method;
         p.scorer = out[i].scorer;
-        if (methods::kvpressReproduced(p)) out.push_back({out[i].method, out[i].scorer, Convention::Kvpress});
+        // chunkkv and finch run as their kvpress twins, which have their own cases.
+        if (methods::kvpressReproduced(p) && !methods::named(p.method).kvpressTwin)
+            out.push_back({out[i].method, out[i].scorer, Convention::Kvpress});
     }
     for (const char* s : {"tova", "keydiff"}) out.push_back({"adakv", s, Convention::Kvpress});
     return out;

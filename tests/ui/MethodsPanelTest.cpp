@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QRadioButton>
@@ -146,6 +147,31 @@ TEST(MethodsPanelTest, EveryControlFollowsTheMethodTable) {
         }
     }
     EXPECT_GT(checked, 26 * 20);
+}
+
+// Under kvpress's convention the panel's ChunkKV is kvpress's port of it: the parameters name
+// chunkkv-kvpress, whose SnapKV scorer pools its votes (kernel on), where ChunkKV ranks the
+// unpooled votes (kernel off); back under the paper's convention it is ChunkKV again.
+TEST(MethodsPanelTest, ChunkKvUnderKvpressIsItsKvpressTwin) {
+    MethodsPanel panel;
+    panel.setPromptLength(1000);
+    PressParams p = panel.params();
+    p.method = "chunkkv";
+    p.budget = 128;
+    panel.setParams(p);
+    auto* convention = panel.findChild<QComboBox*>("convention");
+    auto* kernel = panel.findChild<QWidget*>("kernel");
+    ASSERT_NE(convention, nullptr);
+    ASSERT_NE(kernel, nullptr);
+    EXPECT_TRUE(convention->isEnabled());
+    EXPECT_FALSE(kernel->isEnabled());
+    convention->setCurrentText("kvpress");
+    EXPECT_EQ(panel.params().method, "chunkkv-kvpress");
+    EXPECT_EQ(panel.params().convention, Convention::Kvpress);
+    EXPECT_TRUE(kernel->isEnabled());
+    convention->setCurrentText("paper");
+    EXPECT_EQ(panel.params().method, "chunkkv");
+    EXPECT_FALSE(kernel->isEnabled());
 }
 
 TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {

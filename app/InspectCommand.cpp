@@ -92,11 +92,11 @@ int runInspect(const std::vector<std::string>& argv) {
     }
     if (!args.has("--out")) throw Error("--out DIR is required (the folder for the pictures)");
     // Even for full: the other methods are compared at this budget.
+    PressParams params = PressOptions::fromCommandLine(args);  // a bad flag is named before a missing budget
     if (!PressOptions::hasBudget(args)) {
         throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%, or --compression-ratio "
                     "r; every method is compared at it)");
     }
-    PressParams params = PressOptions::fromCommandLine(args);
     params.validateSettings();
     const int64_t n = args.getInt("-n", 16, 1, 1 << 20);
     const int64_t hitK = args.getInt("--hit-k", 16, 1, std::numeric_limits<int32_t>::max());

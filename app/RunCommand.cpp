@@ -136,10 +136,11 @@ int runRun(const std::vector<std::string>& argv) {
         std::fputs(runHelp().c_str(), stdout);
         return 0;
     }
-    if (!PressOptions::hasBudget(args) && methods::named(args.get("--method", "snapkv")).id != MethodId::Full) {
+    // A bad flag is named before a missing budget.
+    PressParams params = PressOptions::fromCommandLine(args);
+    if (!PressOptions::hasBudget(args) && methods::named(params.method).id != MethodId::Full) {
         throw Error("--budget is required (entries per head, e.g. 128, or a share, e.g. 25%, or --compression-ratio r)");
     }
-    PressParams params = PressOptions::fromCommandLine(args);
     // Settings that do not depend on the prompt fail before the model loads.
     params.validateSettings();
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);

@@ -245,6 +245,9 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
     expectOneLineError(runCli(base + "--method snapkv --budget 1%"),
                        {"--budget 1% of the ", "-token prompt rounds to ", "which must exceed --window 32"});
     expectOneLineError(runCli(base + "--method snapkv --budget 0"), {"--budget '0'"});
+    // A bad flag is named before a missing budget.
+    expectOneLineError(runCli(base + "--method snapkv --convention paperr"), {"--convention 'paperr'"});
+    expectOneLineError(runCli(base + "--method snapkv"), {"--budget is required"});
     for (const char* method : {"tova", "knorm", "keydiff"}) {
         expectOneLineError(runCli(base + "--method " + method + " --budget 0"), {"--budget '0'"});
         expectOneLineError(runCli(base + "--method " + method + " --budget 120%"), {"--budget '120%'"});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/Methods.h"
 #include "engine/compress/presses/PressScores.h"
 
 namespace kvlens {
@@ -30,7 +31,7 @@ void keepBestAcrossHeads(std::vector<Candidate>& rest, int64_t count, std::vecto
 
 void AdaKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
     const bool kvpress = p.convention == Convention::Kvpress;
-    const bool normalise = !kvpress && p.scorerInEffect() == "snapkv";
+    const bool normalise = !kvpress && methods::named(p.scorerInEffect()).id == MethodId::SnapKv;
     for (int64_t l = 0; l < capture.layers(); ++l) {
         presses::HeadScores scores = presses::scorerScores(capture, l, p);  // NaN: always kept
         std::vector<std::vector<int32_t>> kept =
@@ -101,7 +102,7 @@ std::vector<std::vector<float>> AdaKvPress::scores(const Capture& capture, const
     // What the heads compete with: SnapKV's votes normalised per head, as keepLayer ranks them
     // (kvpress's form: the scorer's scores as they are).
     presses::HeadScores rows = presses::scorerScoresOrNone(capture, layer, p);
-    if (p.convention == Convention::Paper && p.scorerInEffect() == "snapkv")
+    if (p.convention == Convention::Paper && methods::named(p.scorerInEffect()).id == MethodId::SnapKv)
         for (auto& row : rows) normaliseRow(row);
     return rows;
 }

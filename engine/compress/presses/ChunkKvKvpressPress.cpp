@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/Methods.h"
+
 namespace kvlens {
 
 int64_t ChunkKvKvpressPress::keptChunks(int64_t chunks, int64_t budget, int64_t promptLength, double ratio) {
@@ -16,7 +18,7 @@ int64_t ChunkKvKvpressPress::keptChunks(int64_t chunks, int64_t budget, int64_t 
 presses::HeadScores ChunkKvKvpressPress::kvpressScores(const Capture& capture, int64_t layer, const PressParams& p) {
     const std::string scorer = p.scorerInEffect();
     const int64_t T = capture.promptLength();
-    if (scorer == "lagkv" && (p.convention == Convention::Kvpress || T < p.sinks + 2 * p.lag)) {
+    if (methods::named(scorer).id == MethodId::LagKv && (p.convention == Convention::Kvpress || T < p.sinks + 2 * p.lag)) {
         // LagKVPress's default (cross_scoring=False): ranks in each partition, or its ramp on a
         // prompt too short for two partitions; the sinks and the tail 1.
         presses::HeadScores rows = presses::lagKvRanks(capture, layer, p);

@@ -11,7 +11,9 @@
 #include "core/Error.h"
 #include "reports/ReportData.h"
 #include "reports/NiahReport.h"
+#include "reports/ReportPdf.h"
 #include "reports/ReportWriter.h"
+#include "reports/SvgRasterizer.h"
 #include "sessions/ModelFile.h"
 #include "sessions/SessionStore.h"
 
@@ -24,6 +26,7 @@ const char* kReportUsage =
     "  DIR/report.html  one self-contained page (inline SVG and PNG; prints well)\n"
     "  DIR/report.pdf   the same, A4\n"
     "  DIR/figures/     every figure as SVG, PNG and CSV, every table as CSV\n"
+    "(A build without Qt, -DKVLENS_GUI=OFF, writes no PDF and no PNG copies of the charts.)\n"
     "It holds the model and prompt, each run's settings, a metrics table with the best\n"
     "value of each column marked, the attention funnel with every run's layer budgets,\n"
     "kept-position maps, selection overlap, budget sweeps and the continuations.\n"
@@ -76,6 +79,10 @@ int runReport(const std::vector<std::string>& argv) {
         if (!runs.empty() && info.runCount == 0) throw Error("kvlens report: --runs picks ordinary runs; session '" +
                                                             info.name + "' holds only niah runs");
         const std::vector<std::string> written = NiahReport::write(store, info.name, out);
+        if (!SvgRasterizer::available()) {
+            std::fprintf(stderr, "kvlens report: this kvlens was built without Qt (-DKVLENS_GUI=OFF): no PNG copies "
+                                 "of the charts\n");
+        }
         std::printf("wrote the needle-in-a-haystack report of session '%s' to %s (niah.html, niah_table.csv, "
                     "figures/: %zu files)\n",
                     info.name.c_str(), out.c_str(), written.size() - 2);
@@ -83,9 +90,14 @@ int runReport(const std::vector<std::string>& argv) {
     }
     const ReportData data = ReportData::load(store, args.get("--session"), runs);
     const std::vector<std::string> written = ReportWriter::write(data, out);
-    std::printf("wrote the report of %zu run%s of session '%s' to %s (report.html, report.pdf, figures/: %zu files)\n",
+    const bool pdf = ReportPdf::available();
+    std::printf("wrote the report of %zu run%s of session '%s' to %s (report.html%s, figures/: %zu files)\n",
                 data.runs.size(), data.runs.size() == 1 ? "" : "s", data.session.name.c_str(), out.c_str(),
-                written.size() - 2);
+                pdf ? ", report.pdf" : "", written.size() - (pdf ? 2 : 1));
+    if (!pdf) {
+        std::fprintf(stderr, "kvlens report: this kvlens was built without Qt (-DKVLENS_GUI=OFF): no report.pdf and "
+                             "no PNG copies of the charts (a full build writes them from the same store)\n");
+    }
     return 0;
 }
 

@@ -111,6 +111,7 @@ void writeCurveChart(const std::vector<CurvePoint>& raw, const std::string& svgP
     chart.addPanel("loss", "nats").setLogY().addLine(loss);
     chart.addPanel("right", "%").setYRange(0, 100).addLine(exact).addLine(copy);
     chart.writeSvg(svgPath);  // not write(): its CSV beside would replace the curve
+    if (!SvgRasterizer::available()) return;  // a build without Qt: the SVG alone
     const std::vector<uint8_t> png = SvgRasterizer::png(chart.svg(), 1.5);
     viz::writeOutputFile(svgPath.substr(0, svgPath.size() - 4) + ".png", png.data(), png.size());
 }

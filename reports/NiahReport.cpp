@@ -39,13 +39,16 @@ void writeText(const std::string& path, const std::string& text) {
     if (!f) throw Error(path + ": cannot write");
 }
 
-// The chart as SVG, PNG (for viewers without SVG) and the CSV of what it draws.
+// The chart as SVG, PNG (for viewers without SVG; not in a build without Qt) and the
+// CSV of what it draws.
 void writeFigure(const viz::SvgChart& chart, const std::string& svgPath, std::vector<std::string>& written) {
     chart.write(svgPath);
     const std::string stem = svgPath.substr(0, svgPath.size() - 4);
+    written.insert(written.end(), {svgPath, stem + ".csv"});
+    if (!SvgRasterizer::available()) return;
     const std::vector<uint8_t> png = SvgRasterizer::png(chart.svg(), 2.0);
     viz::writeOutputFile(stem + ".png", png.data(), png.size());
-    written.insert(written.end(), {svgPath, stem + ".png", stem + ".csv"});
+    written.push_back(stem + ".png");
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ ReportFigure chartFigure(const std::string& name, const std::string& title, cons
     f.csv = chart.csv();
     f.width = chart.width();
     f.height = chart.height();
-    f.png = SvgRasterizer::png(f.svg, 2.0);
+    if (SvgRasterizer::available()) f.png = SvgRasterizer::png(f.svg, 2.0);
     return f;
 }
 

@@ -123,7 +123,8 @@ std::string ReportHtml::figure(const ReportFigure& f, Mode mode) const {
     } else {
         o << inlineSvg(f.svg, f.name + "-") << "\n";
     }
-    o << "<figcaption>" << X::xml(f.caption) << " Files: figures/" << X::xml(f.name) << ".svg, .png, .csv."
+    o << "<figcaption>" << X::xml(f.caption) << " Files: figures/" << X::xml(f.name)
+      << (f.png.empty() ? ".svg, .csv." : ".svg, .png, .csv.")
       << "</figcaption>\n</figure>\n";
     return o.str();
 }

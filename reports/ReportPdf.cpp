@@ -1,5 +1,8 @@
 #include "reports/ReportPdf.h"
 
+#include "core/Error.h"
+
+#if KVLENS_REPORTS_QT
 #include <QBuffer>
 #include <QImage>
 #include <QPageLayout>
@@ -9,11 +12,13 @@
 #include <QTextDocument>
 #include <QUrl>
 
-#include "core/Error.h"
 #include "reports/QtRuntime.h"
 #include "reports/ReportHtml.h"
+#endif
 
 namespace kvlens {
+
+#if KVLENS_REPORTS_QT
 
 std::vector<uint8_t> ReportPdf::render(const std::string& printHtml, const std::vector<ReportFigure>& figures,
                                        const std::string& title) {
@@ -62,5 +67,17 @@ std::vector<uint8_t> ReportPdf::render(const std::string& printHtml, const std::
     }
     return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
+
+bool ReportPdf::available() { return true; }
+
+#else
+
+std::vector<uint8_t> ReportPdf::render(const std::string&, const std::vector<ReportFigure>&, const std::string&) {
+    throw Error("the PDF report needs Qt: this kvlens was built without it (-DKVLENS_GUI=OFF)");
+}
+
+bool ReportPdf::available() { return false; }
+
+#endif
 
 }  // namespace kvlens

@@ -40,9 +40,11 @@ std::vector<std::string> ReportWriter::write(const ReportData& data, const std::
     for (const ReportFigure& f : figures) {
         const std::string stem = (figuresDir / f.name).string();
         viz::writeOutputFile(stem + ".svg", f.svg);
-        viz::writeOutputFile(stem + ".png", f.png.data(), f.png.size());
         f.csv.write(stem + ".csv");
-        written.insert(written.end(), {stem + ".svg", stem + ".png", stem + ".csv"});
+        written.insert(written.end(), {stem + ".svg", stem + ".csv"});
+        if (f.png.empty()) continue;  // a chart in a build without Qt: no rasteriser
+        viz::writeOutputFile(stem + ".png", f.png.data(), f.png.size());
+        written.push_back(stem + ".png");
     }
     for (const ReportTable& t : html.tables()) {
         if (t.rows.empty()) continue;
@@ -59,6 +61,7 @@ std::vector<std::string> ReportWriter::write(const ReportData& data, const std::
     const std::string htmlPath = (fs::path(dir) / "report.html").string();
     viz::writeOutputFile(htmlPath, html.document(ReportHtml::Mode::Browser));
     written.push_back(htmlPath);
+    if (!ReportPdf::available()) return written;
     const std::vector<uint8_t> pdf =
         ReportPdf::render(html.document(ReportHtml::Mode::Print), figures, "KV Lens report: " + data.session.name);
     const std::string pdfPath = (fs::path(dir) / "report.pdf").string();

@@ -1,5 +1,8 @@
 #include "reports/SvgRasterizer.h"
 
+#include "core/Error.h"
+
+#if KVLENS_REPORTS_QT
 #include <QBuffer>
 #include <QByteArray>
 #include <QImage>
@@ -7,10 +10,12 @@
 #include <QSvgRenderer>
 #include <cmath>
 
-#include "core/Error.h"
 #include "reports/QtRuntime.h"
+#endif
 
 namespace kvlens {
+
+#if KVLENS_REPORTS_QT
 
 namespace {
 
@@ -53,5 +58,17 @@ std::vector<uint8_t> SvgRasterizer::png(const std::string& svgText, double scale
     if (!image.save(&buffer, "PNG")) throw Error("cannot encode a chart of the report as PNG");
     return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
+
+bool SvgRasterizer::available() { return true; }
+
+#else
+
+std::vector<uint8_t> SvgRasterizer::png(const std::string&, double) {
+    throw Error("PNG charts need Qt: this kvlens was built without it (-DKVLENS_GUI=OFF)");
+}
+
+bool SvgRasterizer::available() { return false; }
+
+#endif
 
 }  // namespace kvlens

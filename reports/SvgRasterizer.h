@@ -1,5 +1,7 @@
 // SVG to PNG through QtSvg: the report's charts as pictures, for the figures folder
-// and the PDF (QTextDocument draws raster images only).
+// and the PDF (QTextDocument draws raster images only). A build without Qt
+// (-DKVLENS_GUI=OFF) has no rasteriser: available() is false and the reports leave
+// the PNG copies of their SVG charts out.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,8 @@ public:
     // dropped: QtSvg 6.4 would paint them black). Throws
     // kvlens::Error when Qt cannot read the SVG.
     static std::vector<uint8_t> png(const std::string& svg, double scale);
+    // False in a build without Qt, where png() throws.
+    static bool available();
 };
 
 }  // namespace kvlens

@@ -46,16 +46,26 @@ expect 2 "unknown argument '--bogus'" -- "$check" --bogus
 expect 2 "--time-limit 'soon' is not a number of seconds" -- "$check" --time-limit soon
 expect 2 "--bench-lengths '4k' is not a list of numbers" -- "$check" --bench-lengths 4k
 
-# A Debian package the build needs is missing (a stand-in dpkg-query says so for Qt).
-mkdir -p "$work/bin"
-cat > "$work/bin/dpkg-query" <<'STUB'
+# A bundle that is not one, and a library the profile needs that is missing (a
+# stand-in compiler finds no sqlite3.h, wherever it looks).
+expect 2 "--bundle $work/nowhere is not a folder (scripts/gpu-bundle --out $work/nowhere makes it)" -- \
+  "$check" --bundle "$work/nowhere" --build-dir "$work/build" --out "$work/out"
+mkdir -p "$work/not-a-bundle"
+expect 1 "$work/not-a-bundle holds no MANIFEST.txt: not a bundle of scripts/gpu-bundle" -- \
+  "$check" --bundle "$work/not-a-bundle" --build-dir "$work/build" --out "$work/out"
+cat > "$work/cxx" <<'STUB'
 #!/usr/bin/env bash
-[[ "${!#}" == qt6-base-dev ]] && exit 1
-printf 'install ok installed'
+if [[ " $* " == *" -E "* ]]; then
+  input=$(cat)
+  [[ "$input" == *"<sqlite3.h>"* ]] && exit 1
+  printf '%s\n' "$input" | exec c++ "$@"
+fi
+exec c++ "$@"
 STUB
-chmod +x "$work/bin/dpkg-query"
-PATH="$work/bin:$PATH" expect 1 "these Debian packages, which are not installed: qt6-base-dev (scripts/setup" -- \
+chmod +x "$work/cxx"
+CXX="$work/cxx" expect 1 "missing SQLite (sqlite3.h, libsqlite3; Debian's libsqlite3-dev): make the bundle with scripts/gpu-bundle" -- \
   "$check" --build-dir "$work/build" --out "$work/out"
+grep -q '"reason": "missing libraries: SQLite' "$work/out/gpu-check.json" || fail "summary lacks the missing library: $(cat "$work/out/gpu-check.json")"
 
 # Preflight failures, each with its summary.
 summary="$work/out/gpu-check.json"
@@ -73,7 +83,7 @@ base='version=2.7.1\ncmake_prefix=/nonexistent\n'
 STUB_ANSWERS="${base}cuda=None\navailable=0\ncxx11abi=1\n" \
   expect 1 "PyTorch 2.7.1 was built without CUDA" -- "$check" --build-dir "$work/build" --out "$work/out"
 STUB_ANSWERS="${base}cuda=12.6\navailable=0\ncxx11abi=1\n" \
-  expect 1 "no CUDA GPU visible to PyTorch 2.7.1" -- "$check" --build-dir "$work/build" --out "$work/out"
+  expect 1 "no CUDA GPU visible to PyTorch 2.7.1 (torch.cuda.is_available() is False): the GPU check needs a GPU machine (--build-only" -- "$check" --build-dir "$work/build" --out "$work/out"
 STUB_ANSWERS="${base}cuda=12.6\navailable=1\ncxx11abi=0\ncapability=9.0\ngpu=Stub GPU\n" \
   expect 1 "pre-C++11 string ABI" -- "$check" --build-dir "$work/build" --out "$work/out"
 STUB_ANSWERS="${base}cuda=12.6\navailable=1\ncxx11abi=1\ncapability=9.0\ngpu=Stub GPU\n" CUDACXX="$work/no-nvcc" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu-check's argument handling and preflight failures, on any machine:
+# scripts/gpu-check's argument handling and preflight failures, and scripts/gpu-bundle's refusals, on any machine:
 # each failure is one line on stderr, exit 1 (2 for bad arguments), and, once
 # the arguments are valid, a gpu-check.json that says why. A stand-in python stands
 # in for PyTorch so that the outcome does not depend on what is installed.
@@ -66,6 +66,15 @@ chmod +x "$work/cxx"
 CXX="$work/cxx" expect 1 "missing SQLite (sqlite3.h, libsqlite3; Debian's libsqlite3-dev): make the bundle with scripts/gpu-bundle" -- \
   "$check" --build-dir "$work/build" --out "$work/out"
 grep -q '"reason": "missing libraries: SQLite' "$work/out/gpu-check.json" || fail "summary lacks the missing library: $(cat "$work/out/gpu-check.json")"
+
+# scripts/gpu-bundle's refusals, before it downloads anything: it replaces an earlier
+# bundle and nothing else.
+bundler="$src/scripts/gpu-bundle"
+expect 2 "scripts/gpu-bundle: unknown argument '--bogus'" -- "$bundler" --bogus
+mkdir -p "$work/precious" && echo keep > "$work/precious/file"
+expect 1 "--out $work/precious exists and is not a bundle of this script: not replacing it" -- \
+  "$bundler" --out "$work/precious"
+[[ -f "$work/precious/file" ]] || fail "scripts/gpu-bundle removed a folder that was not its bundle"
 
 # Preflight failures, each with its summary.
 summary="$work/out/gpu-check.json"

@@ -2,6 +2,7 @@
 // dataset's metric, a generated task, and one-line errors for bad records and flags.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -65,7 +66,18 @@ TEST(EvalCli, BadRecordsAndFlagsAreOneLine) {
     const std::string bad = writeFile("bad.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"]}\n{oops\n");
     expectOneLineError(runKvlens(base + "--data " + bad), {bad + ":2: not JSON"});
     const std::string noAnswers = writeFile("noanswers.jsonl", "{\"context\": \"a\", \"input\": \"b\"}\n");
-    expectOneLineError(runKvlens(base + "--data " + noAnswers), {noAnswers + ":1: no 'answers'"});
+    expectOneLineError(runKvlens(base + "--data " + noAnswers), {noAnswers + ":1: answers: missing"});
+    // Wrong types are named, never ignored; an overflowing number is the file's line, not nlohmann's message.
+    const std::string dataset7 = writeFile("dataset7.jsonl", "{\"context\": \"a\", \"input\": \"b\", "
+                                                             "\"answers\": [\"c\"], \"dataset\": 7}\n");
+    expectOneLineError(runKvlens(base + "--data " + dataset7),
+                       {dataset7 + ":1: dataset: expected a string (the task's name), got number"});
+    const std::string huge = writeFile("huge.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"], "
+                                                     "\"length\": 1e400}\n");
+    expectOneLineError(runKvlens(base + "--data " + huge), {huge + ":1: not JSON: a number too large for a double"});
+    const std::string folder = testOutputPath("records_folder");
+    std::filesystem::create_directories(folder);
+    expectOneLineError(runKvlens(base + "--data " + folder), {folder + ": a folder, not a .jsonl file of records"});
     const std::string longOne = writeFile(
         "long.jsonl", "{\"context\": \"a\", \"input\": \"b\", \"answers\": [\"c\"]}\n{\"context\": \"" + story(200) +
                           "\", \"input\": \"Who?\", \"answers\": [\"Lily\"]}\n");

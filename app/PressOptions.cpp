@@ -170,8 +170,15 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
             if (!args.has("--window") && p.budget > 0 && p.budget <= fixed && p.usesWindow()) {
                 p.window = std::max<int64_t>(1, p.budget / 2);
             }
+            if (methods::named(method).id == MethodId::Full) {
+                // One run says all there is, and its budget is 100% whichever budget came
+                // first: a sweep given --budgets 256,128 is the same sweep as 128,256.
+                p.budget = 0;
+                p.budgetRatio = 1.0;
+                runs.push_back(p);
+                break;
+            }
             runs.push_back(p);
-            if (methods::named(method).id == MethodId::Full) break;  // one budget says all there is
         }
     }
     if (!base.scorer.empty() &&

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
+#include "core/Methods.h"
 #include "sessions/ArrayCodec.h"
 #include "sessions/Database.h"
 #include "sessions/Migrations.h"
@@ -666,12 +667,33 @@ std::vector<PromptRecord> SessionStore::prompts(int64_t sessionId) {
 
 // ---- runs ----
 
+namespace {
+
+// A full-cache run's parameters without their budget word ("full B=128 kvpress" ->
+// "full kvpress"): the full cache keeps everything, whatever budget the sweep named.
+std::string fullRunParams(const std::string& method, const std::string& params) {
+    const MethodInfo* m = methods::find(method);
+    if (!m || m->id != MethodId::Full) return params;
+    std::string out;
+    size_t at = 0;
+    while (at < params.size()) {
+        size_t end = params.find(' ', at);
+        if (end == std::string::npos) end = params.size();
+        const std::string word = params.substr(at, end - at);
+        if (word.rfind("B=", 0) != 0) out += (out.empty() ? "" : " ") + word;
+        at = end + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string NiahRunRecord::key() const {
     char depthText[32];
     std::snprintf(depthText, sizeof depthText, "%.17g", depth);
     return std::to_string(modelId) + "|" + task + "|" + std::to_string(taskSeed) + "|" + std::to_string(length) +
            "|" + depthText + "|" + std::to_string(sample) + "|" + (questionAfter ? "1" : "0") + "|" +
-           std::to_string(newTokens) + "|" + params;
+           std::to_string(newTokens) + "|" + fullRunParams(method, params);
 }
 
 bool SessionStore::saveNiahRun(const NiahRunRecord& run) {

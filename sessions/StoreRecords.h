@@ -119,6 +119,8 @@ struct NiahRunRecord {
     std::vector<std::string> expected;
     std::vector<int32_t> needlePositions;
     // What makes two records the same run (the table's UNIQUE key, but the model by id).
+    // A full-cache run is one run whatever budget its sweep was given: its budget word is
+    // left out (sweeps before the fix stored the first of --budgets with it).
     std::string key() const;
 };
 

@@ -109,6 +109,35 @@ std::multiset<std::string> niahKeys(const std::string& store, const std::string&
     return keys;
 }
 
+// The full cache's run is one run per sample whatever the sweep's budgets and their
+// order: before, it took the first of --budgets into its key, so --budgets 32,48 after
+// 48,32 ran and stored a second full run per sample.
+TEST(NiahCli, AFullRunIsOneRunWhateverTheBudgetsAndTheirOrder) {
+    const std::string store = testOutputPath("niah_full_once.db");
+    std::remove(store.c_str());
+    const std::string base = "niah --model " + kStories + " --lengths 300 --depths 50 --methods full,snapkv -n 4 ";
+    auto r = runKvlens(base + "--budgets 48,32 --save --session f --store " + store);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("niah: saved 3 runs to session 'f'"), std::string::npos) << r.err;
+    r = runKvlens(base + "--budgets 32,48 --save --session f --store " + store);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("saved 0 runs to session 'f' of " + store + ", skipped 3 already saved"), std::string::npos)
+        << r.err;
+    r = runKvlens(base + "--budgets 40 --save --session f --store " + store);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("saved 1 runs to session 'f' of " + store + ", skipped 1 already saved"), std::string::npos)
+        << r.err;
+    kvlens::sessions::SessionStore s(store, kvlens::sessions::SessionStore::Access::ReadOnly);
+    int fullRuns = 0;
+    for (const auto& run : s.niahRuns(s.session("f").id)) {
+        if (run.method != "full") continue;
+        ++fullRuns;
+        EXPECT_EQ(run.budget, "-");  // the full cache has no budget to show
+        EXPECT_EQ(run.params, "full B=100%");
+    }
+    EXPECT_EQ(fullRuns, 1);
+}
+
 TEST(NiahCli, SavedSweepsResumeAndShardsMergeIntoTheWholeSweep) {
     const std::string base = "niah --model " + kStories + " --lengths 300 --methods full,snapkv --budgets 48 -n 4 ";
     const std::string whole = testOutputPath("niah_whole.db"), a = testOutputPath("niah_a.db"),

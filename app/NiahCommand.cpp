@@ -37,6 +37,11 @@ namespace kvlens {
 
 namespace {
 
+// The most depths one --depths yields, and the most captures (prefills) a sweep runs
+// without --yes.
+constexpr int64_t kMaxDepths = 100000;
+constexpr int64_t kCapturesWithoutYes = 10000;
+
 double parseDepth(const std::string& item) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
@@ -57,7 +62,14 @@ std::vector<double> parseDepths(const std::string& text) {
         char* end = nullptr;
         const double step = std::strtod(parts[2].c_str(), &end);
         if (parts[2].empty() || *end != '\0' || !(step > 0.0)) throw Error("--depths: step '" + parts[2] + "' is not positive");
-        for (int i = 0; a + i * step <= b + 1e-9; ++i) out.push_back(a + i * step);
+        if (a > b) throw Error("--depths: '" + text + "' yields no depth (first:last:step counts up from first to last)");
+        // Counted before any is made: a tiny step is refused here, not by the memory.
+        const double count = std::floor((b - a) / step + 1e-9) + 1.0;
+        if (count > double(kMaxDepths)) {
+            throw Error("--depths: '" + text + "' yields " + std::to_string(int64_t(count)) + " depths, over " +
+                        std::to_string(kMaxDepths));
+        }
+        for (int64_t i = 0; i < int64_t(count); ++i) out.push_back(std::min(b, a + double(i) * step));
         return out;
     }
     for (const std::string& item : splitList(text, "--depths")) out.push_back(parseDepth(item));
@@ -110,7 +122,7 @@ int runNiah(const std::vector<std::string>& argv) {
     valueFlags.insert({"--lengths", "--depths", "--samples", "--task", "--task-seed", "--filler", "-n", "--methods",
                        "--budgets", "--save-prompts", "--shard"});
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
-    CommandLine args("niah", argv, valueFlags, {"--csv", "--no-bos", "--question-after", "--save", "--help"});
+    CommandLine args("niah", argv, valueFlags, {"--csv", "--no-bos", "--question-after", "--save", "--help", "--yes"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens niah [--model M] [--lengths 1k,2k,4k] [--depths 0:100:10] [--samples N]\n"
@@ -133,7 +145,9 @@ int runNiah(const std::vector<std::string>& argv) {
             "  --save: every run into the session store (session 'niah' by default) as it is\n"
             "  measured; run again, a sweep skips what the session already holds (a killed sweep\n"
             "  resumes). --shard I/N: only samples I, I+N, I+2N, ... (1-based), e.g. one store per\n"
-            "  shard, joined by 'kvlens sessions merge'.\n",
+            "  shard, joined by 'kvlens sessions merge'.\n"
+            "  A sweep of more than 10000 captures (lengths x depths x samples, per shard) runs only\n"
+            "  with --yes.\n",
             stdout);
         return 0;
     }
@@ -165,6 +179,18 @@ int runNiah(const std::vector<std::string>& argv) {
         if (end == t.c_str() || *end != '/' || (shards = std::strtoll(end + 1, &end, 10)) < 1 || *end != '\0' ||
             shard < 1 || shard > shards)
             throw Error("--shard: '" + t + "' is not I/N with 1 <= I <= N");
+    }
+    // The plan's size before anything loads: a sweep of many prefills is asked for by name.
+    {
+        const double grid = double(lengths.size()) * double(depths.size()) * double(samples);
+        const double captures = std::ceil(grid / double(shards));
+        if (captures > double(kCapturesWithoutYes) && !args.has("--yes")) {
+            throw Error("niah: " + std::to_string(lengths.size()) + " lengths x " + std::to_string(depths.size()) +
+                        " depths x " + std::to_string(samples) + " samples" +
+                        (shards > 1 ? " / " + std::to_string(shards) + " shards" : std::string()) + " is " +
+                        std::to_string(int64_t(captures)) + " captures (prefills) of " + std::to_string(runs.size()) +
+                        " runs each, over " + std::to_string(kCapturesWithoutYes) + ": add --yes to run them");
+        }
     }
     // The store opens before the model loads, so a bad store fails first.
     if (!args.has("--save")) {

@@ -1,6 +1,8 @@
 // Opening a Hugging Face folder: config, weight index, shards, tokenizer files.
 #include "engine/hf/HfFolder.h"
 
+#include <cctype>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -148,6 +150,31 @@ HfFolder::HfFolder(const std::string& dirIn) : dir_(dirIn) {
         if (it == where_.end() || names[it->second] != shard) {
             throw Error(file(shard) + ": tensor " + quotedText(tensor) + " is not in it, though " + index + " says so");
         }
+    }
+    checkLayerCount();
+}
+
+// config.json's num_hidden_layers against the layers the weights hold ("...layers.<i>."
+// in the tensors' names), when they are named so: info (which reads no weights) and
+// generate (which would miss the first absent layer) refuse the same folder alike.
+void HfFolder::checkLayerCount() const {
+    int64_t highest = -1;
+    for (const auto& [name, shard] : where_) {
+        for (size_t at = name.find("layers."); at != std::string::npos; at = name.find("layers.", at + 1)) {
+            if (at > 0 && name[at - 1] != '.') continue;
+            size_t digits = at + 7, end = digits;
+            while (end < name.size() && end - digits < 12 && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+            if (end == digits || end >= name.size() || name[end] != '.') continue;
+            highest = std::max<int64_t>(highest, std::stoll(name.substr(digits, end - digits)));
+            break;
+        }
+    }
+    if (highest < 0) return;  // another naming: the loader names the first tensor it misses
+    const int64_t layers = config_.model.nLayers;
+    if (layers != highest + 1) {
+        throw Error(file("config.json") + ": num_hidden_layers is " + std::to_string(layers) +
+                    ", but the weights hold layers 0-" + std::to_string(highest) + " (" + std::to_string(highest + 1) +
+                    ")");
     }
 }
 

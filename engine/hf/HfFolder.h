@@ -47,6 +47,8 @@ public:
 
 private:
     std::string file(const std::string& name) const { return dir_ + "/" + name; }
+    // Throws when config.json's layer count is not the layers the weights hold.
+    void checkLayerCount() const;
 
     std::string dir_;
     HfConfig config_;

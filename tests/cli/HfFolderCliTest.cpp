@@ -106,6 +106,18 @@ TEST(HfFolderCli, BadFoldersAreOneLine) {
     test::writeText(arch + "/config.json", R"({"architectures": ["PhiForCausalLM"]})");
     test::expectOneLineError(runKvlens("info --model " + arch),
                              {arch + "/config.json: architecture 'PhiForCausalLM' in field 'architectures' is not supported"});
+    // A layer count the weights do not hold: info refuses it as generate does (one check for both).
+    const std::string layers = test::testOutputPath("cli_hf_layers");
+    fs::remove_all(layers);
+    fs::copy(llama3().dir, layers, fs::copy_options::recursive);
+    nlohmann::json config = nlohmann::json::parse(test::slurp(layers + "/config.json"));
+    config["num_hidden_layers"] = int64_t(1) << 31;
+    test::writeText(layers + "/config.json", config.dump());
+    for (const std::string& command : {"info --model " + layers, "tokenize --prompt hi --model " + layers,
+                                      "generate --prompt hi --model " + layers}) {
+        test::expectOneLineError(runKvlens(command),
+                                 {layers + "/config.json: num_hidden_layers is 2147483648, but the weights hold layers"});
+    }
 }
 
 }  // namespace

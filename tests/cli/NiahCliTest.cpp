@@ -80,6 +80,17 @@ TEST(NiahCli, BadFlagsAreOneLineErrors) {
     expectOneLineError(runKvlens(base + "--lengths 300 --depths 0:120:10"), {"--depths: 120 is outside 0-100"});
     expectOneLineError(runKvlens(base + "--lengths 300 --depths 50,-5"), {"--depths: -5 is outside 0-100"});
     expectOneLineError(runKvlens(base + "--lengths 300 --depths 0:100:0"), {"--depths: step '0' is not positive"});
+    // A range that yields nothing is an error (it ran nothing and exited 0), a huge one is
+    // counted before it is made, and a sweep of over 10000 prefills asks for --yes.
+    expectOneLineError(runKvlens(base + "--lengths 300 --depths 50:10:5"),
+                       {"--depths: '50:10:5' yields no depth (first:last:step counts up from first to last)"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --depths 0:100:1e-9"),
+                       {"--depths: '0:100:1e-9' yields 100000000001 depths, over 100000"});
+    expectOneLineError(runKvlens(base + "--lengths 300 --depths 0:100:0.005"),
+                       {"niah: 1 lengths x 20001 depths x 1 samples is 20001 captures (prefills) of 1 runs each, "
+                        "over 10000: add --yes to run them"});
+    expectOneLineError(runKvlens(base + "--lengths 300,400 --depths 0:100:0.01 --samples 2 --shard 1/4"),
+                       {"niah: 2 lengths x 10001 depths x 2 samples / 4 shards is 10001 captures"});
     expectOneLineError(runKvlens(base + "--lengths 4k --depths 50"),
                        {"--lengths: 4096 tokens and -n 2 are over the model's context of 2048"});
     expectOneLineError(runKvlens(base + "--lengths 2x --depths 50"), {"--lengths: '2x' is not a token count"});

@@ -228,9 +228,26 @@ TEST(HfFolder, BadFoldersAreOneLineEach) {
                                     "not read (supported: F32, F16, BF16)");
 
     dir = brokenCopy("missing_tensor");
-    editConfig(dir, [](json& j) { j["num_hidden_layers"] = 3; });
-    EXPECT_EQ(loadError(dir), dir + ": tensor 'model.layers.2.input_layernorm.weight' is missing from the weights "
+    rewriteWeights(dir, [](std::vector<test::SafetensorsEntry>& entries) {
+        entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                     [](const test::SafetensorsEntry& e) {
+                                         return e.name == "model.layers.1.input_layernorm.weight";
+                                     }),
+                      entries.end());
+    });
+    EXPECT_EQ(loadError(dir), dir + ": tensor 'model.layers.1.input_layernorm.weight' is missing from the weights "
                                     "(1 safetensors file)");
+
+    // A layer count that is not the weights' is refused when the folder opens, so that
+    // info (which loads no weights) refuses it as generate does; before, info printed
+    // 2147483648 layers and 140.7 TB of KV cache per 1K tokens.
+    for (const int64_t layers : {int64_t(3), int64_t(1), int64_t(1) << 31}) {
+        dir = brokenCopy("layers_" + std::to_string(layers));
+        editConfig(dir, [&](json& j) { j["num_hidden_layers"] = layers; });
+        EXPECT_EQ(loadError(dir), dir + "/config.json: num_hidden_layers is " + std::to_string(layers) +
+                                      ", but the weights hold layers 0-1 (2)");
+        EXPECT_THROW(HfFolder folder(dir), Error);
+    }
 
     dir = brokenCopy("no_lm_head");
     rewriteWeights(dir, [](std::vector<test::SafetensorsEntry>& entries) {

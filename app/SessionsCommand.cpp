@@ -126,11 +126,17 @@ int listSessions(SessionStore& store, bool json) {
     return 0;
 }
 
+// "3 runs", or "3 runs, 225 niah runs" when the session holds needle runs too.
+std::string runCounts(int64_t runs, int64_t niahRuns) {
+    return std::to_string(runs) + " runs" + (niahRuns > 0 ? ", " + std::to_string(niahRuns) + " niah runs" : "");
+}
+
 int showSession(SessionStore& store, const std::string& name, bool json, bool verify) {
     const sessions::SessionInfo info = store.session(name);
     const auto models = store.models(info.id);
     const auto prompts = store.prompts(info.id);
     const auto runs = store.runs(info.id);
+    const auto niah = store.niahRuns(info.id);
     std::map<int64_t, std::string> modelStatus;
     for (const auto& m : models) {
         ProgressBar bar("checking " + m.path);
@@ -203,6 +209,30 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                                  {"decode_every", r.decodeEvery},
                                  {"created_ms", r.createdMs}});
         }
+        j["niah_runs"] = nlohmann::json::array();
+        for (const auto& r : niah) {
+            j["niah_runs"].push_back({{"id", r.id},
+                                      {"model_id", r.modelId},
+                                      {"task", r.task},
+                                      {"task_seed", r.taskSeed},
+                                      {"length", r.length},
+                                      {"tokens", r.tokens},
+                                      {"depth", r.depth},
+                                      {"sample", r.sample},
+                                      {"question_after", r.questionAfter},
+                                      {"new_tokens", r.newTokens},
+                                      {"method", r.method},
+                                      {"budget", r.budget},
+                                      {"params", r.params},
+                                      {"contains", r.contains},
+                                      {"exact", r.exact},
+                                      {"needle_kept", r.needleKept},
+                                      {"agreement", r.agreement},
+                                      {"mean_kl", r.meanKl},
+                                      {"answer", r.answer},
+                                      {"expected", r.expected},
+                                      {"created_ms", r.createdMs}});
+        }
         std::printf("%s\n",
                     j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return 0;
@@ -222,8 +252,36 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
         std::printf("prompt %lld  %zu tokens, model %lld: \"%s\"\n", (long long)p.id,
                     p.tokenIds.size(), (long long)p.modelId, oneLine(p.text, 60).c_str());
     }
+    // Needle runs: their means per task, question mode, method and budget (kvlens report
+    // draws them whole).
+    if (!niah.empty()) {
+        struct Means {
+            int64_t runs = 0;
+            double contains = 0, kept = 0;
+        };
+        std::vector<std::string> order;
+        std::map<std::string, Means> means;
+        for (const auto& r : niah) {
+            const std::string key = r.task + (r.questionAfter ? " after " : " inside ") + "\t" + r.method + "\t" + r.budget;
+            if (!means.count(key)) order.push_back(key);
+            Means& m = means[key];
+            ++m.runs;
+            m.contains += r.contains;
+            m.kept += r.needleKept;
+        }
+        std::printf("\n%zu niah runs (kvlens report --session %s draws them)\n%-28s %-15s %7s %5s %9s %12s\n",
+                    niah.size(), info.name.c_str(), "task, question", "method", "budget", "runs", "contains",
+                    "needle kept");
+        for (const std::string& key : order) {
+            const Means& m = means[key];
+            const size_t a = key.find('\t'), b = key.find('\t', a + 1);
+            std::printf("%-28s %-15s %7s %5lld %8.1f%% %11.1f%%\n", key.substr(0, a).c_str(),
+                        key.substr(a + 1, b - a - 1).c_str(), key.substr(b + 1).c_str(), (long long)m.runs,
+                        100.0 * m.contains / double(m.runs), 100.0 * m.kept / double(m.runs));
+        }
+    }
     if (runs.empty()) {
-        std::printf("\nno runs\n");
+        std::printf("\nno %sruns\n", niah.empty() ? "" : "other ");
         return 0;
     }
     std::printf("\n%5s %6s %-13s %7s %4s %10s %7s %10s %9s %10s %7s %6s  %s\n", "run", "prompt",
@@ -320,8 +378,8 @@ int runSessions(const std::vector<std::string>& argv) {
         refuseFlags({});
         SessionStore store(RunSaver::storePath(args), Access::ReadOnly);
         const int64_t runs = sessions::SessionExport::exportSession(store, words[1], words[2]);
-        std::printf("exported session '%s' (%lld runs) to %s\n", words[1].c_str(), (long long)runs,
-                    words[2].c_str());
+        std::printf("exported session '%s' (%s) to %s\n", words[1].c_str(),
+                    runCounts(runs, store.session(words[1]).niahRunCount).c_str(), words[2].c_str());
         return 0;
     }
     if (command == "import") {
@@ -331,8 +389,8 @@ int runSessions(const std::vector<std::string>& argv) {
         SessionStore store(RunSaver::storePath(args), Access::ReadWrite);
         const auto info = sessions::SessionExport::importSession(
             store, words[1], args.get("--session"), args.get("--as"));
-        std::printf("imported session '%s' (%lld runs) into %s\n", info.name.c_str(),
-                    (long long)info.runCount, store.path().c_str());
+        std::printf("imported session '%s' (%s) into %s\n", info.name.c_str(),
+                    runCounts(info.runCount, info.niahRunCount).c_str(), store.path().c_str());
         return 0;
     }
     if (command == "merge") {

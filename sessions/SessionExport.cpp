@@ -18,6 +18,16 @@ namespace kvlens::sessions {
 SessionExport::Copied SessionExport::copyInto(SessionStore& from, int64_t sourceId, SessionStore& to,
                                               int64_t targetId) {
     Copied n;
+    // A run whose prompt is not there cannot be copied whole: the session is refused
+    // (nothing of it copied) rather than copied without it as if it were all.
+    const auto orphans = from.runsWithoutPrompt(sourceId);
+    if (!orphans.empty()) {
+        throw Error(from.path() + ": run " + std::to_string(orphans[0].first) + " of session '" +
+                    from.session(sourceId).name + "' names prompt " + std::to_string(orphans[0].second) +
+                    ", which the store does not hold for it" +
+                    (orphans.size() > 1 ? " (and " + std::to_string(orphans.size() - 1) + " more runs)" : "") +
+                    ": not copying the session without them");
+    }
     std::map<int64_t, int64_t> promptIds, modelIds;
     auto modelFor = [&](int64_t id) {
         auto model = modelIds.find(id);

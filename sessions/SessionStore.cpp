@@ -1033,6 +1033,17 @@ RunRecord SessionStore::run(int64_t id) {
     return r;
 }
 
+std::vector<std::pair<int64_t, int64_t>> SessionStore::runsWithoutPrompt(int64_t sessionId) {
+    Statement s(*db_,
+                "SELECT r.id, r.prompt_id FROM runs r LEFT JOIN prompts p ON p.id = r.prompt_id "
+                "WHERE r.session_id = ? AND (p.id IS NULL OR p.session_id != r.session_id) ORDER BY r.id",
+                "list runs without their prompt");
+    s.bind(1, sessionId);
+    std::vector<std::pair<int64_t, int64_t>> out;
+    while (s.step()) out.emplace_back(s.getInt(0), s.getInt(1));
+    return out;
+}
+
 std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
     Statement s(
         *db_,

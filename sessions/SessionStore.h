@@ -85,6 +85,9 @@ public:
     std::vector<NiahRunRecord> niahRuns(int64_t sessionId);  // in the order saved
     RunRecord run(int64_t id);  // read in one snapshot
     std::vector<RunSummary> runs(int64_t sessionId);
+    // Runs of the session whose prompt the store does not hold (run id, prompt id): a
+    // store edited with its foreign keys off. runs() cannot list them.
+    std::vector<std::pair<int64_t, int64_t>> runsWithoutPrompt(int64_t sessionId);
     void deleteRun(int64_t id);
 
     // Runs `work` in one write transaction: the saves inside it commit

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -206,6 +207,25 @@ TEST(NiahCli, SavedSweepsResumeAndShardsMergeIntoTheWholeSweep) {
     r = runKvlens("sessions merge " + a + " --into " + merged);  // again: nothing twice
     EXPECT_NE(r.out.find("0 niah runs in 0 sessions (6 niah runs already there)"), std::string::npos) << r.out;
     EXPECT_EQ(niahKeys(merged, "sw").size(), 10u);
+    // Show, export and import count and show the needle runs (they said "no runs" and "(0 runs)").
+    r = runKvlens("sessions show sw --store " + merged);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("10 niah runs (kvlens report --session sw draws them)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("single inside                full                  -     5"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("single inside                snapkv               48     5"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("no other runs"), std::string::npos) << r.out;
+    r = runKvlens("sessions show sw --json --store " + merged);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const nlohmann::json shown = nlohmann::json::parse(r.out);
+    ASSERT_EQ(shown["niah_runs"].size(), 10u);
+    EXPECT_EQ(shown["niah_runs"][0]["task"], "single");
+    const std::string exported = testOutputPath("niah_export.kvlens"), imported = testOutputPath("niah_imported.db");
+    for (const std::string& f : {exported, imported}) std::remove(f.c_str());
+    r = runKvlens("sessions export sw " + exported + " --store " + merged);
+    EXPECT_EQ(r.out, "exported session 'sw' (0 runs, 10 niah runs) to " + exported + "\n") << r.err;
+    r = runKvlens("sessions import " + exported + " --store " + imported);
+    EXPECT_EQ(r.out, "imported session 'sw' (0 runs, 10 niah runs) into " + imported + "\n") << r.err;
+    EXPECT_EQ(niahKeys(imported, "sw"), niahKeys(merged, "sw"));
     expectOneLineError(runKvlens("sessions merge " + a + " " + a + " --into " + merged),
                        {"sessions merge: " + a + " is given twice"});
     expectOneLineError(runKvlens("sessions merge " + a), {"sessions merge: --into C.db names the store to merge into"});

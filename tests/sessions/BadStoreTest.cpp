@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <functional>
 
 #include "SampleRecords.h"
 #include "TestPaths.h"
 #include "core/Error.h"
+#include "sessions/SessionExport.h"
 #include "sessions/SessionStore.h"
 
 namespace kvlens::sessions {
@@ -251,6 +253,44 @@ TEST(BadStore, ReadOnlyLocation) {
     EXPECT_TRUE(test::fileBytes(inClosedDir) == bytes);
     EXPECT_FALSE(std::ifstream(closedDir + "/new.db").good());
     ::chmod(closedDir.c_str(), 0755);
+}
+
+// A run whose prompt is gone (the store edited with its foreign keys off) was left out
+// of an import, export or merge that then said "imported (1 runs)" as if that were all.
+// The session is refused whole, naming the run and its prompt, and nothing is copied.
+std::string errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+TEST(BadStore, ARunWithoutItsPromptRefusesTheSessionsCopy) {
+    const std::string path = test::storePath("orphan_run.db");
+    int64_t orphanRun = 0, orphanPrompt = 0;
+    {
+        SessionStore store(path);
+        const int64_t s = store.createSession("s").id;
+        const int64_t model = store.saveModel(test::sampleModel());
+        store.saveRun(test::sampleRun(1, s, store.savePrompt(test::samplePrompt(s, model))));
+        orphanPrompt = store.savePrompt(test::samplePrompt(s, model, 21));
+        orphanRun = store.saveRun(test::sampleRun(2, s, orphanPrompt));
+    }
+    sqlite(path, "PRAGMA foreign_keys = OFF; DELETE FROM prompts WHERE id = " + std::to_string(orphanPrompt));
+    const std::string want = path + ": run " + std::to_string(orphanRun) + " of session 's' names prompt " +
+                             std::to_string(orphanPrompt) +
+                             ", which the store does not hold for it: not copying the session without them";
+    SessionStore source(path, Access::ReadOnly);
+    EXPECT_EQ(source.runs(source.session("s").id).size(), 1u);  // what a copy used to take as the whole
+    const std::string target = test::storePath("orphan_target.db");
+    SessionStore to(target);
+    EXPECT_EQ(errorOf([&] { SessionExport::importSession(to, path); }), want);
+    EXPECT_TRUE(to.sessions().empty()) << "an import refused must copy nothing";
+    const std::string file = test::storePath("orphan_export.kvlens");
+    EXPECT_EQ(errorOf([&] { SessionExport::exportSession(source, "s", file); }), want);
+    EXPECT_FALSE(std::filesystem::exists(file));
 }
 
 }  // namespace

@@ -945,11 +945,27 @@ RunRecord SessionStore::run(int64_t id) {
         sel.layerBudgets =
             ArrayCodec::decodeInt64s(s.getBlob(6), what + " selections.layer_budgets");
         const int64_t entries = s.getInt(7);
+        // The shapes, against each other and within bounds, before anything sizes a loop
+        // by them (a report over a run that said query_heads 2000000000 ran for
+        // minutes).
+        auto damaged = [&](const std::string& why) { throw Error(what + ": the store is damaged (" + why + ")"); };
+        constexpr int64_t kMaxHeads = 1 << 16, kMaxPositions = int64_t(1) << 31;
+        if (sel.promptLength < 1 || sel.promptLength > kMaxPositions)
+            damaged("prompt_length " + std::to_string(sel.promptLength));
+        if (sel.kvHeads < 1 || sel.queryHeads < sel.kvHeads || sel.queryHeads > kMaxHeads ||
+            sel.queryHeads % sel.kvHeads != 0) {
+            damaged("query_heads " + std::to_string(sel.queryHeads) + " and kv_heads " + std::to_string(sel.kvHeads) +
+                    " are no attention's heads");
+        }
+        if (!sel.layerBudgets.empty() && sel.layerBudgets.size() != headCounts.size())
+            damaged(std::to_string(sel.layerBudgets.size()) + " layer budgets for " +
+                    std::to_string(headCounts.size()) + " layers");
         sel.kept.resize(headCounts.size());
         int64_t expectedRows = 0;
         for (size_t l = 0; l < headCounts.size(); ++l) {
-            if (headCounts[l] < 0 || headCounts[l] > (1 << 20))
-                throw Error(what + ": corrupt head count");
+            if (headCounts[l] != sel.headsPerLayer())
+                damaged("layer " + std::to_string(l) + " has " + std::to_string(headCounts[l]) + " heads, not " +
+                        std::to_string(sel.headsPerLayer()));
             sel.kept[l].resize(size_t(headCounts[l]));
             expectedRows += headCounts[l];
         }
@@ -971,6 +987,12 @@ RunRecord SessionStore::run(int64_t id) {
             positions = SelectionCodec::decode(h.getBlob(3), where);
             if (int64_t(positions.size()) != h.getInt(2))
                 throw Error(where + ": corrupt selection (count differs)");
+            for (const int32_t p : positions) {
+                if (p < 0 || p >= sel.promptLength) {
+                    throw Error(where + ": the store is damaged (position " + std::to_string(p) +
+                                " is outside the prompt of " + std::to_string(sel.promptLength) + " tokens)");
+                }
+            }
             if (!h.isNull(4)) {
                 if (sel.prunedChannels.empty())
                     sel.prunedChannels.assign(sel.kept.size(), std::vector<std::vector<int32_t>>(sel.kept[0].size()));

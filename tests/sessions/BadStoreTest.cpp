@@ -293,5 +293,36 @@ TEST(BadStore, ARunWithoutItsPromptRefusesTheSessionsCopy) {
     EXPECT_FALSE(std::filesystem::exists(file));
 }
 
+// Shapes read from a store are checked against each other and their bounds before
+// anything loops over them: a run saying query_heads 2000000000 kept kvlens report busy
+// for minutes, and sessions import took it.
+TEST(BadStore, ASelectionsShapesAreCheckedBeforeUse) {
+    struct Case {
+        std::string sql, message;
+    };
+    const std::vector<Case> cases = {
+        {"UPDATE selections SET query_heads = 2000000000",
+         "the store is damaged (query_heads 2000000000 and kv_heads 4 are no attention's heads)"},
+        {"UPDATE selections SET kv_heads = 0", "the store is damaged (query_heads 32 and kv_heads 0 are no attention's heads)"},
+        {"UPDATE selections SET query_heads = 15", "the store is damaged (query_heads 15 and kv_heads 4 are no attention's heads)"},
+        {"UPDATE selections SET prompt_length = 0", "the store is damaged (prompt_length 0)"},
+        {"UPDATE selections SET kv_heads = 8", "the store is damaged (layer 0 has 4 heads, not 8)"},
+        {"UPDATE selections SET prompt_length = 5", "is outside the prompt of 5 tokens)"},
+    };
+    int i = 0;
+    for (const Case& c : cases) {
+        const std::string path = sampleStore("shapes_" + std::to_string(i++) + ".db");
+        sqlite(path, c.sql);
+        SessionStore store(path, Access::ReadOnly);
+        const int64_t run = store.runs(store.session("s").id).at(0).id;
+        const std::string error = errorOf([&] { store.run(run); });
+        EXPECT_EQ(error.rfind(path + ": run " + std::to_string(run), 0), 0u) << error;
+        EXPECT_NE(error.find(c.message), std::string::npos) << c.sql << ": " << error;
+        SessionStore to(test::storePath("shapes_target_" + std::to_string(i) + ".db"));
+        EXPECT_EQ(errorOf([&] { SessionExport::importSession(to, path); }), error) << c.sql;
+        EXPECT_TRUE(to.sessions().empty());
+    }
+}
+
 }  // namespace
 }  // namespace kvlens::sessions

@@ -104,8 +104,10 @@ inline RunRecord sampleRun(uint64_t seed, int64_t sessionId, int64_t promptId,
                     if (chosen[size_t(p)]) kept.push_back(p);
                 }
             }
-            if (l == shape.layers - 1 && h == 0)
-                kept.push_back(std::numeric_limits<int32_t>::max());
+            // The prompt's last position (the codec's extremes are CodecTest's: a stored
+            // position outside the prompt is a damaged store).
+            if (l == shape.layers - 1 && h == 0 && (kept.empty() || kept.back() != shape.promptLength - 1))
+                kept.push_back(shape.promptLength - 1);
             heads.push_back(kept);
         }
         s.kept.push_back(heads);

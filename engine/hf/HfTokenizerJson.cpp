@@ -241,6 +241,8 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
         }
         return id.get<int64_t>();
     };
+    // Hugging Face's loader refuses an empty vocabulary (every text would be BOS alone).
+    if (vocabIt->empty()) fail("model.vocab", "is empty");
     for (auto it = vocabIt->begin(); it != vocabIt->end(); ++it) {
         const int64_t id = checkId(it.value(), "model.vocab entry " + quotedText(it.key()));
         if (!byId.emplace(id, std::make_pair(it.key(), LlamaTokenType::Normal)).second) {
@@ -275,15 +277,34 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
     const auto mergesIt = model.find("merges");
     if (mergesIt == model.end() || !mergesIt->is_array()) fail("model.merges", "is missing or not a list");
     v.merges.reserve(mergesIt->size());
+    // Each merge's two parts and what they make are tokens of model.vocab, as Hugging
+    // Face's BPE loader demands (MergeTokenOutOfVocabulary): a merge into an unknown token
+    // would change how words split.
     for (size_t i = 0; i < mergesIt->size(); ++i) {
         const json& m = (*mergesIt)[i];
+        const std::string field = "model.merges[" + std::to_string(i) + "]";
+        std::string a, b;
         if (m.is_string()) {
-            v.merges.push_back(m.get<std::string>());
+            const std::string text = m.get<std::string>();
+            const size_t space = text.find(' ');
+            if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) {
+                fail(field, quotedText(text) + " is not two tokens parted by one space");
+            }
+            a = text.substr(0, space);
+            b = text.substr(space + 1);
         } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-            v.merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+            a = m[0].get<std::string>();
+            b = m[1].get<std::string>();
         } else {
-            fail("model.merges[" + std::to_string(i) + "]", "is neither \"a b\" nor [\"a\", \"b\"]");
+            fail(field, "is neither \"a b\" nor [\"a\", \"b\"]");
         }
+        for (const std::string& token : {a, b, a + b}) {
+            if (!vocabIt->contains(token)) {
+                fail(field, "(" + quotedText(a) + " + " + quotedText(b) + ") needs " + quotedText(token) +
+                                ", which is not in model.vocab");
+            }
+        }
+        v.merges.push_back(a + " " + b);
     }
 
     v.nfc = nfcNormalizer(j.value("normalizer", json()), "normalizer", source);

@@ -144,6 +144,18 @@ TEST(HfTokenizerJson, WhatKvLensDoesNotRunIsOneLineNamingTheField) {
               "t/tokenizer.json: model.vocab entry 'big' is not a token id below 4194304: 1073741824");
     EXPECT_EQ(err([](json& j) { j["model"]["merges"][1] = 7; }),
               "t/tokenizer.json: model.merges[1] is neither \"a b\" nor [\"a\", \"b\"]");
+    // A merge into (or of) a token the vocabulary lacks, and an empty vocabulary, are
+    // refused as Hugging Face's loader refuses them: they were taken and changed how words
+    // split, or tokenized every text to BOS alone.
+    EXPECT_EQ(err([](json& j) { j["model"]["merges"].push_back("Ġth e"); }),
+              "t/tokenizer.json: model.merges[5] ('\xc4\xa0th' + 'e') needs '\xc4\xa0th', which is not in model.vocab");
+    EXPECT_EQ(err([](json& j) { j["model"]["merges"].push_back("t h"); }),
+              "t/tokenizer.json: model.merges[5] ('t' + 'h') needs 'th', which is not in model.vocab");
+    EXPECT_EQ(err([](json& j) { j["model"]["merges"].push_back(json::array({"c", "a", "t"})); }),
+              "t/tokenizer.json: model.merges[5] is neither \"a b\" nor [\"a\", \"b\"]");
+    EXPECT_EQ(err([](json& j) { j["model"]["merges"].push_back("c a t"); }),
+              "t/tokenizer.json: model.merges[5] 'c a t' is not two tokens parted by one space");
+    EXPECT_EQ(err([](json& j) { j["model"]["vocab"] = json::object(); }), "t/tokenizer.json: model.vocab is empty");
     EXPECT_EQ(err([](json& j) { j["added_tokens"][0].erase("content"); }), "t/tokenizer.json: added_tokens[0] has no id and content");
     EXPECT_EQ(err([](json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }),
               "t/tokenizer.json: normalizer has type 'Lowercase', which KV Lens does not apply (NFC is supported)");

@@ -29,6 +29,12 @@ CommandLine::CommandLine(std::string command, const std::vector<std::string>& ar
                 }
                 value = args[++i];
             }
+            // A value flag given twice is refused: the last one silently winning hid typos
+            // in long sweep command lines.
+            if (const auto seen = values_.find(flag); seen != values_.end()) {
+                throw Error("kvlens " + command_ + ": " + flag + " is given twice ('" + seen->second + "' and '" +
+                            value + "')");
+            }
             values_[flag] = value;
         } else if (switches.count(flag) && !inlineValue) {
             switches_.insert(flag);

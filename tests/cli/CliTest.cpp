@@ -115,6 +115,11 @@ TEST(Cli, MissingPromptFile) {
 
 TEST(Cli, BadFlags) {
     expectOneLineError(runCli("generate --model random:tiny --promt hi"), {"unknown flag '--promt'"});
+    // A value flag given twice is refused (the last one silently won), inline or not.
+    expectOneLineError(runCli("run --model random:tiny --prompt hi --method snapkv --budget 64 --budget=128"),
+                       {"kvlens run: --budget is given twice ('64' and '128')"});
+    expectOneLineError(runCli("generate --model random:tiny --prompt hi --model random:tiny"),
+                       {"kvlens generate: --model is given twice ('random:tiny' and 'random:tiny')"});
     expectOneLineError(runCli("generate --model random:tiny --prompt hi --dtype f64"), {"--dtype 'f64'"});
     expectOneLineError(runCli("generate --model random:tiny --prompt hi -n lots"), {"-n 'lots'"});
     expectOneLineError(runCli("generate --model random:tiny --prompt hi --threads 0"), {"--threads '0'"});

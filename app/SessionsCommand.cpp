@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,7 @@
 #include "sessions/SessionExport.h"
 #include "sessions/SessionMerge.h"
 #include "sessions/SessionStore.h"
+#include "sessions/TemporaryFiles.h"
 
 
 namespace kvlens {
@@ -386,11 +388,19 @@ int runSessions(const std::vector<std::string>& argv) {
         expectWords(words, 2, "'import FILE'");
         refuseFlags({"--session", "--as"});
         if (args.has("--as") && args.get("--as").empty()) throw Error("--as: the name is empty");
-        SessionStore store(RunSaver::storePath(args), Access::ReadWrite);
-        const auto info = sessions::SessionExport::importSession(
-            store, words[1], args.get("--session"), args.get("--as"));
-        std::printf("imported session '%s' (%s) into %s\n", info.name.c_str(),
-                    runCounts(info.runCount, info.niahRunCount).c_str(), store.path().c_str());
+        // A failed import leaves no store of its own making behind.
+        const std::string path = RunSaver::storePath(args);
+        const bool existed = std::filesystem::exists(path);
+        try {
+            SessionStore store(path, Access::ReadWrite);
+            const auto info = sessions::SessionExport::importSession(
+                store, words[1], args.get("--session"), args.get("--as"));
+            std::printf("imported session '%s' (%s) into %s\n", info.name.c_str(),
+                        runCounts(info.runCount, info.niahRunCount).c_str(), store.path().c_str());
+        } catch (...) {
+            if (!existed) sessions::TemporaryFiles::remove(path);
+            throw;
+        }
         return 0;
     }
     if (command == "merge") {

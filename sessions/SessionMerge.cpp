@@ -7,6 +7,7 @@
 #include "core/Error.h"
 #include "sessions/SessionExport.h"
 #include "sessions/SessionStore.h"
+#include "sessions/TemporaryFiles.h"
 
 namespace kvlens::sessions {
 namespace {
@@ -33,29 +34,37 @@ SessionMerge::Result SessionMerge::merge(const std::vector<std::string>& sources
         if (!std::filesystem::exists(s)) throw Error(s + ": no such store");
         in.push_back(std::make_unique<SessionStore>(s, SessionStore::Access::ReadOnly));
     }
-    SessionStore to(into, SessionStore::Access::ReadWrite);
-    Result r;
-    to.writeAll([&] {
-        std::set<std::string> touched;
-        for (auto& from : in) {
-            for (const SessionInfo& info : from->sessions()) {
-                SessionInfo dest;
-                if (auto found = to.findSession(info.name)) {
-                    dest = *found;
-                } else {
-                    dest = to.createSession(info);
-                    to.setSessionTimes(info.name, info.createdMs, info.updatedMs);
+    // A merge that fails leaves no store of its own making behind (nothing of it was
+    // committed: writeAll is one transaction).
+    const bool existed = std::filesystem::exists(into);
+    try {
+        SessionStore to(into, SessionStore::Access::ReadWrite);
+        Result r;
+        to.writeAll([&] {
+            std::set<std::string> touched;
+            for (auto& from : in) {
+                for (const SessionInfo& info : from->sessions()) {
+                    SessionInfo dest;
+                    if (auto found = to.findSession(info.name)) {
+                        dest = *found;
+                    } else {
+                        dest = to.createSession(info);
+                        to.setSessionTimes(info.name, info.createdMs, info.updatedMs);
+                    }
+                    const SessionExport::Copied c = SessionExport::copyInto(*from, info.id, to, dest.id);
+                    r.runs += c.runs;
+                    r.niahRuns += c.niahRuns;
+                    r.niahDuplicates += c.niahDuplicates;
+                    if (c.runs + c.niahRuns > 0) touched.insert(info.name);
                 }
-                const SessionExport::Copied c = SessionExport::copyInto(*from, info.id, to, dest.id);
-                r.runs += c.runs;
-                r.niahRuns += c.niahRuns;
-                r.niahDuplicates += c.niahDuplicates;
-                if (c.runs + c.niahRuns > 0) touched.insert(info.name);
             }
-        }
-        r.sessions = static_cast<int64_t>(touched.size());
-    });
-    return r;
+            r.sessions = static_cast<int64_t>(touched.size());
+        });
+        return r;
+    } catch (...) {
+        if (!existed) TemporaryFiles::remove(into);
+        throw;
+    }
 }
 
 }  // namespace kvlens::sessions

@@ -261,6 +261,13 @@ TEST(SessionsCli, BadStoresAndFlagsGiveOneLineAndStayUnchanged) {
                        {"--verify does not apply"});
     expectOneLineError(runKvlens("sessions import " + text + " --store " + store),
                        {text + ": not a KV Lens session store (not a SQLite file)"});
+    // A failed import into a store that was not there leaves none behind (it left an empty one).
+    const std::string fresh = kvlens::test::testOutputPath("import_target_never_made.db");
+    std::remove(fresh.c_str());
+    expectOneLineError(runKvlens("sessions import " + text + " --store " + fresh),
+                       {text + ": not a KV Lens session store (not a SQLite file)"});
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+        EXPECT_FALSE(std::ifstream(fresh + suffix).good()) << fresh << suffix;
     expectOneLineError(runKvlens("sessions list --color --store " + store),
                        {"unknown flag '--color'"});
     const CliResult usage = runKvlens("sessions --help");

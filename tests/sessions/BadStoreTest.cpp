@@ -15,6 +15,7 @@
 #include "TestPaths.h"
 #include "core/Error.h"
 #include "sessions/SessionExport.h"
+#include "sessions/SessionMerge.h"
 #include "sessions/SessionStore.h"
 
 namespace kvlens::sessions {
@@ -291,6 +292,11 @@ TEST(BadStore, ARunWithoutItsPromptRefusesTheSessionsCopy) {
     const std::string file = test::storePath("orphan_export.kvlens");
     EXPECT_EQ(errorOf([&] { SessionExport::exportSession(source, "s", file); }), want);
     EXPECT_FALSE(std::filesystem::exists(file));
+    // A merge refused leaves no target of its own making (it left an empty store).
+    const std::string merged = test::storePath("orphan_merged.db");
+    EXPECT_EQ(errorOf([&] { SessionMerge::merge({path}, merged); }), want);
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+        EXPECT_FALSE(std::filesystem::exists(merged + suffix)) << suffix;
 }
 
 // Shapes read from a store are checked against each other and their bounds before

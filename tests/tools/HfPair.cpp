@@ -14,9 +14,15 @@
 #include "support/TinyModelFile.h"
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: kvlens_hf_pair OUTDIR [--from GGUF] [--layers N] [--embed E] [--heads H] "
-                             "[--kv-heads K] [--ffn F] [--context C] [--arch A] [--dtype F32|BF16] [--shards N]\n");
+    const char* usage = "usage: kvlens_hf_pair OUTDIR [--from GGUF] [--layers N] [--embed E] [--heads H] "
+                        "[--kv-heads K] [--ffn F] [--context C] [--arch A] [--dtype F32|BF16] [--shards N]\n";
+    if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+        std::fputs(usage, stdout);
+        return 0;
+    }
+    // OUTDIR first, never a flag (--help made a folder named "--help"); flags in pairs.
+    if (argc < 2 || argv[1][0] == '-' || argc % 2 != 0) {
+        std::fputs(usage, stderr);
         return 2;
     }
     const std::string out = argv[1];
@@ -25,7 +31,13 @@ int main(int argc, char** argv) {
     int shards = 1;
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
-        const long long n = std::atoll(value.c_str());
+        char* end = nullptr;
+        const long long n = std::strtoll(value.c_str(), &end, 10);
+        const bool number = !value.empty() && *end == '\0' && n > 0;
+        if (!number && flag != "--from" && flag != "--dtype" && flag != "--arch") {
+            std::fprintf(stderr, "kvlens_hf_pair: %s: '%s' is not a positive number\n", flag.c_str(), value.c_str());
+            return 2;
+        }
         if (flag == "--from") from = value;
         else if (flag == "--dtype") dtype = value;
         else if (flag == "--shards") shards = int(n);

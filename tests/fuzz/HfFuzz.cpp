@@ -21,6 +21,7 @@
 #include "engine/hf/HfTokenizerJson.h"
 #include "engine/hf/SafetensorsFile.h"
 #include "support/HfFolderWriter.h"
+#include "FuzzMutator.h"
 
 namespace {
 
@@ -74,44 +75,6 @@ std::vector<uint8_t> safetensorsSeed() {
         R"({"format": "pt"})");
 }
 
-class Mutator {
-public:
-    explicit Mutator(uint64_t seed) : rng_(seed) {}
-    size_t below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
-
-    // Byte flips, JSON-token swaps, truncation, length-field lies.
-    void mutate(std::string& s) {
-        static const char* tokens[] = {"\"", "{", "}", "[", "]", ",", ":", "-1", "0", "1e308", "null", "true",
-                                       "\"F64\"", "\"BF16\"", "4294967296", "18446744073709551615", "\\u0000",
-                                       "\\ud800", "\"Regex\"", "(", ")", "\\p{", "*", "\"type\""};
-        const size_t n = 1 + below(4);
-        for (size_t k = 0; k < n && !s.empty(); ++k) {
-            switch (below(5)) {
-                case 0:
-                    s[below(s.size())] = static_cast<char>(below(256));
-                    break;
-                case 1:
-                    s.insert(below(s.size() + 1), tokens[below(sizeof tokens / sizeof *tokens)]);
-                    break;
-                case 2:
-                    s.erase(below(s.size()), 1 + below(8));
-                    break;
-                case 3:
-                    s.resize(below(s.size() + 1));
-                    break;
-                default: {
-                    // Replace a number with another.
-                    const size_t at = s.find_first_of("0123456789", below(s.size()));
-                    if (at != std::string::npos) s.replace(at, 1, tokens[7 + below(8)]);
-                }
-            }
-        }
-    }
-
-private:
-    std::mt19937_64 rng_;
-};
-
 void saveFailure(const std::string& bytes) {
     std::ofstream("hf_fuzz_failure.bin", std::ios::binary) << bytes;
 }
@@ -148,7 +111,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "a seed does not parse: %s\n", e.what());
         return 1;
     }
-    Mutator mut(seed);
+    kvlens::test::FuzzMutator mut(seed);
     uint64_t accepted = 0, rejected = 0;
     for (uint64_t it = 0; it < iterations; ++it) {
         const size_t kind = it % 3;

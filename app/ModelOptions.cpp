@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -50,7 +51,8 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
 }
 
 std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<int32_t>& ids, int64_t newTokens,
-                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads) {
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads,
+                                       const std::function<void(double, const std::string&)>& progress) {
     const int64_t context = loaded.model->config().contextLength;
     const int64_t promptTokens = static_cast<int64_t>(ids.size());
     if (promptTokens <= context && promptTokens + newTokens > context) {
@@ -58,11 +60,13 @@ std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<in
                     std::to_string(promptTokens) + " tokens of the model's context of " +
                     std::to_string(context));
     }
-    ProgressBar bar("prefill of " + std::to_string(ids.size()) + " tokens");
+    std::optional<ProgressBar> bar;
+    if (!progress) bar.emplace("prefill of " + std::to_string(ids.size()) + " tokens");
     auto capture = Capture::fromPrefill(*loaded.model, ids, [&](double f, const std::string& what) {
-        bar.update(f, what);
+        if (bar) bar->update(f, what);
+        else progress(f, what);
     }, fullQueryHeads, newTokens);
-    bar.finish();
+    if (bar) bar->finish();
     capture->setRepeatPrompt(RepeatPrompt::from(*loaded.tokenizer));
     return capture;
 }

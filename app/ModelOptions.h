@@ -2,6 +2,7 @@
 // --threads) and loading the model they name, with progress on stderr.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -33,9 +34,11 @@ std::shared_ptr<Capture> capturePrompt(LoadedModel& loaded, const std::string& p
                                        int64_t newTokens,
                                        const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {},
                                        bool parseSpecial = false);
-// The same for token ids already encoded.
+// The same for token ids already encoded. `progress`, when given, hears the prefill's
+// progress instead of a bar of its own (a sweep's one bar over its samples).
 std::shared_ptr<Capture> captureTokens(LoadedModel& loaded, const std::vector<int32_t>& ids, int64_t newTokens,
-                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {});
+                                       const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {},
+                                       const std::function<void(double, const std::string&)>& progress = {});
 
 // Computes what `method` alone needs of `capture` before its first selection
 // (H2O's accumulated attention, the non-causal attention of Compactor and its kin: a

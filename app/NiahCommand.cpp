@@ -244,10 +244,19 @@ int runNiah(const std::vector<std::string>& argv) {
     double captureSeconds = 0.0, fullSeconds = 0.0, runSeconds = 0.0;
     int64_t captures = 0;
     int64_t index = 0;
+    // Progress over this shard's samples (a bar on a terminal, a line every quarter in logs).
+    const int64_t total = int64_t(lengths.size()) * int64_t(depths.size()) * samples;
+    const int64_t planned = total >= shard ? (total - shard) / shards + 1 : 0;
+    int64_t done = 0;
+    ProgressBar bar("niah: " + std::to_string(planned) + " samples");
     for (int64_t L : lengths) {
         for (double depth : depths) {
             for (int64_t s = 0; s < samples; ++s) {
                 if (index++ % shards != shard - 1) continue;
+                char where[96];
+                std::snprintf(where, sizeof where, "length %lld, depth %g%%, sample %lld", (long long)L, depth,
+                              (long long)s);
+                bar.update(double(done++) / double(std::max<int64_t>(1, planned)), where);
                 // Each run's record as the store keys it; a sample whose runs are all
                 // saved is skipped whole (no prefill).
                 auto recordOf = [&](const PressParams& p) {
@@ -284,7 +293,11 @@ int runNiah(const std::vector<std::string>& argv) {
                 const int64_t T = static_cast<int64_t>(prompt.size());
                 for (const PressParams* run : pending)
                     run->validate(T, Capture::windowCapacityFor(T));
-                auto capture = captureTokens(loaded, prompt, n + static_cast<int64_t>(question.size()));
+                auto capture = captureTokens(
+                    loaded, prompt, n + static_cast<int64_t>(question.size()), {}, [&](double f, const std::string&) {
+                        bar.update((double(done - 1) + f) / double(std::max<int64_t>(1, planned)),
+                                   std::string(where) + ", prefill");
+                    });
                 captureSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 const auto f0 = std::chrono::steady_clock::now();
                 MethodEvaluator evaluator(*loaded.model, capture, n, {}, question);  // the full cache's answer, once
@@ -340,6 +353,7 @@ int runNiah(const std::vector<std::string>& argv) {
             }
         }
     }
+    bar.finish();
     if (!csv) {
         int width = 13;  // the method column: the longest name (chunkkv-kvpress) widens it
         for (const auto& key : order) width = std::max(width, static_cast<int>(key.first.size()));

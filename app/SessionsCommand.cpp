@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "app/CommandLine.h"
@@ -263,7 +264,9 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
         };
         std::vector<std::string> order;
         std::map<std::string, Means> means;
+        std::set<std::string> seen;  // a run stored twice (NiahRunRecord::key) counts once, as in reports
         for (const auto& r : niah) {
+            if (!seen.insert(r.key()).second) continue;
             const std::string key = r.task + (r.questionAfter ? " after " : " inside ") + "\t" + r.method + "\t" + r.budget;
             if (!means.count(key)) order.push_back(key);
             Means& m = means[key];

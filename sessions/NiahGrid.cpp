@@ -33,7 +33,20 @@ const NiahGrid::Cell* NiahGrid::Group::cell(const Kind& kind, double depth, int6
     return it == cells.end() ? nullptr : &it->second;
 }
 
-NiahGrid::NiahGrid(std::vector<NiahRunRecord> runs) : runs_(std::move(runs)) {
+namespace {
+
+std::vector<NiahRunRecord> onceEach(std::vector<NiahRunRecord> runs) {
+    std::set<std::string> seen;
+    std::vector<NiahRunRecord> out;
+    out.reserve(runs.size());
+    for (NiahRunRecord& r : runs)
+        if (seen.insert(r.key()).second) out.push_back(std::move(r));
+    return out;
+}
+
+}  // namespace
+
+NiahGrid::NiahGrid(std::vector<NiahRunRecord> runs) : runs_(onceEach(std::move(runs))) {
     std::map<std::pair<std::string, bool>, Group> byKey;
     std::map<std::pair<std::string, bool>, std::pair<std::set<int64_t>, std::set<double>>> axes;
     for (const NiahRunRecord& r : runs_) {

@@ -53,6 +53,9 @@ public:
         const Cell* cell(const Kind& kind, double depth, int64_t length) const;
     };
 
+    // Runs that are the same run (NiahRunRecord::key) count once: the first is kept
+    // (stores written before the full cache's run was keyed without its budget may hold
+    // it once per budget of the sweep).
     explicit NiahGrid(std::vector<NiahRunRecord> runs);
     NiahGrid(const NiahGrid&) = delete;  // the groups point into runs_
     NiahGrid& operator=(const NiahGrid&) = delete;

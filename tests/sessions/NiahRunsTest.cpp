@@ -129,6 +129,26 @@ TEST(NiahGrid, GroupsByTaskAndModeAndAveragesEachCellOverItsSamples) {
     EXPECT_DOUBLE_EQ(g.overall.at(g.kinds[0]).contains.value(), 2.0 / 3.0);
 }
 
+// A store written before the full cache's run was keyed without its budget holds it once
+// per budget of the sweep ("full B=128", "full B=256"): the grid counts it once.
+TEST(NiahGrid, AFullRunStoredOncePerBudgetCountsOnce) {
+    std::vector<NiahRunRecord> runs;
+    for (const char* params : {"full B=128", "snapkv B=128", "full B=256", "snapkv B=256", "full B=100%"}) {
+        NiahRunRecord r = niahRun(1, 1, 50, params);
+        r.budget = r.method == "full" ? "-" : std::string(params).substr(std::string(params).find('=') + 1);
+        runs.push_back(r);
+    }
+    const NiahGrid grid(runs);
+    ASSERT_EQ(grid.groups().size(), 1u);
+    const NiahGrid::Group& g = grid.groups()[0];
+    ASSERT_EQ(g.kinds.size(), 3u);
+    EXPECT_EQ(g.overall.at({"full", "-"}).runs, 1);
+    EXPECT_EQ(g.overall.at({"snapkv", "128"}).runs, 1);
+    EXPECT_EQ(g.overall.at({"snapkv", "256"}).runs, 1);
+    EXPECT_EQ(grid.runs().size(), 3u);
+    EXPECT_EQ(grid.runs()[0].params, "full B=128");  // the first one saved is kept
+}
+
 TEST(NiahRuns, AVersionOneStoreMigratesKeepingItsSessions) {
     const std::string path = test::storePath("v1.db");
     {

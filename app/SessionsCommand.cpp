@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "app/CommandLine.h"
@@ -262,14 +263,15 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
             int64_t runs = 0;
             double contains = 0, kept = 0;
         };
-        std::vector<std::string> order;
-        std::map<std::string, Means> means;
+        using Kind = std::tuple<std::string, std::string, std::string>;  // task and mode, method, budget
+        std::vector<Kind> order;
+        std::map<Kind, Means> means;
         std::set<std::string> seen;  // a run stored twice (NiahRunRecord::key) counts once, as in reports
         for (const auto& r : niah) {
             if (!seen.insert(r.key()).second) continue;
-            const std::string key = r.task + (r.questionAfter ? " after " : " inside ") + "\t" + r.method + "\t" + r.budget;
-            if (!means.count(key)) order.push_back(key);
-            Means& m = means[key];
+            const Kind kind{r.task + (r.questionAfter ? " after" : " inside"), r.method, r.budget};
+            if (!means.count(kind)) order.push_back(kind);
+            Means& m = means[kind];
             ++m.runs;
             m.contains += r.contains;
             m.kept += r.needleKept;
@@ -277,12 +279,11 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
         std::printf("\n%zu niah runs (kvlens report --session %s draws them)\n%-28s %-15s %7s %5s %9s %12s\n",
                     niah.size(), info.name.c_str(), "task, question", "method", "budget", "runs", "contains",
                     "needle kept");
-        for (const std::string& key : order) {
-            const Means& m = means[key];
-            const size_t a = key.find('\t'), b = key.find('\t', a + 1);
-            std::printf("%-28s %-15s %7s %5lld %8.1f%% %11.1f%%\n", key.substr(0, a).c_str(),
-                        key.substr(a + 1, b - a - 1).c_str(), key.substr(b + 1).c_str(), (long long)m.runs,
-                        100.0 * m.contains / double(m.runs), 100.0 * m.kept / double(m.runs));
+        for (const Kind& kind : order) {
+            const Means& m = means[kind];
+            const auto& [task, method, budget] = kind;
+            std::printf("%-28s %-15s %7s %5lld %8.1f%% %11.1f%%\n", task.c_str(), method.c_str(), budget.c_str(),
+                        (long long)m.runs, 100.0 * m.contains / double(m.runs), 100.0 * m.kept / double(m.runs));
         }
     }
     if (runs.empty()) {

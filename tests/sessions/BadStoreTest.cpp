@@ -17,6 +17,7 @@
 #include "sessions/SessionExport.h"
 #include "sessions/SessionMerge.h"
 #include "sessions/SessionStore.h"
+#include "tests/support/OneLineError.h"
 
 namespace kvlens::sessions {
 namespace {
@@ -259,14 +260,7 @@ TEST(BadStore, ReadOnlyLocation) {
 // A run whose prompt is gone (the store edited with its foreign keys off) was left out
 // of an import, export or merge that then said "imported (1 runs)" as if that were all.
 // The session is refused whole, naming the run and its prompt, and nothing is copied.
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using kvlens::test::errorOf;
 
 TEST(BadStore, ARunWithoutItsPromptRefusesTheSessionsCopy) {
     const std::string path = test::storePath("orphan_run.db");

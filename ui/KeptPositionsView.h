@@ -77,6 +77,11 @@ public:
     // The band of marks under the overview (empty rect without marks).
     QRectF markBandRect() const;
 
+    // Whether the last frame drawn shows the selection last given to setSelection (its
+    // raster built from it): what a caller waits for after a change, since the frame
+    // may already have been drawn by the time it looks.
+    bool drawnLatestSelection() const { return rasterKey_.generation == generation_; }
+
     // Clamped to the selection's layers (0 without one).
     void setFocusedLayer(int layer);
     int focusedLayer() const { return focusedLayer_; }

@@ -58,10 +58,30 @@ void finishGl(QOpenGLWidget* w) {
     w->doneCurrent();
 }
 
+// Every wait is bounded: a frame that never comes ends the run with one line, not a hang.
+constexpr qint64 kFrameWaitMs = 10000;
+
+// Runs the event loop until `done()` holds; false (and one line naming `what`) after
+// kFrameWaitMs.
+template <typename Done>
+bool runUntil(Done done, const char* what) {
+    QElapsedTimer t;
+    t.start();
+    while (!done()) {
+        if (t.elapsed() > kFrameWaitMs) {
+            std::fprintf(stderr, "kvlens_gui_bench: %s: no frame in %lld s\n", what,
+                         static_cast<long long>(kFrameWaitMs / 1000));
+            return false;
+        }
+        QApplication::processEvents(QEventLoop::AllEvents, 5);
+    }
+    return true;
+}
+
 // Runs the event loop until `view` has drawn one more frame (its pending update).
-void nextFrame(kvlens::ui::ImGuiCanvas* view) {
+bool nextFrame(kvlens::ui::ImGuiCanvas* view, const char* what) {
     const auto before = view->frameCount();
-    while (view->frameCount() == before) QApplication::processEvents(QEventLoop::AllEvents, 5);
+    return runUntil([&] { return view->frameCount() != before; }, what);
 }
 
 double median(std::vector<double> v) {
@@ -75,7 +95,11 @@ bool prepare(MainWindow& w, const QString& model, int tokens) {
     QSignalSpy error(&w, &MainWindow::errorShown);
     w.modelPanel()->setModelText(model);
     w.loadModel();
-    if (!waitFor(ready, 1, 600000)) return false;
+    if (!waitFor(ready, 1, 600000)) {
+        std::fprintf(stderr, "kvlens_gui_bench: %s did not load in 600 s: %s\n", qPrintable(model),
+                     error.isEmpty() ? "timeout" : qPrintable(error.first().at(0).toString()));
+        return false;
+    }
     w.modelPanel()->setPromptText(bytePrompt(tokens));
     QElapsedTimer t;
     t.start();
@@ -119,11 +143,18 @@ int live(const std::vector<std::string>& args) {
         QElapsedTimer t;
         t.start();
         w.methodsPanel()->setBudgetEntries(budget);
-        if (!waitFor(shown, 1, 60000)) return 1;
+        if (!waitFor(shown, 1, 60000)) {
+            std::fprintf(stderr, "kvlens_gui_bench: no selection 60 s after budget %lld\n",
+                         static_cast<long long>(budget));
+            return 1;
+        }
         delivered.push_back(t.nsecsElapsed() / 1e6);
         // The view has the new selection and asked for a frame: let Qt draw it as the
-        // application would, then wait for the GL work to finish.
-        nextFrame(view);
+        // application would (it may have done so already, while the selection was being
+        // delivered), then wait for the GL work to finish.
+        if (!runUntil([&] { return view->drawnLatestSelection(); },
+                      "the kept-positions view after a budget change"))
+            return 1;
         finishGl(view);
         total.push_back(t.nsecsElapsed() / 1e6);
         canvases.push_back(1.0 + double(w.funnelView()->frameCount() - funnelFrames) +
@@ -159,7 +190,10 @@ int pan(const std::vector<std::string>& args) {
     QElapsedTimer t;
     t.start();
     w.showAttention(1, 3);
-    if (!waitFor(mapped, 1, 600000)) return 1;
+    if (!waitFor(mapped, 1, 600000)) {
+        std::fprintf(stderr, "kvlens_gui_bench: no attention map in 600 s\n");
+        return 1;
+    }
     std::printf("attention map of %d x %d built in %.1f s\n", tokens, tokens, t.elapsed() / 1e3);
     kvlens::ui::AttentionView* view = w.attentionView();
     for (bool large : {false, true}) {
@@ -174,14 +208,14 @@ int pan(const std::vector<std::string>& args) {
         std::printf("attention view: %d x %d logical pixels\n", view->width(), view->height());
         for (double cpp : {8.0, 4.0, 1.0}) {
             view->setView(tokens / 4.0, tokens / 4.0, cpp);
-            nextFrame(view);
+            if (!nextFrame(view, "the attention view after a zoom")) return 1;
             finishGl(view);
             QElapsedTimer clock;
             clock.start();
             std::vector<double> raster;
             for (int f = 0; f < frames; ++f) {
                 view->panBy(f % 120 < 60 ? 7.0 : -7.0, 3.0 * ((f / 30) % 2 ? -1 : 1));
-                nextFrame(view);
+                if (!nextFrame(view, "the attention view while panning")) return 1;
                 raster.push_back(view->lastRasterMs() + view->lastUploadMs());
             }
             finishGl(view);
@@ -199,6 +233,7 @@ int pan(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as it is measured, also into a pipe
     std::vector<std::string> args(argv + 1, argv + argc);
     if (!args.empty() && args[0] == "live") return live(args);
     if (!args.empty() && args[0] == "pan") return pan(args);

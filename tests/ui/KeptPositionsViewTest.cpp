@@ -239,6 +239,25 @@ TEST(KeptPositionsViewTest, FocusingAnotherLayerChangesTheKeptPixels) {
     EXPECT_EQ(view.focusedLayer(), 0);
 }
 
+// A new selection asks for a frame: the event loop alone draws it, and drawnLatestSelection
+// says so (what a caller that may look after the frame was drawn waits on).
+TEST(KeptPositionsViewTest, ANewSelectionIsDrawnByTheEventLoopAndSaysSo) {
+    KeptPositionsView view;
+    view.setSelection(smallSelection(), kLabel);
+    showWithPlotWidth(view);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return view.drawnLatestSelection(); }, 5000));
+    auto other = smallSelection();
+    other->kept[0][0] = withWindow({4, 5, 6, 7, 8, 9}, 32, 40);
+    view.setSelection(other, kLabel);
+    EXPECT_FALSE(view.drawnLatestSelection());  // not drawn until the event loop runs
+    const auto frames = view.frameCount();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return view.drawnLatestSelection(); }, 5000));
+    EXPECT_GT(view.frameCount(), frames);
+    const QImage image = view.grabFramebuffer();
+    EXPECT_TRUE(colourNear(image, view.cellCenter(0, 5), KeptPositionsView::keptColor()));
+    EXPECT_TRUE(colourNear(image, view.cellCenter(0, 0), KeptPositionsView::droppedColor()));
+}
+
 TEST(KeptPositionsViewTest, ClickOnAnOverviewRowFocusesItsLayer) {
     KeptPositionsView view;
     view.setSelection(smallSelection(), kLabel);

@@ -156,6 +156,25 @@ TEST(MainWindowTest, ANewPromptClearsTheOldAttentionMapAndOutputs) {
     EXPECT_EQ(w.shownSelection()->promptLength, 58);  // BOS + 57 bytes
 }
 
+// Every budget change ends with the kept-positions view drawn from the new selection, by the
+// event loop alone: no stale kept positions, whether the frame comes before or after the
+// window says the selection is shown.
+TEST(MainWindowTest, EveryBudgetChangeIsDrawnInTheKeptView) {
+    Fixture f;
+    MainWindow w(f.options());
+    w.show();
+    loadAndRun(w, "random:tiny", kPrompt);
+    for (int64_t budget : {40, 57, 44, 80}) {
+        QSignalSpy shown(&w, &MainWindow::selectionShown);
+        w.methodsPanel()->setBudgetEntries(budget);
+        ASSERT_TRUE(waitFor(shown, 1, 30000, "the new budget's selection"));
+        for (int i = 0; i < 50 && w.shownSelection()->params.budget != budget; ++i) shown.wait(200);
+        ASSERT_EQ(w.shownSelection()->params.budget, budget);
+        EXPECT_TRUE(QTest::qWaitFor([&] { return w.keptView()->drawnLatestSelection(); }, 5000))
+            << "budget " << budget << ": the kept-positions view was not redrawn";
+    }
+}
+
 TEST(MainWindowTest, SaveKeepsTheParametersAskedLast) {
     Fixture f;
     MainWindow w(f.options());
@@ -167,7 +186,7 @@ TEST(MainWindowTest, SaveKeepsTheParametersAskedLast) {
     w.methodsPanel()->setBudgetEntries(77);  // ...but the user changes it
     w.saveRun();                             // and saves again before it arrives
     ASSERT_TRUE(waitFor(saved, 1, 60000, "the saved run"));
-    while (decoded.wait(500)) {
+    for (int i = 0; i < 20 && decoded.wait(500); ++i) {  // the decodes still in flight
     }
     ASSERT_EQ(saved.size(), 1);
     sessions::SessionStore store(f.options().store.toStdString());
@@ -197,7 +216,7 @@ TEST(MainWindowTest, ADecodeAskedWhileASaveWaitsDropsTheSaveInOneLine) {
     EXPECT_EQ(error.first().at(0).toString(),
               "the save waiting for its decode was dropped: a new decode replaced it; save again");
     ASSERT_TRUE(waitFor(decoded, 1, 60000, "the decode"));
-    while (decoded.wait(500)) {
+    for (int i = 0; i < 20 && decoded.wait(500); ++i) {  // the decodes still in flight
     }
     EXPECT_EQ(saved.size(), 0);
     // Saving again works.

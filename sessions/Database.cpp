@@ -10,18 +10,34 @@ namespace kvlens::sessions {
 
 namespace {
 
+// SQLite's message on one line: a damaged schema's message quotes the schema's own SQL,
+// line breaks and all. Runs of control characters become one space.
+std::string oneLine(const char* message) {
+    std::string out;
+    bool gap = false;
+    for (const char* p = message ? message : ""; *p; ++p) {
+        if (static_cast<unsigned char>(*p) < 0x20 || *p == 0x7f) {
+            gap = true;
+            continue;
+        }
+        if (gap && !out.empty()) out += ' ';
+        gap = false;
+        out += *p;
+    }
+    return out;
+}
+
 std::string why(sqlite3* db, int code) {
     const int primary = code & 0xff;
     if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
-        return "the store is damaged (" +
-               std::string(db ? sqlite3_errmsg(db) : sqlite3_errstr(code)) + ")";
+        return "the store is damaged (" + oneLine(db ? sqlite3_errmsg(db) : sqlite3_errstr(code)) + ")";
     }
     if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
         return "another process kept the store locked too long (" +
                std::string(sqlite3_errstr(code)) + ")";
     }
     if (primary == SQLITE_READONLY) return "the store is read-only here";
-    return db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+    return oneLine(db ? sqlite3_errmsg(db) : sqlite3_errstr(code));
 }
 
 }  // namespace

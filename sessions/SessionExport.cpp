@@ -114,6 +114,8 @@ SessionInfo SessionExport::importSession(SessionStore& to, const std::string& fi
     }
     in.session(name);  // a clear line when it is not there
     const std::string target = newName.empty() ? name : newName;
+    if (const std::string problem = SessionStore::nameProblem(target); !problem.empty())
+        throw Error(file + ": " + problem + (newName.empty() ? "; import it under another name with --as NAME" : ""));
     if (to.findSession(target)) {
         throw Error(to.path() + ": a session named '" + target +
                     "' already exists; import it under another name with --as NAME");

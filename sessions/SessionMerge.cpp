@@ -44,6 +44,8 @@ SessionMerge::Result SessionMerge::merge(const std::vector<std::string>& sources
             std::set<std::string> touched;
             for (auto& from : in) {
                 for (const SessionInfo& info : from->sessions()) {
+                    if (const std::string problem = SessionStore::nameProblem(info.name); !problem.empty())
+                        throw Error(from->path() + ": " + problem + " (the store is damaged)");
                     SessionInfo dest;
                     if (auto found = to.findSession(info.name)) {
                         dest = *found;

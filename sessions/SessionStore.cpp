@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -53,11 +54,8 @@ std::string fileUri(const std::string& path, const std::string& query) {
 }
 
 void checkSessionName(const std::string& name) {
-    if (name.empty()) throw Error("session name is empty");
-    for (unsigned char c : name) {
-        if (c < 0x20 || c == 0x7f)
-            throw Error("session name '" + name + "' has a control character");
-    }
+    const std::string problem = SessionStore::nameProblem(name);
+    if (!problem.empty()) throw Error(problem);
 }
 
 // The press parameters in the runs table, in column order from `first`, each after
@@ -240,6 +238,24 @@ bool readable(Database& db) {
 }
 
 }  // namespace
+
+std::string SessionStore::nameProblem(const std::string& name) {
+    if (name.empty()) return "session name is empty";
+    std::string shown;
+    bool control = false;
+    for (unsigned char c : name) {
+        if (c < 0x20 || c == 0x7f) {
+            control = true;
+            static const char* hex = "0123456789abcdef";
+            shown += "\\x";
+            shown += hex[c >> 4];
+            shown += hex[c & 15];
+        } else {
+            shown += char(c);
+        }
+    }
+    return control ? "session name '" + shown + "' has a control character" : "";
+}
 
 std::string SessionStore::defaultPath() {
     const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -767,8 +783,41 @@ std::vector<NiahRunRecord> SessionStore::niahRuns(int64_t sessionId) {
         r.agreement = s.getDouble(18);
         r.meanKl = s.getDouble(19);
         r.answer = s.getText(20);
-        for (const auto& e : nlohmann::json::parse(s.getText(21))) r.expected.push_back(e.get<std::string>());
-        r.needlePositions = ArrayCodec::decodeInt32s(s.getBlob(22), "niah run needle positions");
+        const std::string what = path_ + ": niah run " + std::to_string(r.id);
+        auto damaged = [&](const std::string& field, const std::string& why) {
+            throw Error(what + ": field " + field + " " + why + " (the store is damaged)");
+        };
+        const nlohmann::json expected = nlohmann::json::parse(s.getText(21), nullptr, false);
+        if (!expected.is_array()) damaged("expected", "is not a JSON list");
+        for (const auto& e : expected) {
+            if (!e.is_string()) damaged("expected", "holds " + std::string(e.type_name()) + ", not only strings");
+            r.expected.push_back(e.get<std::string>());
+        }
+        r.needlePositions = ArrayCodec::decodeInt32s(s.getBlob(22), what + " needle_positions");
+        // Every field within its range before a grid or a report counts or divides by it.
+        constexpr int64_t kMaxTokens = int64_t(1) << 31;
+        auto range = [&](const std::string& field, int64_t v, int64_t lo, int64_t hi) {
+            if (v < lo || v > hi)
+                damaged(field, "is " + std::to_string(v) + ", outside " + std::to_string(lo) + ".." + std::to_string(hi));
+        };
+        if (r.task.empty()) damaged("task", "is empty");
+        if (r.method.empty()) damaged("method", "is empty");
+        range("length", r.length, 1, kMaxTokens);
+        range("tokens", r.tokens, 1, kMaxTokens);
+        range("sample", r.sample, 0, kMaxTokens);
+        range("new_tokens", r.newTokens, 0, kMaxTokens);
+        range("question_after", s.getInt(10), 0, 1);
+        if (!(r.depth >= 0.0 && r.depth <= 100.0)) damaged("depth", "is " + std::to_string(r.depth) + ", outside 0..100");
+        const std::pair<const char*, double> shares[] = {{"contains_score", r.contains},
+                                                         {"exact_score", r.exact},
+                                                         {"needle_kept", r.needleKept},
+                                                         {"agreement", r.agreement}};
+        for (const auto& [field, v] : shares)  // NaN: not measured
+            if (!std::isnan(v) && !(v >= 0.0 && v <= 1.0))
+                damaged(field, "is " + std::to_string(v) + ", outside 0..1");
+        if (std::isinf(r.meanKl)) damaged("mean_kl", "is infinite");
+        for (const int32_t p : r.needlePositions)
+            if (p < 0 || p >= r.tokens) range("needle_positions", p, 0, r.tokens - 1);
         out.push_back(std::move(r));
     }
     return out;

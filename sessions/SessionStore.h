@@ -27,6 +27,9 @@ public:
     // $XDG_DATA_HOME/kvlens/sessions.db, else ~/.local/share/kvlens/sessions.db.
     static std::string defaultPath();
     static uint32_t schemaVersion();
+    // Why `name` cannot name a session ("session name is empty", "... has a control
+    // character", shown escaped), or empty when it can.
+    static std::string nameProblem(const std::string& name);
 
     // Opens (or, ReadWrite, creates) the store and applies pending migrations.
     // Throws kvlens::Error with one line naming the file, leaving it unchanged,

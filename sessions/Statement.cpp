@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/Error.h"
 #include "sessions/Database.h"
 
 namespace kvlens::sessions {
@@ -76,19 +77,48 @@ bool Statement::isNull(int column) const {
     return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
 }
 
-int64_t Statement::getInt(int column) const { return sqlite3_column_int64(stmt_, column); }
+// A stored value of another type than the column's reader expects is damage (SQLite's
+// affinity turns numeric text into numbers, so text left in an INTEGER column never was
+// one): one line naming the file, the operation and the column, never a silent 0.
+// SQLITE_FLOAT takes integers too.
+void Statement::expectType(int column, int type) const {
+    const int got = sqlite3_column_type(stmt_, column);
+    if (got == SQLITE_NULL || got == type || (type == SQLITE_FLOAT && got == SQLITE_INTEGER)) return;
+    auto name = [](int t) -> std::string {
+        switch (t) {
+            case SQLITE_INTEGER: return "an integer";
+            case SQLITE_FLOAT: return "a real number";
+            case SQLITE_TEXT: return "text";
+            case SQLITE_BLOB: return "a blob";
+            default: return "NULL";
+        }
+    };
+    const char* columnName = sqlite3_column_name(stmt_, column);
+    throw Error(db_.path() + ": cannot " + doing_ + ": column " + (columnName ? columnName : "?") + " holds " +
+                name(got) + ", not " + (type == SQLITE_FLOAT ? "a number" : name(type)) +
+                " (the store is damaged)");
+}
+
+int64_t Statement::getInt(int column) const {
+    expectType(column, SQLITE_INTEGER);
+    return sqlite3_column_int64(stmt_, column);
+}
 
 double Statement::getDouble(int column) const {
     if (isNull(column)) return std::numeric_limits<double>::quiet_NaN();
+    expectType(column, SQLITE_FLOAT);
+    if (sqlite3_column_type(stmt_, column) == SQLITE_INTEGER) return double(sqlite3_column_int64(stmt_, column));
     return sqlite3_column_double(stmt_, column);
 }
 
 std::string Statement::getText(int column) const {
+    if (sqlite3_column_type(stmt_, column) == SQLITE_BLOB) expectType(column, SQLITE_TEXT);
     const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
     return text ? std::string(text, size_t(sqlite3_column_bytes(stmt_, column))) : std::string();
 }
 
 std::string Statement::getBlob(int column) const {
+    expectType(column, SQLITE_BLOB);
     const auto* bytes = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
     return bytes ? std::string(bytes, size_t(sqlite3_column_bytes(stmt_, column))) : std::string();
 }

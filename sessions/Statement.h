@@ -33,12 +33,17 @@ public:
     void reset();
 
     bool isNull(int column) const;
+    // The getters refuse a value of another storage type than theirs (NULL aside: 0, NaN,
+    // empty) with one line naming the file, the operation and the column; getDouble
+    // takes integers too, getText anything but a blob.
     int64_t getInt(int column) const;
     double getDouble(int column) const;
     std::string getText(int column) const;
     std::string getBlob(int column) const;
 
 private:
+    void expectType(int column, int type) const;
+
     Database& db_;
     std::string doing_;
     sqlite3_stmt* stmt_ = nullptr;

@@ -5,11 +5,29 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace kvlens::test {
+
+// The flags every fuzzer takes: if argv[i] is --seed N or --iterations N, reads N (a
+// whole decimal number, else exits 2 naming the flag), advances i past it and returns true.
+inline bool fuzzCountFlag(int argc, char** argv, int& i, uint64_t& seed, uint64_t& iterations) {
+    const std::string a = argv[i];
+    if ((a != "--seed" && a != "--iterations") || i + 1 >= argc) return false;
+    char* end = nullptr;
+    const char* text = argv[++i];
+    const unsigned long long n = std::strtoull(text, &end, 10);
+    if (*text < '0' || *text > '9' || *end != '\0') {
+        std::fprintf(stderr, "%s: %s is not a whole number\n", a.c_str(), text);
+        std::exit(2);
+    }
+    (a == "--seed" ? seed : iterations) = n;
+    return true;
+}
 
 class FuzzMutator {
 public:

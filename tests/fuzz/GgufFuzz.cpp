@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/gguf/Dequantize.h"
+#include "FuzzMutator.h"
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
 #include "support/GgufBuilder.h"
@@ -319,10 +320,8 @@ int main(int argc, char** argv) {
     std::string model = KVLENS_SHARED_DIR "/models/stories260K.gguf";
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--seed" && i + 1 < argc) {
-            seed = std::strtoull(argv[++i], nullptr, 10);
-        } else if (a == "--iterations" && i + 1 < argc) {
-            iterations = std::strtoull(argv[++i], nullptr, 10);
+        if (kvlens::test::fuzzCountFlag(argc, argv, i, seed, iterations)) {
+            continue;
         } else if (a == "--model" && i + 1 < argc) {
             model = argv[++i];
         } else if (a == "--verbose") {

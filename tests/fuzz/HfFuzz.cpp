@@ -86,10 +86,8 @@ int main(int argc, char** argv) {
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--seed" && i + 1 < argc) {
-            seed = std::strtoull(argv[++i], nullptr, 10);
-        } else if (a == "--iterations" && i + 1 < argc) {
-            iterations = std::strtoull(argv[++i], nullptr, 10);
+        if (kvlens::test::fuzzCountFlag(argc, argv, i, seed, iterations)) {
+            continue;
         } else if (a == "--verbose") {
             verbose = true;
         } else {

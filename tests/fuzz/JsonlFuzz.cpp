@@ -34,12 +34,7 @@ const std::vector<std::string> kSeeds = {
 int main(int argc, char** argv) {
     uint64_t seed = 1, iterations = 20000;
     for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--seed" && i + 1 < argc) {
-            seed = std::strtoull(argv[++i], nullptr, 10);
-        } else if (a == "--iterations" && i + 1 < argc) {
-            iterations = std::strtoull(argv[++i], nullptr, 10);
-        } else {
+        if (!kvlens::test::fuzzCountFlag(argc, argv, i, seed, iterations)) {
             std::fprintf(stderr, "usage: kvlens_jsonl_fuzz [--seed N] [--iterations N]\n");
             return 2;
         }

@@ -324,5 +324,110 @@ TEST(BadStore, ASelectionsShapesAreCheckedBeforeUse) {
     }
 }
 
+// A value of another type than its column's is damage, named in one line with its column,
+// never read as a silent 0 (SQLite's affinity keeps non-numeric text in INTEGER columns).
+TEST(BadStore, AValueOfTheWrongTypeIsRefusedNamingItsColumn) {
+    struct Case {
+        std::string sql, message;
+    };
+    const std::vector<Case> cases = {
+        {"UPDATE runs SET threads = 'two'", "column threads holds text, not an integer (the store is damaged)"},
+        {"UPDATE runs SET created_ms = 1.5", "column created_ms holds a real number, not an integer"},
+        {"UPDATE selection_heads SET positions = 'abc'", "column positions holds text, not a blob"},
+        {"UPDATE metrics SET mean_kl = 'low'", "column mean_kl holds text, not a number"},
+        {"UPDATE runs SET device = X'00ff'", "column device holds a blob, not text"},
+    };
+    int i = 0;
+    for (const Case& c : cases) {
+        const std::string path = sampleStore("types_" + std::to_string(i++) + ".db");
+        sqlite(path, c.sql);
+        SessionStore store(path, Access::ReadOnly);
+        std::string error = errorOf([&] {
+            for (const RunSummary& r : store.runs(store.session("s").id)) store.run(r.id);
+        });
+        EXPECT_EQ(error.rfind(path + ": cannot ", 0), 0u) << error;
+        EXPECT_NE(error.find(c.message), std::string::npos) << c.sql << ": " << error;
+        SessionStore to(test::storePath("types_target_" + std::to_string(i) + ".db"));
+        EXPECT_EQ(errorOf([&] { SessionExport::importSession(to, path); }), error) << c.sql;
+        EXPECT_TRUE(to.sessions().empty());
+    }
+}
+
+// A needle run's row: every field with its range, each out-of-range value one line naming
+// the file, the row and the field (they were read as they stood and counted in grids).
+TEST(BadStore, EveryFieldOfANeedleRunIsCheckedNamingItsRow) {
+    struct Case {
+        std::string sql, message;
+    };
+    const std::vector<Case> cases = {
+        {"UPDATE niah_runs SET depth = 150", "field depth is 150.000000, outside 0..100"},
+        {"UPDATE niah_runs SET length = 0", "field length is 0, outside 1..2147483648"},
+        {"UPDATE niah_runs SET tokens = -5", "field tokens is -5, outside 1..2147483648"},
+        {"UPDATE niah_runs SET sample = -1", "field sample is -1, outside 0..2147483648"},
+        {"UPDATE niah_runs SET question_after = 7", "field question_after is 7, outside 0..1"},
+        {"UPDATE niah_runs SET contains_score = 2.5", "field contains_score is 2.500000, outside 0..1"},
+        {"UPDATE niah_runs SET needle_kept = -0.5", "field needle_kept is -0.500000, outside 0..1"},
+        {"UPDATE niah_runs SET expected = '{}'", "field expected is not a JSON list"},
+        {"UPDATE niah_runs SET expected = '[1]'", "field expected holds number, not only strings"},
+        {"UPDATE niah_runs SET method = ''", "field method is empty"},
+        {"UPDATE niah_runs SET tokens = 50", "field needle_positions is 100, outside 0..49"},
+        {"UPDATE niah_runs SET depth = 'deep'", "column depth holds text, not a number"},
+    };
+    int i = 0;
+    for (const Case& c : cases) {
+        const std::string path = test::storePath("niah_fields_" + std::to_string(i++) + ".db");
+        int64_t id = 0;
+        {
+            SessionStore store(path);
+            const int64_t s = store.createSession("s").id;
+            NiahRunRecord r;
+            r.sessionId = s;
+            r.modelId = store.saveModel(test::sampleModel());
+            r.task = "single";
+            r.length = 1024;
+            r.tokens = 1019;
+            r.depth = 50.0;
+            r.newTokens = 16;
+            r.method = "snapkv";
+            r.budget = "64";
+            r.params = "snapkv budget=64";
+            r.contains = 1.0;
+            r.needleKept = 0.5;
+            r.expected = {"4821937"};
+            r.needlePositions = {100, 101};
+            ASSERT_TRUE(store.saveNiahRun(r));
+            id = store.niahRuns(s).at(0).id;
+        }
+        sqlite(path, c.sql);
+        SessionStore store(path, Access::ReadOnly);
+        const std::string error = errorOf([&] { store.niahRuns(store.session("s").id); });
+        EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+        if (c.message.rfind("column", 0) != 0) {
+            EXPECT_EQ(error, path + ": niah run " + std::to_string(id) + ": " + c.message + " (the store is damaged)")
+                << c.sql;
+        } else {
+            EXPECT_NE(error.find(c.message), std::string::npos) << c.sql << ": " << error;
+        }
+        SessionStore to(test::storePath("niah_fields_target_" + std::to_string(i) + ".db"));
+        EXPECT_EQ(errorOf([&] { SessionExport::importSession(to, path); }), error) << c.sql;
+    }
+}
+
+// A session name with a line break in a store (written by some other tool) is refused on
+// import and merge in one line naming the file, the name shown escaped.
+TEST(BadStore, ASessionNameWithAControlCharacterIsOneLineNamingTheFile) {
+    const std::string path = sampleStore("control_name.db");
+    sqlite(path, "UPDATE sessions SET name = 'two' || char(10) || 'lines'");
+    SessionStore to(test::storePath("control_name_target.db"));
+    EXPECT_EQ(errorOf([&] { SessionExport::importSession(to, path); }),
+              path + ": session name 'two\\x0alines' has a control character; import it under another name with --as NAME");
+    const std::string merged = test::storePath("control_name_merged.db");
+    EXPECT_EQ(errorOf([&] { SessionMerge::merge({path}, merged); }),
+              path + ": session name 'two\\x0alines' has a control character (the store is damaged)");
+    EXPECT_FALSE(std::filesystem::exists(merged));
+    // Renamed on import, it comes in whole.
+    EXPECT_EQ(SessionExport::importSession(to, path, "", "renamed").name, "renamed");
+}
+
 }  // namespace
 }  // namespace kvlens::sessions

@@ -89,7 +89,7 @@ TEST(SessionStore, SessionsRoundTrip) {
               path + ": no session 'nope' (sessions: " + info.name + ", plain)");
     EXPECT_EQ(errorOf([&] { store.createSession(""); }), "session name is empty");
     EXPECT_EQ(errorOf([&] { store.createSession("a\nb"); }),
-              "session name 'a\nb' has a control character");
+              "session name 'a\\x0ab' has a control character");  // one line, the break shown
 }
 
 TEST(SessionStore, ModelsRoundTripAndDeduplicate) {

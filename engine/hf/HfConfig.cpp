@@ -2,6 +2,7 @@
 #include "engine/hf/HfConfig.h"
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -82,7 +83,7 @@ public:
 
 private:
     int64_t countOf(const std::string& field, const json& v) const {
-        if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > (int64_t(1) << 31)) {
+        if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > INT32_MAX) {
             fail(field, "must be a positive integer, is " + v.dump());
         }
         return v.get<int64_t>();
@@ -91,17 +92,22 @@ private:
     std::string source_;
 };
 
+// The largest RoPE scaling factor taken (published checkpoints use 4 to 64).
+constexpr double kMaxRopeFactor = 1024.0;
+
 // transformers' _compute_llama3_parameters, as the factor each rotated pair's
 // frequency is divided by (llama.cpp's rope_freqs.weight).
 std::vector<float> llama3Factors(const Fields& f, const std::string& p, int64_t ropeDim, double theta) {
     const double factor = f.numberOr(p + "factor", 0.0);
     const double low = f.numberOr(p + "low_freq_factor", 0.0);
     const double high = f.numberOr(p + "high_freq_factor", 0.0);
-    const double original = f.numberOr(p + "original_max_position_embeddings", 0.0);
-    if (!(factor >= 1.0)) f.fail(p + "factor", "must be at least 1 for llama3 scaling");
+    const double original = double(f.count(p + "original_max_position_embeddings"));
+    if (!(factor >= 1.0 && factor <= kMaxRopeFactor))
+        f.fail(p + "factor", "must be in [1, " + std::to_string(int(kMaxRopeFactor)) + "] for llama3 scaling");
     if (!(low > 0.0)) f.fail(p + "low_freq_factor", "must be positive for llama3 scaling");
     if (!(high > low)) f.fail(p + "high_freq_factor", "must be above low_freq_factor for llama3 scaling");
-    if (!(original > 0.0)) f.fail(p + "original_max_position_embeddings", "must be positive for llama3 scaling");
+    if (!(high <= kMaxRopeFactor))
+        f.fail(p + "high_freq_factor", "must be at most " + std::to_string(int(kMaxRopeFactor)));
     const double lowWavelen = original / low, highWavelen = original / high;
     std::vector<float> out(static_cast<size_t>(ropeDim / 2));
     for (size_t i = 0; i < out.size(); ++i) {
@@ -193,7 +199,7 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     }
     c.contextLength = f.countOr("max_position_embeddings", arch->context);
     c.rmsEps = f.numberOr("rms_norm_eps", 1e-6);
-    if (!(c.rmsEps > 0.0)) f.fail("rms_norm_eps", "must be positive");
+    if (!(c.rmsEps > 0.0 && c.rmsEps < 1.0)) f.fail("rms_norm_eps", "must be in (0, 1), is " + std::to_string(c.rmsEps));
     const double partial = f.numberOr("partial_rotary_factor", 1.0);
     if (!(partial > 0.0 && partial <= 1.0)) f.fail("partial_rotary_factor", "must be in (0, 1]");
     c.ropeDim = static_cast<int64_t>(std::llround(double(c.headDim) * partial));
@@ -225,11 +231,18 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         rp = "rope_scaling.";
     }
     c.ropeTheta = f.numberOr("rope_theta", 10000.0);
+    auto given = [&](const char* key) { return scaling.contains(key) && !scaling[key].is_null(); };
+    if (scaling.is_object() && !given("rope_type") && !given("type")) {
+        for (auto it = scaling.begin(); it != scaling.end(); ++it)
+            if (it.key() != "rope_theta" && !it.value().is_null())
+                f.fail(rp + "rope_type", "is missing, so what '" + it.key() + "' scales is unknown");
+    }
     if (scaling.is_object()) {
         for (auto it = scaling.begin(); it != scaling.end(); ++it) flat[rp + it.key()] = it.value();
         const Fields s(flat, source);
         if (rp == "rope_parameters.") c.ropeTheta = s.numberOr(rp + "rope_theta", c.ropeTheta);
         std::string type = s.textOr(rp + "rope_type", s.textOr(rp + "type", "default"));
+        if (type.empty()) s.fail(rp + "rope_type", "is empty");
         if (type == "default") type.clear();
         h.ropeScalingType = type;
         if (type == "llama3") {
@@ -237,7 +250,8 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         } else if (type == "linear" || type == "yarn") {
             c.ropeScaling = type == "linear" ? RopeScaling::Linear : RopeScaling::Yarn;
             c.ropeScaleFactor = s.numberOr(rp + "factor", 0.0);
-            if (!(c.ropeScaleFactor >= 1.0)) s.fail(rp + "factor", "must be at least 1 for " + type + " scaling");
+            if (!(c.ropeScaleFactor >= 1.0 && c.ropeScaleFactor <= kMaxRopeFactor))
+                s.fail(rp + "factor", "must be in [1, " + std::to_string(int(kMaxRopeFactor)) + "] for " + type + " scaling");
             if (type == "yarn") {
                 // transformers 5's reading: `factor` as given (some 4.5x versions replaced it
                 // with max_position_embeddings / original_max_position_embeddings).
@@ -260,13 +274,23 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         }
     }
 
+    if (!(c.ropeTheta > 1.0 && c.ropeTheta <= 1e12))
+    {
+        char shown[32];
+        std::snprintf(shown, sizeof shown, "%g", c.ropeTheta);
+        f.fail("rope_theta", std::string("must be above 1 and at most 1e12, is ") + shown);
+    }
     // Sliding-window attention: recorded, not applied (as llama.cpp runs these models).
+    // The field is checked whether or not a window is used.
+    (void)f.countOr("sliding_window", 1);
     const bool windowUsed = c.architecture == "mistral" ? true : f.flagOr("use_sliding_window", false);
     if (windowUsed) {
         const bool explicitNull = j.contains("sliding_window") && j["sliding_window"].is_null();
         const int64_t w = explicitNull ? 0 : f.countOr("sliding_window", arch->window);
         if (w > 0 && w < c.contextLength) h.slidingWindow = w;
     }
+    if (const json* b = f.find("bos_token_id"); b && b->is_array())
+        f.fail("bos_token_id", "must be one token id, is a list");
     const std::vector<int32_t> bos = tokenIds(f, "bos_token_id");
     h.bosId = bos.empty() ? -1 : bos[0];
     h.eosIds = tokenIds(f, "eos_token_id");

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <set>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -237,6 +241,79 @@ TEST(HfConfig, EveryBadFieldIsOneLineNamingIt) {
     j = llama31();
     j["architectures"] = {"Evil\nClass"};
     EXPECT_NE(errorFor(j).find("architecture 'Evil\\x0aClass'"), std::string::npos);
+}
+
+// The probe a hostile user runs, as a table: every field of four published configs given
+// each wrong type, an empty value, zero, a negative, overflowing numbers and NaN-like
+// extremes. Each is refused in one line naming the file and the field, or is one of the
+// values below that the field legitimately takes (or a field KV Lens does not read).
+TEST(HfConfig, EveryFieldGivenEveryBadValueIsRefusedNamingItOrMeansWhatItSays) {
+    const std::vector<std::pair<std::string, json>> bad = {
+        {"a string", "x"},          {"an empty string", ""},   {"a list", json::array({1, 2})},
+        {"an empty list", json::array()}, {"an object", json::object({{"a", 1}})}, {"null", nullptr},
+        {"true", true},             {"zero", 0},               {"-1", -1},
+        {"2^31", int64_t(1) << 31}, {"2^63-1", INT64_MAX},     {"1e308", 1e308},
+        {"-1e308", -1e308},         {"0.5", 0.5},
+    };
+    // Fields KV Lens does not read (training settings and metadata).
+    const std::set<std::string> unread = {"attention_dropout", "initializer_range", "mlp_bias_unused", "pretraining_tp",
+                                          "transformers_version", "use_cache", "torch_dtype", "model_type",
+                                          "max_window_layers"};
+    // (field, value label) pairs that are valid configs.
+    // A null is the field left out: the model class's default, as for a missing field.
+    const std::set<std::pair<std::string, std::string>> valid = {
+        {"bos_token_id", "null"},          {"bos_token_id", "zero"},           {"eos_token_id", "zero"},
+        {"eos_token_id", "null"},          {"eos_token_id", "an empty list"},  {"eos_token_id", "a list"},
+        {"rope_scaling", "null"},          {"sliding_window", "null"},         {"attention_bias", "null"},
+        {"mlp_bias", "null"},              {"tie_word_embeddings", "null"},    {"tie_word_embeddings", "true"},
+        {"use_sliding_window", "null"},    {"head_dim", "null"},               {"hidden_act", "null"},
+        {"max_position_embeddings", "null"}, {"num_key_value_heads", "null"},  {"rms_norm_eps", "null"},
+        {"rms_norm_eps", "0.5"},           {"rope_theta", "null"},             {"rope_theta", "2^31"},
+        {"rope_scaling.low_freq_factor", "0.5"},
+        // Qwen's window is recorded and not applied, as llama.cpp runs it (issue 39 applies it).
+        {"use_sliding_window", "true"},
+    };
+    std::vector<std::string> silent;
+    for (const json& config : {llama31(), qwen25(), qwen3(), mistral()}) {
+        std::vector<std::string> fields;
+        for (const auto& [key, value] : config.items()) {
+            fields.push_back(key);
+            if (value.is_object())
+                for (const auto& [sub, subValue] : value.items()) fields.push_back(key + "." + sub);
+        }
+        for (const std::string& field : fields) {
+            const std::string top = field.substr(0, field.find('.'));
+            for (const auto& [label, value] : bad) {
+                json j = config;
+                if (field == top) {
+                    j[field] = value;
+                } else {
+                    j[top][field.substr(top.size() + 1)] = value;
+                }
+                std::string error;
+                try {
+                    parse(j);
+                } catch (const Error& e) {
+                    error = e.what();
+                }
+                if (error.empty()) {
+                    if (!unread.count(top) && !valid.count({field, label}))
+                        silent.push_back(config["architectures"][0].get<std::string>() + " " + field + " = " + label);
+                    continue;
+                }
+                EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+                EXPECT_EQ(error.rfind("m/config.json: ", 0), 0u) << error;
+                // Named as the field, or as the field it contradicts (a shape's parts).
+                const std::string leaf = field.substr(field.rfind('.') + 1);
+                EXPECT_TRUE(error.find(leaf) != std::string::npos || error.find(top) != std::string::npos ||
+                            error.find("num_") != std::string::npos || error.find("hidden_size") != std::string::npos)
+                    << field << " = " << label << ": " << error;
+            }
+        }
+    }
+    std::string list;
+    for (const std::string& s : silent) list += "\n  " + s;
+    EXPECT_TRUE(silent.empty()) << silent.size() << " bad values taken in silence:" << list;
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ int listSessions(SessionStore& store, bool json) {
     }
     std::printf("%-24s %5s %7s %6s  %-16s  %s\n", "session", "runs", "prompts", "niah", "updated", "notes");
     for (const auto& s : all) {
-        std::printf("%-24s %5lld %7lld %6lld  %-16s  %s\n", s.name.c_str(), (long long)s.runCount,
+        std::printf("%-24s %5lld %7lld %6lld  %-16s  %s\n", SessionStore::shownName(s.name).c_str(), (long long)s.runCount,
                     (long long)s.promptCount, (long long)s.niahRunCount, formatTime(s.updatedMs).c_str(),
                     oneLine(s.notes, 40).c_str());
     }
@@ -152,7 +152,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                             : check.status == sessions::ModelFile::Status::Missing   ? "missing"
                                                                                      : "changed";
         if (!check.message.empty()) {
-            std::fprintf(stderr, "kvlens: warning: session '%s': %s\n", info.name.c_str(),
+            std::fprintf(stderr, "kvlens: warning: session '%s': %s\n", SessionStore::shownName(info.name).c_str(),
                          check.message.c_str());
         }
     }
@@ -241,7 +241,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                     j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return 0;
     }
-    std::printf("session  %s\n", info.name.c_str());
+    std::printf("session  %s\n", SessionStore::shownName(info.name).c_str());
     std::printf("store    %s\n", store.path().c_str());
     std::printf("created  %s, updated %s\n", formatTime(info.createdMs).c_str(),
                 formatTime(info.updatedMs).c_str());
@@ -277,7 +277,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
             m.kept += r.needleKept;
         }
         std::printf("\n%zu niah runs (kvlens report --session %s draws them)\n%-28s %-15s %7s %5s %9s %12s\n",
-                    niah.size(), info.name.c_str(), "task, question", "method", "budget", "runs", "contains",
+                    niah.size(), SessionStore::shownName(info.name).c_str(), "task, question", "method", "budget", "runs", "contains",
                     "needle kept");
         for (const Kind& kind : order) {
             const Means& m = means[kind];
@@ -375,7 +375,7 @@ int runSessions(const std::vector<std::string>& argv) {
         SessionStore store(RunSaver::storePath(args), Access::ReadWrite);
         const auto info = store.session(words[1]);
         store.deleteSession(words[1]);
-        std::printf("deleted session '%s' (%lld runs, %lld prompts)\n", info.name.c_str(),
+        std::printf("deleted session '%s' (%lld runs, %lld prompts)\n", SessionStore::shownName(info.name).c_str(),
                     (long long)info.runCount, (long long)info.promptCount);
         return 0;
     }
@@ -399,7 +399,7 @@ int runSessions(const std::vector<std::string>& argv) {
             SessionStore store(path, Access::ReadWrite);
             const auto info = sessions::SessionExport::importSession(
                 store, words[1], args.get("--session"), args.get("--as"));
-            std::printf("imported session '%s' (%s) into %s\n", info.name.c_str(),
+            std::printf("imported session '%s' (%s) into %s\n", SessionStore::shownName(info.name).c_str(),
                         runCounts(info.runCount, info.niahRunCount).c_str(), store.path().c_str());
         } catch (...) {
             if (!existed) sessions::TemporaryFiles::remove(path);

@@ -239,13 +239,10 @@ bool readable(Database& db) {
 
 }  // namespace
 
-std::string SessionStore::nameProblem(const std::string& name) {
-    if (name.empty()) return "session name is empty";
+std::string SessionStore::shownName(const std::string& name) {
     std::string shown;
-    bool control = false;
     for (unsigned char c : name) {
         if (c < 0x20 || c == 0x7f) {
-            control = true;
             static const char* hex = "0123456789abcdef";
             shown += "\\x";
             shown += hex[c >> 4];
@@ -254,7 +251,13 @@ std::string SessionStore::nameProblem(const std::string& name) {
             shown += char(c);
         }
     }
-    return control ? "session name '" + shown + "' has a control character" : "";
+    return shown;
+}
+
+std::string SessionStore::nameProblem(const std::string& name) {
+    if (name.empty()) return "session name is empty";
+    const std::string shown = shownName(name);
+    return shown != name ? "session name '" + shown + "' has a control character" : "";
 }
 
 std::string SessionStore::defaultPath() {

@@ -30,6 +30,9 @@ public:
     // Why `name` cannot name a session ("session name is empty", "... has a control
     // character", shown escaped), or empty when it can.
     static std::string nameProblem(const std::string& name);
+    // The name as printed: control characters as \xNN, so that one stored by another
+    // tool cannot break a line of a listing.
+    static std::string shownName(const std::string& name);
 
     // Opens (or, ReadWrite, creates) the store and applies pending migrations.
     // Throws kvlens::Error with one line naming the file, leaving it unchanged,

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -115,6 +118,28 @@ TEST(SessionsCli, CompareSaveKeepsEveryRow) {
     ASSERT_EQ(sessions.size(), 1u);
     EXPECT_EQ(sessions[0]["name"], "sweep");
     EXPECT_EQ(sessions[0]["runs"], 5);
+}
+
+// A session name with a line break, written by another tool, is printed escaped: one
+// listing line per session, and `show` prints the name on its one line.
+TEST(SessionsCli, AStoredNameWithALineBreakIsShownEscaped) {
+    const std::string store = storeFile("a.db");
+    ASSERT_EQ(runKvlens("run " + kRandom + "--prompt-file " + promptFile() +
+                        " --method snapkv --budget 25% -n 2 --save --session s --store " + store)
+                  .exitCode,
+              0);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(store.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE sessions SET name = 'two' || char(10) || 'lines'", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    CliResult r = runKvlens("sessions list --store " + store);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("\ntwo\\x0alines "), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // the header and the session
+    r = runKvlens("sessions show 'two\nlines' --store " + store);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("session  two\\x0alines\n"), std::string::npos) << r.out;
 }
 
 TEST(SessionsCli, RenameExportImportDelete) {

@@ -11,14 +11,11 @@
 namespace kvlens {
 
 const std::set<std::string>& PressOptions::flags() {
-    static const std::set<std::string> f = {"--method", "--budget", "--window", "--kernel",
-                                            "--pool",   "--beta",   "--alpha",  "--gqa",
-                                            "--schedule", "--sinks", "--seed", "--lag",
-                                            "--chunk",  "--future", "--scorer", "--tau1",
-                                            "--tau2",   "--gamma",  "--lazy", "--layer-weights",
-                                            "--sketch", "--attn-chunk", "--blend", "--think",
-                                            "--repeat-chunk", "--finch-chunk", "--convention",
-                                            "--compression-ratio"};
+    static const std::set<std::string> f = [] {
+        std::set<std::string> out = {"--method", "--budget", "--compression-ratio"};
+        for (const KnobInfo& k : methods::knobs()) out.insert(k.flag);
+        return out;
+    }();
     return f;
 }
 
@@ -37,50 +34,17 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
         p.budget = 0;
         p.budgetRatio = 1.0 - r;  // kvpress's (1 - compression_ratio), the same double
     }
-    if (args.has("--convention")) p.convention = parseConvention(args.get("--convention"));
+    // Every knob's flag, read as the knob table says (type, range).
+    for (const KnobInfo& k : methods::knobs())
+        if (args.has(k.flag)) methods::setKnob(p, k.knob, args.get(k.flag), k.flag);
     // Under kvpress's convention ChunkKV and Finch are kvpress's ports of them.
     if (const std::string twin = methods::underConvention(p.method, p.convention); twin != p.method) {
         std::fprintf(stderr, "%s: --convention kvpress runs --method %s as %s (kvpress's form of it)\n",
                      args.command().c_str(), p.method.c_str(), twin.c_str());
         p.method = twin;
     }
-    p.window = args.getInt("--window", p.window, 1, 1 << 20);
-    p.kernel = args.getInt("--kernel", p.kernel, -(1 << 20), 1 << 20);
-    if (args.has("--pool")) p.pooling = parsePooling(args.get("--pool"));
     // kvpress pools only by avg: under its convention that is the default (--pool max is refused).
-    else if (p.convention == Convention::Kvpress) p.pooling = Pooling::Avg;
-    p.beta = args.getDouble("--beta", p.beta);
-    p.alpha = args.getDouble("--alpha", p.alpha);
-    if (args.has("--gqa")) p.gqa = parseGqaMode(args.get("--gqa"));
-    if (args.has("--schedule")) p.schedule = parseSchedule(args.get("--schedule"));
-    p.sinks = args.getInt("--sinks", p.sinks, 0, 1 << 20);
-    p.seed = args.getSeed("--seed", p.seed);
-    p.lag = args.getInt("--lag", p.lag, 1, 1 << 20);
-    p.chunk = args.getInt("--chunk", p.chunk, 1, 1 << 20);
-    p.future = args.getInt("--future", p.future, 1, 1 << 24);
-    p.scorer = args.get("--scorer", p.scorer);
-    p.tau1 = args.getDouble("--tau1", p.tau1);
-    p.tau2 = args.getDouble("--tau2", p.tau2);
-    p.gamma = args.getDouble("--gamma", p.gamma);
-    p.lazy = args.getDouble("--lazy", p.lazy);
-    p.sketch = args.getInt("--sketch", p.sketch, 1, 1 << 12);
-    p.attnChunk = args.getInt("--attn-chunk", p.attnChunk, 1, 1 << 20);
-    p.repeatChunk = args.getInt("--repeat-chunk", p.repeatChunk, 1, 1 << 20);
-    p.finchChunk = args.getInt("--finch-chunk", p.finchChunk, 1, 1 << 20);
-    p.think = args.getDouble("--think", p.think);
-    if (args.has("--blend") && args.get("--blend") != "auto") {
-        p.blend = args.getDouble("--blend", p.blend);
-        if (!(p.blend >= 0.0)) throw Error("--blend '" + args.get("--blend") + "' must be >= 0 (or auto: the compression ratio)");
-    }
-    if (args.has("--layer-weights")) {
-        for (const std::string& item : splitList(args.get("--layer-weights"), "--layer-weights")) {
-            char* end = nullptr;
-            const double w = std::strtod(item.c_str(), &end);
-            if (item.empty() || *end != '\0')
-                throw Error("--layer-weights: '" + item + "' is not a number");
-            p.layerWeights.push_back(w);
-        }
-    }
+    if (!args.has("--pool") && p.convention == Convention::Kvpress) p.pooling = Pooling::Avg;
     return p;
 }
 

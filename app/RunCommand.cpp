@@ -15,6 +15,7 @@
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
+#include "core/ParamsJson.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/MethodEvaluator.h"
@@ -22,35 +23,11 @@
 
 namespace kvlens {
 
+// Every knob (methods::paramsJson), the scorer as the one in effect (a wrapper's own by default).
 static nlohmann::json pressParamsJson(const PressParams& p) {
-    return {{"method", p.method},
-            {"budget", p.budget},
-            {"budget_ratio", p.budgetRatio},
-            {"convention", conventionName(p.convention)},
-            {"window", p.window},
-            {"kernel", p.kernel},
-            {"pool", poolingName(p.pooling)},
-            {"beta", p.beta},
-            {"alpha", p.alpha},
-            {"gqa", gqaModeName(p.gqa)},
-            {"schedule", scheduleName(p.schedule)},
-            {"sinks", p.sinks},
-            {"seed", p.seed},
-            {"lag", p.lag},
-            {"chunk", p.chunk},
-            {"future", p.future},
-            {"scorer", p.scorerInEffect()},
-            {"tau1", p.tau1},
-            {"tau2", p.tau2},
-            {"gamma", p.gamma},
-            {"lazy", p.lazy},
-            {"layer_weights", p.layerWeights},
-            {"sketch", p.sketch},
-            {"attn_chunk", p.attnChunk},
-            {"repeat_chunk", p.repeatChunk},
-            {"finch_chunk", p.finchChunk},
-            {"blend", p.blend >= 0.0 ? nlohmann::json(p.blend) : nlohmann::json("auto")},
-            {"think", p.think}};
+    nlohmann::json j = methods::paramsJson(p);
+    j["scorer"] = p.scorerInEffect();
+    return j;
 }
 
 static nlohmann::json runMetricsJson(const RunMetrics& m) {

@@ -16,6 +16,7 @@
 #include "app/PressOptions.h"
 #include "engine/compress/Capture.h"
 #include "core/Error.h"
+#include "core/ParamsJson.h"
 #include "engine/compress/presses/Press.h"
 
 namespace kvlens {
@@ -268,30 +269,11 @@ int runSelect(const std::vector<std::string>& argv) {
             out["layers"].push_back(std::move(layer));
         }
         out["layer_budgets"] = s.layerBudgets;
-        out["params"] = {
-            {"method", p.method},
-            {"budget", p.isFull() ? s.promptLength : p.resolveBudget(s.promptLength)},
-            {"window", p.window},
-            {"kernel", p.kernel},
-            {"pool", poolingName(p.pooling)},
-            {"gqa", gqaModeName(p.gqa)},
-            {"schedule", scheduleName(p.schedule)},
-            {"beta", p.beta},
-            {"alpha", p.alpha},
-            {"sinks", p.sinks},
-            {"seed", p.seed},
-            {"lag", p.lag},
-            {"chunk", p.chunk},
-            {"future", p.future},
-            {"scorer", p.scorerInEffect()},
-            {"tau1", p.tau1},
-            {"tau2", p.tau2},
-            {"gamma", p.gamma},
-            {"lazy", p.lazy},
-            {"layer_weights", p.layerWeights},
-            {"think", p.think},
-            {"convention", conventionName(p.convention)},
-            {"describe", p.describe()}};
+        // Every knob (methods::paramsJson); the budget as resolved for this prompt, the scorer in effect.
+        out["params"] = methods::paramsJson(p);
+        out["params"]["budget"] = p.isFull() ? s.promptLength : p.resolveBudget(s.promptLength);
+        out["params"]["scorer"] = p.scorerInEffect();
+        out["params"]["describe"] = p.describe();
         out["prompt_length"] = s.promptLength;
         out["query_heads"] = s.queryHeads;
         out["kv_heads"] = s.kvHeads;

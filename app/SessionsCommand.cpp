@@ -18,6 +18,7 @@
 #include "app/RunSaver.h"
 #include "engine/model/DType.h"
 #include "core/Error.h"
+#include "core/ParamsJson.h"
 #include "core/RunMetrics.h"
 #include "core/Selection.h"
 #include "sessions/ModelFile.h"
@@ -200,6 +201,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                                  {"convention", conventionName(r.params.convention)},
                                  {"window", r.params.window},
                                  {"params", r.params.describe()},
+                                 {"knobs", methods::knobsJson(r.params)},
                                  {"status", r.status},
                                  {"new_tokens", r.newTokens},
                                  {"kv_bytes", r.bytes},

@@ -176,34 +176,48 @@ const std::vector<MethodInfo>& table() {
 }
 
 const std::vector<KnobInfo>& knobTable() {
+    using T = KnobType;
+    constexpr int64_t M = int64_t(1) << 20;
     static const std::vector<KnobInfo> t = {
-        {K::Window, "--window", "window", "W", "32", "observation window: the last W prompt queries, kept whole"},
-        {K::Scorer, "--scorer", "scorer", "scorer", "the method's own", "the method a wrapper ranks by"},
-        {K::Kernel, "--kernel", "kernel", "k", "7", "SnapKV's pooling width along positions (odd)"},
-        {K::Pooling, "--pool", "pooling", "", "max", "SnapKV's pooling: max or avg"},
-        {K::Gqa, "--gqa", "gqa", "", "kv-head", "one selection per KV head (votes averaged) or per query head"},
-        {K::Beta, "--beta", "beta", "beta", "20", "PyramidKV: the first layer's to the last layer's budget ratio"},
-        {K::Schedule, "--schedule", "schedule", "", "exact", "PyramidKV: exact (sums to L(B - W)) or factory"},
-        {K::Alpha, "--alpha", "alpha", "alpha", "0.2", "each head's guaranteed share of the ranked entries"},
-        {K::Sinks, "--sinks", "sinks", "sinks", "4", "the first positions, always kept"},
-        {K::Lag, "--lag", "lag", "lag", "128", "LagKV: positions per partition"},
-        {K::Chunk, "--chunk", "chunk", "chunk", "10", "ChunkKV: positions per chunk"},
-        {K::Future, "--future", "future", "future", "512", "Expected Attention: future query positions averaged"},
-        {K::Tau1, "--tau1", "tau1", "tau1", "1", "CAKE: the entropy's exponent 1/tau1 in the layer preference"},
-        {K::Tau2, "--tau2", "tau2", "tau2", "1", "CAKE: the variance's exponent 1/tau2 in the layer preference"},
-        {K::Gamma, "--gamma", "gamma", "gamma", "200", "CAKE's indicator: mean + gamma x variance"},
-        {K::Lazy, "--lazy", "lazy", "lazy", "0.9", "SimLayerKV: a layer is lazy above this share"},
-        {K::LayerWeights, "--layer-weights", "layer_weights", "weights", "equal", "per-layer: each layer's share"},
-        {K::Sketch, "--sketch", "sketch", "sketch", "48", "columns of the keys' Gaussian sketch"},
-        {K::AttnChunk, "--attn-chunk", "attn_chunk", "attn-chunk", "256", "non-causal attention: positions per chunk"},
+        {K::Window, "--window", "window", "W", "32", "observation window: the last W prompt queries, kept whole",
+         T::Int, 1, M},
+        {K::Scorer, "--scorer", "scorer", "scorer", "the method's own", "the method a wrapper ranks by", T::Name},
+        {K::Kernel, "--kernel", "kernel", "k", "7", "SnapKV's pooling width along positions (odd)", T::Int, -M, M},
+        {K::Pooling, "--pool", "pool", "", "max", "SnapKV's pooling: max or avg", T::Word, 0, 0, "max|avg"},
+        {K::Gqa, "--gqa", "gqa", "", "kv-head", "one selection per KV head (votes averaged) or per query head",
+         T::Word, 0, 0, "kv-head|query-head"},
+        {K::Beta, "--beta", "beta", "beta", "20", "PyramidKV: the first layer's to the last layer's budget ratio",
+         T::Real},
+        {K::Schedule, "--schedule", "schedule", "", "exact", "PyramidKV: exact (sums to L(B - W)) or factory",
+         T::Word, 0, 0, "exact|factory"},
+        {K::Alpha, "--alpha", "alpha", "alpha", "0.2", "each head's guaranteed share of the ranked entries", T::Real},
+        {K::Sinks, "--sinks", "sinks", "sinks", "4", "the first positions, always kept", T::Int, 0, M},
+        {K::Lag, "--lag", "lag", "lag", "128", "LagKV: positions per partition", T::Int, 1, M},
+        {K::Chunk, "--chunk", "chunk", "chunk", "10", "ChunkKV: positions per chunk", T::Int, 1, M},
+        {K::Future, "--future", "future", "future", "512", "Expected Attention: future query positions averaged",
+         T::Int, 1, int64_t(1) << 24},
+        {K::Tau1, "--tau1", "tau1", "tau1", "1", "CAKE: the entropy's exponent 1/tau1 in the layer preference",
+         T::Real},
+        {K::Tau2, "--tau2", "tau2", "tau2", "1", "CAKE: the variance's exponent 1/tau2 in the layer preference",
+         T::Real},
+        {K::Gamma, "--gamma", "gamma", "gamma", "200", "CAKE's indicator: mean + gamma x variance", T::Real},
+        {K::Lazy, "--lazy", "lazy", "lazy", "0.9", "SimLayerKV: a layer is lazy above this share", T::Real},
+        {K::LayerWeights, "--layer-weights", "layer_weights", "weights", "equal", "per-layer: each layer's share",
+         T::Reals},
+        {K::Sketch, "--sketch", "sketch", "sketch", "48", "columns of the keys' Gaussian sketch", T::Int, 1, 1 << 12},
+        {K::AttnChunk, "--attn-chunk", "attn_chunk", "attn-chunk", "256", "non-causal attention: positions per chunk",
+         T::Int, 1, M},
         {K::RepeatChunk, "--repeat-chunk", "repeat_chunk", "repeat-chunk", "2048",
-         "KVzip: prompt positions repeated per reconstruction pass"},
-        {K::FinchChunk, "--finch-chunk", "finch_chunk", "finch-chunk", "512", "Finch: context positions per step"},
-        {K::Blend, "--blend", "blend", "blend", "auto", "Compactor: the leverage scores' weight (auto: 1 - B/T)"},
-        {K::Seed, "--seed", "seed", "seed", "0", "Random's draw and LeverageScore's sketch"},
-        {K::Think, "--think", "think", "think", "0", "ThinK: share of each kept key's channels pruned"},
+         "KVzip: prompt positions repeated per reconstruction pass", T::Int, 1, M},
+        {K::FinchChunk, "--finch-chunk", "finch_chunk", "finch-chunk", "512", "Finch: context positions per step",
+         T::Int, 1, M},
+        {K::Blend, "--blend", "blend", "blend", "auto", "Compactor: the leverage scores' weight (auto: 1 - B/T)",
+         T::Real},
+        {K::Seed, "--seed", "seed", "seed", "0", "Random's draw and LeverageScore's sketch", T::Seed},
+        {K::Think, "--think", "think", "think", "0", "ThinK: share of each kept key's channels pruned", T::Real},
         {K::Convention, "--convention", "convention", "", "paper",
-         "paper, or kvpress: keep exactly the positions kvpress's press keeps (ratio budgets as int(T(1 - r)))"},
+         "paper, or kvpress: keep exactly the positions kvpress's press keeps (ratio budgets as int(T(1 - r)))",
+         T::Word, 0, 0, "paper|kvpress"},
     };
     return t;
 }
@@ -366,6 +380,24 @@ const char* decodeFormName(DecodeForm d) {
     return "";
 }
 
+std::string knobValuesText(const KnobInfo& k) {
+    switch (k.type) {
+        case KnobType::Int: return "an integer in [" + std::to_string(k.min) + ", " + std::to_string(k.max) + "]";
+        case KnobType::Real: return k.knob == Knob::Blend ? "a number >= 0, or auto" : "a number";
+        case KnobType::Seed: return "an integer in [0, 2^64 - 1]";
+        case KnobType::Word: {
+            std::string words = k.words;
+            const size_t bar = words.rfind('|');
+            std::string out;
+            for (char c : words.substr(0, bar)) out += c == '|' ? std::string(", ") : std::string(1, c);
+            return out + " or " + words.substr(bar + 1);
+        }
+        case KnobType::Name: return "a method's name (" + listWhere([](const MethodInfo& m) { return m.usableAsScorer; }, " or ") + ")";
+        case KnobType::Reals: return "numbers, comma-separated (JSON: a list)";
+    }
+    return "";
+}
+
 std::string tableText() {
     // Columns as wide as their longest entry.
     size_t name = 6, family = 6, decode = 6, kvpress = 7;
@@ -424,7 +456,11 @@ std::string tableJson() {
     }
     nlohmann::ordered_json knobsOut = nlohmann::ordered_json::array();
     for (const KnobInfo& k : knobTable())
-        knobsOut.push_back({{"flag", k.flag}, {"json", k.json}, {"default", k.defaultText}, {"help", k.help}});
+        knobsOut.push_back({{"flag", k.flag},
+                            {"json", k.json},
+                            {"default", k.defaultText},
+                            {"values", knobValuesText(k)},
+                            {"help", k.help}});
     return nlohmann::ordered_json{{"methods", out}, {"knobs", knobsOut}}.dump(2) + "\n";
 }
 
@@ -451,7 +487,8 @@ std::string tableMarkdown() {
           << " | "
           << (*m.kvpressDelta ? escapeCell(m.kvpressDelta) : "-") << " |\n";
     }
-    s << "\n## Knobs\n\n| flag | JSON key | default | what it sets | read by |\n| --- | --- | --- | --- | --- |\n";
+    s << "\n## Knobs\n\n| flag | JSON key | values | default | what it sets | read by |\n"
+         "| --- | --- | --- | --- | --- | --- |\n";
     for (const KnobInfo& k : knobTable()) {
         std::string readers =
             k.knob == Knob::Think ? std::string("every method but ") +
@@ -461,7 +498,8 @@ std::string tableMarkdown() {
                 : listWhere([&](const MethodInfo& m) {
                                         return m.knobs.has(k.knob) || (m.usableAsScorer && m.scorerKnobs.has(k.knob));
                                     });
-        s << "| `" << k.flag << "` | `" << k.json << "` | " << k.defaultText << " | " << escapeCell(k.help) << " | "
+        s << "| `" << k.flag << "` | `" << k.json << "` | " << escapeCell(knobValuesText(k).c_str()) << " | "
+          << k.defaultText << " | " << escapeCell(k.help) << " | "
           << readers << (k.knob != Knob::Think && k.knob != Knob::Scorer && k.knob != Knob::Convention &&
                                  std::any_of(table().begin(), table().end(),
                                              [&](const MethodInfo& m) {

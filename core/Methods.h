@@ -142,13 +142,27 @@ struct MethodInfo {
     std::optional<MethodId> kvpressTwin = std::nullopt;
 };
 
+// How a knob's value is written: in a flag, a describe() line and JSON alike.
+enum class KnobType {
+    Int,    // a whole number in [min, max]
+    Real,   // a finite number (validate() checks its range against the method)
+    Seed,   // a whole number in [0, 2^64 - 1]
+    Word,   // one of `words`
+    Name,   // a method's name (--scorer), or "" for the method's own
+    Reals,  // a comma-separated list of finite numbers (JSON: an array); "equal" or [] for none
+};
+
 struct KnobInfo {
     Knob knob;
     const char* flag;         // --window
-    const char* json;         // "window" (JSON output, the sweep file)
+    const char* json;         // "window" (JSON output, the store's params, the sweep file)
     const char* describeKey;  // "W" in describe() lines; "" for words (max, kv-head, exact)
     const char* defaultText;  // as the CLI's --help prints it
     const char* help;
+    KnobType type;
+    int64_t min = 0;          // Int: the range a flag, a describe() line or a stored run may give
+    int64_t max = 0;
+    const char* words = "";   // Word: its values, "|"-separated ("max|avg")
 };
 
 namespace methods {
@@ -182,6 +196,16 @@ const KnobInfo& knob(Knob k);
 // The method in effect's knobs for these parameters: the method's own, its scorer's for a
 // wrapper, and the window when ThinK is on (it scores channels by the window's queries).
 KnobSet effectiveKnobs(const PressParams& p);
+// The shortest text that reads back (strtod) as the same double.
+std::string shortestText(double v);
+// Sets knob `k` of `p` from its text (a flag's value, a describe() line's, a JSON value's);
+// throws kvlens::Error "WHAT 'text' is not an integer in [1, 1048576]" (`what` names the flag
+// or the stored field).
+void setKnob(PressParams& p, Knob k, const std::string& text, const std::string& what);
+// The knob a describe() line's "key=" names, or a bare word (max, kv-head, exact, kvpress)
+// sets; nullptr for none.
+const KnobInfo* knobByDescribeKey(std::string_view key);
+const KnobInfo* knobByWord(std::string_view word);
 // A knob's value as describe() lines and reports print it: "20", "exact", "0.2", "auto" (a
 // blend below 0), "equal" (no layer weights), "" for no --scorer.
 std::string knobValue(const PressParams& p, Knob k);
@@ -206,6 +230,8 @@ const char* keepName(Keep k);
 const char* decodeFormName(DecodeForm d);
 const char* kvpressFormName(KvpressForm f);
 
+// What a knob's value may be: "an integer in [1, 1048576]", "max or avg", ...
+std::string knobValuesText(const KnobInfo& k);
 // `kvlens methods`: the table as aligned text, JSON, or Markdown (docs/methods.md).
 std::string tableText();
 std::string tableJson();

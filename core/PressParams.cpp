@@ -316,12 +316,7 @@ void PressParams::validate(int64_t promptLength, int64_t maxWindow) const {
 
 namespace {
 
-// The shortest form that reads back as the same double.
-std::string exact(double v) {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
-}
+std::string exact(double v) { return methods::shortestText(v); }
 
 // A ratio as a percentage, the shortest that fromDescription's v / 100 reads back as the same
 // double; "" when no decimal does (then describe() adds ratio=, the double itself).
@@ -335,43 +330,6 @@ std::string exactPercent(double ratio) {
 }
 
 }  // namespace
-
-std::string methods::knobValue(const PressParams& p, Knob k) {
-    switch (k) {
-        case Knob::Window: return std::to_string(p.window);
-        case Knob::Scorer: return p.scorer;
-        case Knob::Kernel: return std::to_string(p.kernel);
-        case Knob::Pooling: return poolingName(p.pooling);
-        case Knob::Gqa: return gqaModeName(p.gqa);
-        case Knob::Beta: return exact(p.beta);
-        case Knob::Schedule: return scheduleName(p.schedule);
-        case Knob::Alpha: return exact(p.alpha);
-        case Knob::Sinks: return std::to_string(p.sinks);
-        case Knob::Lag: return std::to_string(p.lag);
-        case Knob::Chunk: return std::to_string(p.chunk);
-        case Knob::Future: return std::to_string(p.future);
-        case Knob::Tau1: return exact(p.tau1);
-        case Knob::Tau2: return exact(p.tau2);
-        case Knob::Gamma: return exact(p.gamma);
-        case Knob::Lazy: return exact(p.lazy);
-        case Knob::LayerWeights: {
-            if (p.layerWeights.empty()) return "equal";
-            std::string out;
-            for (size_t i = 0; i < p.layerWeights.size(); ++i) out += (i ? "," : "") + exact(p.layerWeights[i]);
-            return out;
-        }
-        case Knob::Sketch: return std::to_string(p.sketch);
-        case Knob::AttnChunk: return std::to_string(p.attnChunk);
-        case Knob::RepeatChunk: return std::to_string(p.repeatChunk);
-        case Knob::FinchChunk: return std::to_string(p.finchChunk);
-        case Knob::Blend: return p.blend >= 0.0 ? exact(p.blend) : "auto";
-        case Knob::Seed: return std::to_string(p.seed);
-        case Knob::Think: return exact(p.think);
-        case Knob::Convention: return conventionName(p.convention);
-        case Knob::Count_: break;
-    }
-    return "";
-}
 
 std::string methods::knobsText(const PressParams& p, KnobSet set) {
     const KnobSet reads = effectiveKnobs(p);
@@ -430,8 +388,10 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
         return v;
     };
     for (std::string word; in >> word;) {
-        const auto is = [&](const char* prefix) { return word.rfind(prefix, 0) == 0; };
-        if (is("B=")) {
+        const size_t eq = word.find('=');
+        const std::string key = eq == std::string::npos ? "" : word.substr(0, eq);
+        const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+        if (key == "B") {
             const double v = number(word, 2);
             if (word.back() == '%') {
                 p.budget = 0;
@@ -439,71 +399,11 @@ PressParams PressParams::fromDescription(const std::string& line, const std::str
             } else {
                 p.budget = static_cast<int64_t>(std::llround(v));
             }
-        } else if (is("W=")) {
-            p.window = static_cast<int64_t>(std::llround(number(word, 2)));
-        } else if (is("k=")) {
-            p.kernel = static_cast<int64_t>(std::llround(number(word, 2)));
-        } else if (is("beta=")) {
-            p.beta = number(word, 5);
-        } else if (is("alpha=")) {
-            p.alpha = number(word, 6);
-        } else if (is("sinks=")) {
-            p.sinks = static_cast<int64_t>(std::llround(number(word, 6)));
-        } else if (is("seed=")) {
-            // Every 64-bit seed reads back exactly (a double would round those above 2^53).
-            const std::string digits = word.substr(5);
-            char* end = nullptr;
-            errno = 0;
-            const unsigned long long v = std::strtoull(digits.c_str(), &end, 10);
-            if (digits.empty() || digits[0] == '-' || *end != '\0' || errno == ERANGE)
-                throw Error(what + ": '" + word + "' is not a seed (0 .. 2^64 - 1)");
-            p.seed = static_cast<uint64_t>(v);
-        } else if (is("lag=")) {
-            p.lag = static_cast<int64_t>(std::llround(number(word, 4)));
-        } else if (is("chunk=")) {
-            p.chunk = static_cast<int64_t>(std::llround(number(word, 6)));
-        } else if (is("scorer=")) {
-            p.scorer = word.substr(7);
-            const auto& scorers = scorerNames();
-            if (std::find(scorers.begin(), scorers.end(), p.scorer) == scorers.end())
-                throw Error(what + ": '" + word + "' is not a scorer");
-        } else if (is("tau1=")) {
-            p.tau1 = number(word, 5);
-        } else if (is("tau2=")) {
-            p.tau2 = number(word, 5);
-        } else if (is("gamma=")) {
-            p.gamma = number(word, 6);
-        } else if (is("lazy=")) {
-            p.lazy = number(word, 5);
-        } else if (is("weights=")) {
-            std::istringstream list(word.substr(8));
-            for (std::string item; std::getline(list, item, ',');) p.layerWeights.push_back(number(item, 0));
-            if (p.layerWeights.empty()) throw Error(what + ": '" + word + "' has no weights");
-        } else if (is("sketch=")) {
-            p.sketch = static_cast<int64_t>(std::llround(number(word, 7)));
-        } else if (is("attn-chunk=")) {
-            p.attnChunk = static_cast<int64_t>(std::llround(number(word, 11)));
-        } else if (is("repeat-chunk=")) {
-            p.repeatChunk = static_cast<int64_t>(std::llround(number(word, 13)));
-        } else if (is("finch-chunk=")) {
-            p.finchChunk = static_cast<int64_t>(std::llround(number(word, 12)));
-        } else if (is("ratio=")) {
+        } else if (key == "ratio") {
             p.budget = 0;
             p.budgetRatio = number(word, 6);
-        } else if (is("think=")) {
-            p.think = number(word, 6);
-        } else if (is("blend=")) {
-            p.blend = number(word, 6);
-        } else if (is("future=")) {
-            p.future = static_cast<int64_t>(std::llround(number(word, 7)));
-        } else if (word == "max" || word == "avg") {
-            p.pooling = parsePooling(word, what);
-        } else if (word == "kv-head" || word == "query-head") {
-            p.gqa = parseGqaMode(word, what);
-        } else if (word == "exact" || word == "factory") {
-            p.schedule = parseSchedule(word, what);
-        } else if (word == "paper" || word == "kvpress") {
-            p.convention = parseConvention(word, what);
+        } else if (const KnobInfo* k = eq == std::string::npos ? methods::knobByWord(word) : methods::knobByDescribeKey(key)) {
+            methods::setKnob(p, k->knob, eq == std::string::npos ? word : value, what + ": " + (eq == std::string::npos ? k->json : key));
         } else {
             throw Error(what + ": '" + word + "' is not a parameter of a method");
         }

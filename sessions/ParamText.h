@@ -20,9 +20,11 @@ public:
     static PyramidSchedule schedule(const std::string& text, const std::string& what);
     static Convention convention(const std::string& text, const std::string& what);
 
-    // Every field of `params` as one JSON object (doubles to the last bit).
+    // Every field of `params` as one JSON object (methods::paramsJson; doubles to the last bit).
     static std::string toJson(const PressParams& params);
-    // Throws kvlens::Error naming `what` on malformed JSON or a missing field.
+    // What toJson wrote, or an older store's selection parameters (NaN as null, an automatic
+    // blend as -1). Throws kvlens::Error naming `what` and the field on malformed JSON, an
+    // unknown method or knob, a value of the wrong type or range.
     static PressParams fromJson(const std::string& json, const std::string& what);
 };
 

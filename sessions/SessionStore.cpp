@@ -13,8 +13,10 @@
 
 #include "core/Error.h"
 #include "core/Methods.h"
+#include "core/ParamsJson.h"
 #include "sessions/ArrayCodec.h"
 #include "sessions/Database.h"
+#include "sessions/LegacyRunParams.h"
 #include "sessions/Migrations.h"
 #include "sessions/ParamText.h"
 #include "sessions/SelectionCodec.h"
@@ -53,109 +55,52 @@ std::string fileUri(const std::string& path, const std::string& query) {
     return uri + "?" + query;
 }
 
+// "?, ?, ?" (n of them).
+std::string placeholders(int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += i ? ", ?" : "?";
+    return out;
+}
+
 void checkSessionName(const std::string& name) {
     const std::string problem = SessionStore::nameProblem(name);
     if (!problem.empty()) throw Error(problem);
 }
 
-// The press parameters in the runs table, in column order from `first`, each after
-// `prefix` ("r." in a join), as a store of schema `schema` holds them: a read-only
-// schema 2 store has no lag, chunk_size or future column, one before schema 5 no
-// scorer, tau1, tau2, gamma or lazy column, one before schema 6 no sketch, attn_chunk,
-// blend or think column, one before schema 7 no repeat_chunk column, one before schema 8 no
-// finch_chunk column, one before schema 9 no convention column: their defaults stand in.
-constexpr int kParamColumns = 28;
+// The press parameters in the runs table from `first`, each after `prefix` ("r." in a join):
+// since schema 10 method, budget, budget_ratio and the knobs as one JSON object
+// (methods::knobsJson); an older store read as it is (read-only) has a column per knob.
+constexpr int64_t kKnobsAsJson = 10;
+int paramColumnCount(int64_t schema) { return schema < kKnobsAsJson ? LegacyRunParams::kColumns : 4; }
+
 std::string paramColumns(int64_t schema, const std::string& prefix = "") {
-    std::string out;
-    for (const char* c : {"method", "budget", "budget_ratio", "window_size", "kernel", "pooling", "beta", "alpha", "gqa",
-                          "schedule", "sinks", "seed"})
-        out += (out.empty() ? "" : ", ") + prefix + c;
-    const PressParams d;
-    if (schema < 3) {
-        out += ", " + std::to_string(d.lag) + ", " + std::to_string(d.chunk) + ", " + std::to_string(d.future);
-    } else {
-        out += ", " + prefix + "lag, " + prefix + "chunk_size, " + prefix + "future";
-    }
-    if (schema < 5) {
-        out += ", '', 1.0, 1.0, 200.0, 0.9, '[]'";  // PressParams' defaults
-    } else {
-        out += ", " + prefix + "scorer, " + prefix + "tau1, " + prefix + "tau2, " + prefix + "gamma, " + prefix +
-               "lazy, " + prefix + "layer_weights";
-    }
-    if (schema < 6) return out + ", 48, 256, -1.0, 0.0, 2048, " + std::to_string(d.finchChunk) + ", 'paper'";  // PressParams' defaults
-    out += ", " + prefix + "sketch, " + prefix + "attn_chunk, " + prefix + "blend, " + prefix + "think";
-    if (schema < 7) return out + ", 2048, " + std::to_string(d.finchChunk) + ", 'paper'";
-    out += ", " + prefix + "repeat_chunk";
-    if (schema < 8) return out + ", " + std::to_string(d.finchChunk) + ", 'paper'";
-    out += ", " + prefix + "finch_chunk";
-    return schema < 9 ? out + ", 'paper'" : out + ", " + prefix + "convention";
+    if (schema < kKnobsAsJson) return LegacyRunParams::columns(schema, prefix);
+    return prefix + "method, " + prefix + "budget, " + prefix + "budget_ratio, " + prefix + "params";
 }
 
 void bindParams(Statement& s, int first, const PressParams& p) {
-    s.bind(first, p.method)
-        .bind(first + 1, p.budget)
-        .bind(first + 2, p.budgetRatio)
-        .bind(first + 3, p.window)
-        .bind(first + 4, p.kernel)
-        .bind(first + 5, ParamText::of(p.pooling))
-        .bind(first + 6, p.beta)
-        .bind(first + 7, p.alpha)
-        .bind(first + 8, ParamText::of(p.gqa))
-        .bind(first + 9, ParamText::of(p.schedule))
-        .bind(first + 10, p.sinks)
-        .bind(first + 11, int64_t(p.seed))
-        .bind(first + 12, p.lag)
-        .bind(first + 13, p.chunk)
-        .bind(first + 14, p.future)
-        .bind(first + 15, p.scorer)
-        .bind(first + 16, p.tau1)
-        .bind(first + 17, p.tau2)
-        .bind(first + 18, p.gamma)
-        .bind(first + 19, p.lazy)
-        .bind(first + 20, nlohmann::json(p.layerWeights).dump())
-        .bind(first + 21, p.sketch)
-        .bind(first + 22, p.attnChunk)
-        .bind(first + 23, p.blend)
-        .bind(first + 24, p.think)
-        .bind(first + 25, p.repeatChunk)
-        .bind(first + 26, p.finchChunk)
-        .bind(first + 27, std::string(conventionName(p.convention)));
+    s.bind(first, p.method).bind(first + 1, p.budget).bind(first + 2, p.budgetRatio);
+    s.bind(first + 3, methods::knobsJson(p).dump());
 }
 
-PressParams readParams(const Statement& s, int first, const std::string& what) {
+PressParams readParams(const Statement& s, int first, int64_t schema, const std::string& what) {
+    if (schema < kKnobsAsJson) return LegacyRunParams::read(s, first, what);
     PressParams p;
-    p.method = s.getText(first);
+    p.method = methods::named(s.getText(first), what + ".method").name;
     p.budget = s.getInt(first + 1);
     p.budgetRatio = s.getDouble(first + 2);
-    p.window = s.getInt(first + 3);
-    p.kernel = s.getInt(first + 4);
-    p.pooling = ParamText::pooling(s.getText(first + 5), what + ".pooling");
-    p.beta = s.getDouble(first + 6);
-    p.alpha = s.getDouble(first + 7);
-    p.gqa = ParamText::gqa(s.getText(first + 8), what + ".gqa");
-    p.schedule = ParamText::schedule(s.getText(first + 9), what + ".schedule");
-    p.sinks = s.getInt(first + 10);
-    p.seed = uint64_t(s.getInt(first + 11));
-    p.lag = s.getInt(first + 12);
-    p.chunk = s.getInt(first + 13);
-    p.future = s.getInt(first + 14);
-    p.scorer = s.getText(first + 15);
-    p.tau1 = s.getDouble(first + 16);
-    p.tau2 = s.getDouble(first + 17);
-    p.gamma = s.getDouble(first + 18);
-    p.lazy = s.getDouble(first + 19);
+    if (p.budget < 0 || p.budget > (int64_t(1) << 31))
+        throw Error(what + ".budget " + std::to_string(p.budget) + " is outside [0, 2147483648] (the store is damaged)");
+    if (!(p.budgetRatio >= 0.0 && p.budgetRatio <= 1.0))
+        throw Error(what + ".budget_ratio " + methods::shortestText(p.budgetRatio) +
+                    " is outside [0, 1] (the store is damaged)");
+    nlohmann::json knobs;
     try {
-        p.layerWeights = nlohmann::json::parse(s.getText(first + 20)).get<std::vector<double>>();
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(what + ".layer_weights: not a list of numbers (" + std::string(e.what()) + ")");
+        knobs = nlohmann::json::parse(s.getText(first + 3));
+    } catch (const nlohmann::json::exception&) {
+        throw Error(what + ".params: not JSON, or a number beyond a double (the store is damaged)");
     }
-    p.sketch = s.getInt(first + 21);
-    p.attnChunk = s.getInt(first + 22);
-    p.blend = s.getDouble(first + 23);
-    p.think = s.getDouble(first + 24);
-    p.repeatChunk = s.getInt(first + 25);
-    p.finchChunk = s.getInt(first + 26);
-    p.convention = ParamText::convention(s.getText(first + 27), what + ".convention");
+    methods::setKnobs(p, knobs, what + ".params");
     return p;
 }
 
@@ -846,14 +791,13 @@ int64_t SessionStore::saveRun(const RunRecord& run) {
         *db_,
         std::string("INSERT INTO runs (session_id, prompt_id, created_ms, ") + paramColumns(StoreSchema::version()) +
             ", new_tokens, engine_version, device, dtype, threads, prefill_s, status, error, "
-            "full_text, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "full_text, text) VALUES (" + placeholders(3 + paramColumnCount(StoreSchema::version()) + 10) + ")",
         "save the run");
     insert.bind(1, run.sessionId)
         .bind(2, run.promptId)
         .bind(3, run.createdMs ? run.createdMs : now);
     bindParams(insert, 4, run.params);
-    const int next = 4 + kParamColumns;
+    const int next = 4 + paramColumnCount(StoreSchema::version());
     insert.bind(next, run.newTokens)
         .bind(next + 1, run.engineVersion)
         .bind(next + 2, run.device)
@@ -965,8 +909,8 @@ RunRecord SessionStore::run(int64_t id) {
         r.sessionId = s.getInt(1);
         r.promptId = s.getInt(2);
         r.createdMs = s.getInt(3);
-        r.params = readParams(s, 4, what);
-        const int next = 4 + kParamColumns;
+        r.params = readParams(s, 4, runsSchema_, what);
+        const int next = 4 + paramColumnCount(runsSchema_);
         r.newTokens = s.getInt(next);
         r.engineVersion = s.getText(next + 1);
         r.device = s.getText(next + 2);
@@ -1148,7 +1092,7 @@ std::vector<RunSummary> SessionStore::runs(int64_t sessionId) {
         r.agreedPrefix = s.getInt(12);
         r.hitRate = s.getDouble(13);
         r.decodeEvery = s.getInt(14);
-        r.params = readParams(s, 15, path_ + ": run " + std::to_string(r.id));
+        r.params = readParams(s, 15, runsSchema_, path_ + ": run " + std::to_string(r.id));
         out.push_back(r);
     }
     return out;

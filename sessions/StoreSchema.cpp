@@ -1,9 +1,12 @@
-// Schema versions 1 to 8. Times are Unix milliseconds (UTC). REAL columns hold NULL
+// Schema versions 1 to 10. Times are Unix milliseconds (UTC). REAL columns hold NULL
 // for NaN (SQLite cannot store NaN). BLOBs are ArrayCodec / SelectionCodec data.
 #include "sessions/StoreSchema.h"
 
 #include "core/Error.h"
+#include "core/ParamsJson.h"
 #include "sessions/Database.h"
+#include "sessions/LegacyRunParams.h"
+#include "sessions/Statement.h"
 
 namespace kvlens::sessions {
 
@@ -234,6 +237,33 @@ const char* kVersion9 = R"SQL(
 ALTER TABLE runs ADD COLUMN convention TEXT NOT NULL DEFAULT 'paper' CHECK (convention IN ('paper', 'kvpress'));
 )SQL";
 
+// Version 10: a run's knobs as one JSON object (runs.params, methods::knobsJson), read and
+// written through the knob table, so a new knob needs no column and no migration. Every run's
+// knob columns are copied into it in C++ (SQLite's json_object would round doubles to 15
+// digits), then dropped; method, budget and budget_ratio stay columns.
+void moveKnobsToJson(Database& db) {
+    db.exec("ALTER TABLE runs ADD COLUMN params TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(params))",
+            "add the runs' parameters as JSON");
+    std::vector<std::pair<int64_t, std::string>> rows;
+    {
+        Statement read(db, "SELECT id, " + LegacyRunParams::columns(9) + " FROM runs", "read the runs' knobs");
+        while (read.step()) {
+            const int64_t id = read.getInt(0);
+            const PressParams p = LegacyRunParams::read(read, 1, db.path() + ": run " + std::to_string(id));
+            rows.emplace_back(id, methods::knobsJson(p).dump());
+        }
+    }
+    Statement write(db, "UPDATE runs SET params = ? WHERE id = ?", "write the runs' knobs as JSON");
+    for (const auto& [id, json] : rows) {
+        write.reset();
+        write.bind(1, json).bind(2, id);
+        write.run();
+    }
+    std::string drop;
+    for (const char* column : LegacyRunParams::knobColumns()) drop += std::string("ALTER TABLE runs DROP COLUMN ") + column + ";";
+    db.exec(drop, "drop the runs' knob columns");
+}
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -254,6 +284,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion7, "add KVzip's reconstruction chunk, the allocated bytes and the decode's compression"); },
         [](Database& db) { db.exec(kVersion8, "add Finch's chunk"); },
         [](Database& db) { db.exec(kVersion9, "add the runs' convention (paper or kvpress)"); },
+        moveKnobsToJson,
     };
     return all;
 }

@@ -76,7 +76,7 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     kernel_->setToolTip("Pooling kernel over positions (odd)");
     form->addRow("Kernel", kernel_);
     pooling_ = new QComboBox;
-    pooling_->setObjectName("pooling");
+    pooling_->setObjectName("pool");
     pooling_->addItems({"max", "avg"});
     form->addRow("Pooling", pooling_);
     beta_ = new QDoubleSpinBox;

@@ -26,7 +26,7 @@ TEST(MethodsCli, TheTableAsTextJsonAndMarkdown) {
     for (const auto& m : doc.at("methods")) names.insert(m.at("name").get<std::string>());
     EXPECT_EQ(names.size(), methods::all().size());
     EXPECT_EQ(doc.at("methods")[1].at("name"), "snapkv");
-    EXPECT_EQ(doc.at("methods")[1].at("knobs"), nlohmann::json({"window", "kernel", "pooling", "gqa"}));
+    EXPECT_EQ(doc.at("methods")[1].at("knobs"), nlohmann::json({"window", "kernel", "pool", "gqa"}));
     EXPECT_EQ(doc.at("methods")[1].at("kvpress"), "SnapKVPress");
     EXPECT_EQ(doc.at("knobs").size(), size_t(Knob::Count_));
 

@@ -11,6 +11,7 @@
 
 #include "core/Error.h"
 #include "core/Methods.h"
+#include "core/ParamsJson.h"
 #include "core/PressParams.h"
 #include "engine/compress/DecodeCompressor.h"
 #include "engine/compress/presses/Press.h"
@@ -205,9 +206,9 @@ TEST(Methods, DescriptionsReadBackExactly) {
     r.seed = std::numeric_limits<uint64_t>::max() - 2;
     EXPECT_EQ(PressParams::fromDescription(r.describe()).seed, r.seed) << r.describe();
     EXPECT_EQ(errorOf([] { PressParams::fromDescription("random B=8 seed=-1", "niah params"); }),
-              "niah params: 'seed=-1' is not a seed (0 .. 2^64 - 1)");
+              "niah params: seed '-1' is not a non-negative integer");
     EXPECT_EQ(errorOf([] { PressParams::fromDescription("random B=8 seed=99999999999999999999", "niah params"); }),
-              "niah params: 'seed=99999999999999999999' is not a seed (0 .. 2^64 - 1)");
+              "niah params: seed '99999999999999999999' is not a non-negative integer");
     // Lines written before the table (chunkkv's GQA mode after its chunk) still read.
     back = PressParams::fromDescription("chunkkv B=96 W=32 chunk=10 query-head");
     EXPECT_EQ(back.gqa, GqaMode::QueryHead);
@@ -215,6 +216,108 @@ TEST(Methods, DescriptionsReadBackExactly) {
 }
 
 // A description names exactly the knobs the method in effect reads.
+// A value away from each knob's default, as its text, and values it must refuse.
+struct KnobProbe {
+    Knob knob;
+    std::string good;
+    std::vector<std::string> bad;
+};
+
+std::vector<KnobProbe> knobProbes() {
+    std::vector<KnobProbe> out;
+    for (const KnobInfo& k : methods::knobs()) {
+        KnobProbe p{k.knob, "", {}};
+        switch (k.type) {
+            case KnobType::Int:
+                p.good = std::to_string(k.max == 1 << 12 ? 31 : 17);
+                p.bad = {"x", "", "3.5", std::to_string(k.min - 1), std::to_string(k.max + 1), "99999999999999999999"};
+                break;
+            case KnobType::Real:
+                p.good = "0.30000000000000004";
+                p.bad = {"x", "", "inf", "nan", "1e999"};
+                break;
+            case KnobType::Seed:
+                p.good = "18446744073709551614";
+                p.bad = {"-1", "x", "", "18446744073709551616"};
+                break;
+            case KnobType::Word:
+                p.good = std::string(k.words).substr(std::string(k.words).find('|') + 1);
+                p.bad = {"nope", ""};
+                break;
+            case KnobType::Name:
+                p.good = "keydiff";
+                p.bad = {"nope", "full"};
+                break;
+            case KnobType::Reals:
+                p.good = "0.1,0.30000000000000004";
+                p.bad = {"1,,2", "1,two", "1,", ""};
+                break;
+        }
+        out.push_back(p);
+    }
+    return out;
+}
+
+// One reader per knob (methods::setKnob) for flags, describe() lines and JSON: each knob's
+// text reads back as itself, in JSON too, and every bad value is refused naming the flag.
+TEST(KnobTable, EveryKnobReadsBackWhatItWroteInTextAndJson) {
+    PressParams all;
+    all.method = "adakv";
+    all.budget = 96;
+    for (const KnobProbe& probe : knobProbes()) {
+        const KnobInfo& k = methods::knob(probe.knob);
+        PressParams p;
+        methods::setKnob(p, probe.knob, probe.good, k.flag);
+        EXPECT_EQ(methods::knobValue(p, probe.knob), probe.good) << k.flag;
+        EXPECT_NE(methods::knobValue(p, probe.knob), methods::knobValue(PressParams(), probe.knob)) << k.flag;
+        methods::setKnob(all, probe.knob, probe.good, k.flag);
+        for (const std::string& bad : probe.bad) {
+            const std::string message = errorOf([&] { methods::setKnob(p, probe.knob, bad, k.flag); });
+            EXPECT_EQ(message.rfind(k.flag, 0), 0u) << k.flag << " " << bad << ": " << message;
+            EXPECT_NE(message, std::string(k.flag)) << bad;
+            EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+        }
+    }
+    const nlohmann::json j = methods::paramsJson(all);
+    EXPECT_EQ(j.size(), methods::knobs().size() + 3);
+    const PressParams back = methods::paramsFromJson(nlohmann::json::parse(j.dump()), "params");
+    for (const KnobInfo& k : methods::knobs())
+        EXPECT_EQ(methods::knobValue(back, k.knob), methods::knobValue(all, k.knob)) << k.flag;
+    EXPECT_EQ(methods::paramsJson(back), j);
+    EXPECT_EQ(back.method, "adakv");
+    EXPECT_EQ(back.budget, 96);
+    // A describe() line of every knob the method reads reads back the same.
+    EXPECT_EQ(PressParams::fromDescription(all.describe()).describe(), all.describe());
+}
+
+TEST(KnobTable, JsonOfTheWrongTypeOrAnUnknownKeyIsOneLineNamingTheField) {
+    auto fromJson = [](const std::string& text) {
+        return errorOf([&] { methods::paramsFromJson(nlohmann::json::parse(text), "run 3"); });
+    };
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "window": "32"})"), "run 3.window: expected an integer, got a string");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "window": 0})"), "run 3.window '0' is not an integer in [1, 1048576]");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "window": 18446744073709551615})"),
+              "run 3.window '18446744073709551615' is not an integer in [1, 1048576]");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "beta": null})"), "run 3.beta: expected a number, got null");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "pool": 1})"), "run 3.pool: expected a string, got an integer");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "pool": "mean"})"), "run 3.pool 'mean' is not max or avg");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "seed": -1})"), "run 3.seed '-1' is not a non-negative integer");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "blend": -1})"),
+              "run 3.blend '-1' must be >= 0 (or auto: the compression ratio)");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "blend": true})"),
+              "run 3.blend: expected a number or \"auto\", got a boolean");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "layer_weights": "1,2"})"),
+              "run 3.layer_weights: expected a list of numbers, got a string");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "windw": 32})"), "run 3: 'windw' is not a parameter of a method");
+    EXPECT_EQ(fromJson(R"({"window": 32})"), "run 3: no method");
+    EXPECT_EQ(fromJson(R"({"method": 7})"), "run 3.method: expected a string, got an integer");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "budget": -3})"), "run 3.budget -3 is outside [0, 2147483648]");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "budget": 1.5})"), "run 3.budget: expected an integer, got a number");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "budget_ratio": 2})"), "run 3.budget_ratio 2 is outside [0, 1]");
+    EXPECT_EQ(fromJson(R"([1])"), "run 3: expected an object of parameters, got a list");
+    EXPECT_EQ(fromJson(R"({"method": "snapkv", "blend": "auto", "layer_weights": []})"), "");
+}
+
 TEST(Methods, ADescriptionNamesTheKnobsTheMethodReads) {
     PressParams p;
     p.method = "chunkkv-kvpress";

@@ -39,6 +39,9 @@ inline void expectSameParams(const PressParams& a, const PressParams& b, const s
     EXPECT_EQ(a.future, b.future) << where;
     EXPECT_EQ(a.seed, b.seed) << where;
     EXPECT_EQ(a.convention, b.convention) << where;
+    // Every knob of the knob table, doubles to the last bit (the JSON holds their shortest exact text).
+    for (const KnobInfo& k : methods::knobs())
+        EXPECT_EQ(methods::knobValue(a, k.knob), methods::knobValue(b, k.knob)) << where << ": " << k.flag;
 }
 
 // Every field of two runs; ids only when `compareIds`.

@@ -8,9 +8,11 @@
 #include <limits>
 
 #include "RecordEquality.h"
+#include "OlderSchema.h"
 #include "SampleRecords.h"
 #include "TestPaths.h"
 #include "core/Error.h"
+#include "core/ParamsJson.h"
 #include "sessions/Database.h"
 #include "sessions/Migrations.h"
 #include "sessions/ModelFile.h"
@@ -214,6 +216,7 @@ TEST(SessionStore, RunsOfAVersionTwoStoreReadTheNewSettingsAsTheirDefaults) {
     }
     {
         // What a version 2 store's runs table was: without the three settings.
+        test::downgradeToSchema9(path);
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN lag; ALTER TABLE runs DROP COLUMN chunk_size; "
                 "ALTER TABLE runs DROP COLUMN future; ALTER TABLE runs DROP COLUMN scorer; "
@@ -287,6 +290,7 @@ TEST(SessionStore, TheScorerAndCakeSettingsComeBackAsSaved) {
         }
     }
     {
+        test::downgradeToSchema9(path);
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; ALTER TABLE runs DROP "
                 "COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN lazy; ALTER TABLE runs DROP COLUMN layer_weights;"
@@ -351,6 +355,7 @@ TEST(SessionStore, TheCompactorSettingsComeBackAsSaved) {
                   (std::vector<int32_t>{int32_t(r.selection.kept.size() - 1), int32_t(2 + r.selection.kept.back().size()), 7}));
     }
     {
+        test::downgradeToSchema9(path);
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN sketch; ALTER TABLE runs DROP COLUMN attn_chunk; ALTER TABLE runs DROP "
                 "COLUMN blend; ALTER TABLE runs DROP COLUMN think; ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; ALTER TABLE selection_heads DROP COLUMN pruned_channels; "
@@ -404,6 +409,7 @@ TEST(SessionStore, KvzipsRepeatChunkTheAllocatedBytesAndTheDecodesCompressionCom
         EXPECT_EQ(r.metrics.cacheEntries, (std::vector<int64_t>{96, 97, 98, 99, 96, 97}));
     }
     {
+        test::downgradeToSchema9(path);
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN repeat_chunk; ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; ALTER TABLE metrics DROP COLUMN allocated_bytes; ALTER TABLE metrics DROP COLUMN decode_every; ALTER TABLE metrics DROP COLUMN cache_entries; PRAGMA user_version = 6;", "make a version 6 store");
     }
@@ -444,6 +450,7 @@ TEST(SessionStore, FinchsChunkComesBackAsSaved) {
         }
     }
     {
+        test::downgradeToSchema9(path);
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN finch_chunk; ALTER TABLE runs DROP COLUMN convention; PRAGMA user_version = 7;", "make a version 7 store");
     }
@@ -485,6 +492,7 @@ TEST(SessionStore, TheConventionComesBackAsSavedAndOlderRunsFollowThePapers) {
         }
     }
     {
+        test::downgradeToSchema9(path);
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("ALTER TABLE runs DROP COLUMN convention; PRAGMA user_version = 8;", "make a version 8 store");
     }
@@ -497,11 +505,80 @@ TEST(SessionStore, TheConventionComesBackAsSavedAndOlderRunsFollowThePapers) {
     SessionStore store(path);  // read-write: migrated
     EXPECT_EQ(store.run(id).params.convention, Convention::Paper);
     Database db(path, path, SQLITE_OPEN_READONLY);
-    EXPECT_EQ(db.pragmaInt("user_version"), 9);
+    EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
 }
 
-TEST(SessionStore, AStoredConventionThatIsNoneOfTheWordsIsNamed) {
-    const std::string path = test::storePath("v9badconvention.db");
+// Schema 10 moved the knob columns into runs.params: every knob of a schema 9 run, set away
+// from its default (doubles no 15-digit text holds, the largest seeds), reads the same read-only
+// from the old columns and after the migration from the JSON, to the last bit.
+TEST(SessionStore, MigratingToSchemaTenMovesEveryKnobIntoParamsExactly) {
+    const std::string path = test::storePath("v10knobs.db");
+    int64_t id = 0, session = 0;
+    {
+        SessionStore store(path);
+        session = store.createSession("s").id;
+        const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
+        id = store.saveRun(test::sampleRun(5, session, prompt));
+    }
+    test::downgradeToSchema9(path);
+    PressParams want;
+    want.method = "adakv";
+    want.budget = 0;
+    want.budgetRatio = 1.0 - 0.3;
+    want.window = 17, want.kernel = 5, want.pooling = Pooling::Avg, want.gqa = GqaMode::QueryHead;
+    want.schedule = PyramidSchedule::Factory, want.beta = 0.1 + 0.2, want.alpha = 1.0 / 3.0, want.sinks = 9;
+    want.seed = std::numeric_limits<uint64_t>::max() - 1, want.lag = 33, want.chunk = 7, want.future = 99;
+    want.scorer = "keydiff", want.tau1 = 2.0 / 3.0, want.tau2 = 1e-300, want.gamma = 123.456789012345678;
+    want.lazy = 0.7, want.layerWeights = {0.1, 0.1 + 0.2}, want.sketch = 31, want.attnChunk = 77;
+    want.blend = 0.25, want.think = 0.125, want.repeatChunk = 1000, want.finchChunk = 300;
+    want.convention = Convention::Kvpress;
+    {
+        Database db(path, path, SQLITE_OPEN_READWRITE);
+        Statement set(db,
+                      "UPDATE runs SET method = ?, budget = ?, budget_ratio = ?, window_size = ?, kernel = ?, "
+                      "pooling = ?, gqa = ?, schedule = ?, beta = ?, alpha = ?, sinks = ?, seed = ?, lag = ?, "
+                      "chunk_size = ?, future = ?, scorer = ?, tau1 = ?, tau2 = ?, gamma = ?, lazy = ?, "
+                      "layer_weights = ?, sketch = ?, attn_chunk = ?, blend = ?, think = ?, repeat_chunk = ?, "
+                      "finch_chunk = ?, convention = ?",
+                      "set every knob");
+        set.bind(1, want.method).bind(2, want.budget).bind(3, want.budgetRatio).bind(4, want.window);
+        set.bind(5, want.kernel).bind(6, std::string("avg")).bind(7, std::string("query-head"));
+        set.bind(8, std::string("factory")).bind(9, want.beta).bind(10, want.alpha).bind(11, want.sinks);
+        set.bind(12, int64_t(want.seed)).bind(13, want.lag).bind(14, want.chunk).bind(15, want.future);
+        set.bind(16, want.scorer).bind(17, want.tau1).bind(18, want.tau2).bind(19, want.gamma).bind(20, want.lazy);
+        set.bind(21, std::string("[0.1,0.30000000000000004]")).bind(22, want.sketch).bind(23, want.attnChunk);
+        set.bind(24, want.blend).bind(25, want.think).bind(26, want.repeatChunk).bind(27, want.finchChunk);
+        set.bind(28, std::string("kvpress"));
+        set.run();
+    }
+    const nlohmann::json expected = methods::paramsJson(want);
+    {
+        SessionStore store(path, SessionStore::Access::ReadOnly);  // schema 9, read as it is
+        EXPECT_EQ(methods::paramsJson(store.run(id).params), expected);
+        EXPECT_EQ(methods::paramsJson(store.runs(session).at(0).params), expected);
+    }
+    {
+        SessionStore store(path);  // migrated
+        EXPECT_EQ(methods::paramsJson(store.run(id).params), expected);
+        EXPECT_EQ(methods::paramsJson(store.runs(session).at(0).params), expected);
+        EXPECT_EQ(store.run(id).params.describe(), want.describe());
+    }
+    Database db(path, path, SQLITE_OPEN_READONLY);
+    EXPECT_EQ(db.pragmaInt("user_version"), int64_t(StoreSchema::version()));
+    Statement columns(db, "SELECT group_concat(name, ' ') FROM pragma_table_info('runs')", "list the columns");
+    ASSERT_TRUE(columns.step());
+    const std::string names = " " + columns.getText(0) + " ";
+    for (const char* gone : {"window_size", "kernel", "pooling", "seed", "layer_weights", "convention"})
+        EXPECT_EQ(names.find(std::string(" ") + gone + " "), std::string::npos) << gone << " in" << names;
+    EXPECT_NE(names.find(" params "), std::string::npos) << names;
+    Statement stored(db, "SELECT json_extract(params, '$.tau1'), json_extract(params, '$.convention') FROM runs",
+                     "read the knobs");
+    ASSERT_TRUE(stored.step());
+    EXPECT_EQ(stored.getText(1), "kvpress");
+}
+
+TEST(SessionStore, AStoredKnobOfTheWrongTypeOrRangeIsNamedWithItsRun) {
+    const std::string path = test::storePath("badknobs.db");
     int64_t id = 0;
     {
         SessionStore store(path);
@@ -509,14 +586,45 @@ TEST(SessionStore, AStoredConventionThatIsNoneOfTheWordsIsNamed) {
         const int64_t prompt = store.savePrompt(test::samplePrompt(session, store.saveModel(test::sampleModel())));
         id = store.saveRun(test::sampleRun(5, session, prompt));
     }
+    const std::string run = path + ": run " + std::to_string(id);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"json_set(params, '$.convention', 'kvpres')", run + ".params.convention 'kvpres' is not paper or kvpress"},
+        {"json_set(params, '$.window', 0)", run + ".params.window '0' is not an integer in [1, 1048576]"},
+        {"json_set(params, '$.window', 'wide')", run + ".params.window: expected an integer, got a string"},
+        {"json_set(params, '$.beta', 'x')", run + ".params.beta: expected a number, got a string"},
+        {"json_set(params, '$.scorer', 'attention')",
+         run + ".params.scorer 'attention' is not one of snapkv, h2o, tova, knorm, keydiff, lagkv, expected, cur, cake, "
+               "leverage, noncausal, compactor, kvzip"},
+        {"json_set(params, '$.layer_weights', json_array(1, 'two'))",
+         run + ".params.layer_weights[]: expected a number, got a string"},
+        {"json_set(params, '$.wobble', 3)", run + ".params: 'wobble' is not a parameter of a method"},
+        {"json_array(1, 2)", run + ".params: expected an object of parameters, got a list"},
+        {"'{'", run + ".params: not JSON, or a number beyond a double (the store is damaged)"},
+        {"'{\"window\": 1e400}'", run + ".params: not JSON, or a number beyond a double (the store is damaged)"},
+    };
+    for (const auto& [expression, message] : cases) {
+        {
+            Database db(path, path, SQLITE_OPEN_READWRITE);
+            // The column's CHECK refuses text that is not JSON; a store written by hand without it is read all the same.
+            db.exec("PRAGMA ignore_check_constraints = 1; UPDATE runs SET params = " + expression + ";",
+                    "spoil the knobs");
+        }
+        SessionStore store(path, SessionStore::Access::ReadOnly);
+        EXPECT_EQ(errorOf([&] { (void)store.run(id); }), message) << expression;
+        EXPECT_EQ(errorOf([&] { (void)store.runs(store.session("s").id); }), message) << expression;
+        {
+            // Put the good knobs back for the next case.
+            Database db(path, path, SQLITE_OPEN_READWRITE);
+            db.exec("UPDATE runs SET params = '" + methods::knobsJson(test::sampleRun(5, 1, 1).params).dump() + "';",
+                    "mend the knobs");
+        }
+    }
     {
         Database db(path, path, SQLITE_OPEN_READWRITE);
-        // The column's CHECK refuses other words; a store written by hand without it is read all the same.
-        db.exec("PRAGMA ignore_check_constraints = 1; UPDATE runs SET convention = 'kvpres';", "spoil the convention");
+        db.exec("UPDATE runs SET method = 'snapk';", "spoil the method");
     }
     SessionStore store(path, SessionStore::Access::ReadOnly);
-    EXPECT_EQ(errorOf([&] { (void)store.run(id); }),
-              path + ": run " + std::to_string(id) + ".convention: 'kvpres' is not paper or kvpress");
+    EXPECT_EQ(errorOf([&] { (void)store.run(id); }).rfind(run + ".method 'snapk' is not one of full, snapkv, ", 0), 0u);
 }
 
 TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
@@ -526,7 +634,8 @@ TEST(SessionStore, AVersionOneStoreOpenedReadOnlySaysItNeedsAnUpgrade) {
         Migrations::apply(db, {StoreSchema::steps()[0]});
     }
     EXPECT_EQ(errorOf([&] { SessionStore store(path, SessionStore::Access::ReadOnly); }),
-              path + ": store schema 1 needs an upgrade to 9, which read-only access cannot do");
+              path + ": store schema 1 needs an upgrade to " + std::to_string(StoreSchema::version()) +
+                  ", which read-only access cannot do");
 }
 
 // A Hugging Face folder: each file's (weights, config, tokenizer) size, mtime and SHA-256 kept in order,
@@ -593,6 +702,7 @@ TEST(SessionStore, AVersionThreeStoreOpensReadOnlyWithoutWeightFiles) {
         store.savePrompt(test::samplePrompt(session, model));
     }
     {
+        test::downgradeToSchema9(path);
         Database db(path, path, SQLITE_OPEN_READWRITE);
         db.exec("DROP TABLE model_files; ALTER TABLE runs DROP COLUMN scorer; ALTER TABLE runs DROP COLUMN tau1; "
                 "ALTER TABLE runs DROP COLUMN tau2; ALTER TABLE runs DROP COLUMN gamma; ALTER TABLE runs DROP COLUMN "

@@ -223,7 +223,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
         EXPECT_EQ(panel.findChild<QWidget*>("gqa")->isEnabled(), w.gqa) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("window")->isEnabled(), w.window) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("kernel")->isEnabled(), w.kernel) << w.method;
-        EXPECT_EQ(panel.findChild<QWidget*>("pooling")->isEnabled(), w.kernel) << w.method;
+        EXPECT_EQ(panel.findChild<QWidget*>("pool")->isEnabled(), w.kernel) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("beta")->isEnabled(), w.beta) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("alpha")->isEnabled(), w.alpha) << w.method;
         EXPECT_EQ(panel.findChild<QWidget*>("sinks")->isEnabled(), w.sinks) << w.method;
@@ -292,7 +292,7 @@ TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {
     panel.setParams(p);
     EXPECT_EQ(panel.params().scorer, "expected");
     for (const char* on : {"sinks", "future", "alpha", "window"}) EXPECT_TRUE(panel.findChild<QWidget*>(on)->isEnabled()) << on;
-    for (const char* off : {"kernel", "pooling", "gqa", "gamma"}) EXPECT_FALSE(panel.findChild<QWidget*>(off)->isEnabled()) << off;
+    for (const char* off : {"kernel", "pool", "gqa", "gamma"}) EXPECT_FALSE(panel.findChild<QWidget*>(off)->isEnabled()) << off;
     // ChunkKV scored by LagKV takes its sinks and lag.
     p.method = "chunkkv";
     p.scorer = "lagkv";

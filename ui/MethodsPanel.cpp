@@ -62,139 +62,60 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     budgetRow->addWidget(budgetRatio_);
     form->addRow("Budget", budgetRow);
 
-    window_ = new QSpinBox;
-    window_->setObjectName("window");
-    window_->setRange(1, 64);
-    window_->setValue(32);
-    window_->setToolTip("Observation window: the last W prompt queries vote, and are always kept");
-    form->addRow("Window", window_);
-    kernel_ = new QSpinBox;
-    kernel_->setObjectName("kernel");
-    kernel_->setRange(1, 63);
-    kernel_->setSingleStep(2);
-    kernel_->setValue(7);
-    kernel_->setToolTip("Pooling kernel over positions (odd)");
-    form->addRow("Kernel", kernel_);
-    pooling_ = new QComboBox;
-    pooling_->setObjectName("pool");
-    pooling_->addItems({"max", "avg"});
-    form->addRow("Pooling", pooling_);
-    beta_ = new QDoubleSpinBox;
-    beta_->setObjectName("beta");
-    beta_->setRange(1.0, 1000.0);
-    beta_->setValue(20.0);
-    beta_->setToolTip("PyramidKV: the top layer keeps budget / beta");
-    form->addRow("Beta", beta_);
-    alpha_ = new QDoubleSpinBox;
-    alpha_->setObjectName("alpha");
-    alpha_->setRange(0.0, 1.0);
-    alpha_->setSingleStep(0.05);
-    alpha_->setValue(0.2);
-    alpha_->setToolTip("AdaKV: the share of the budget every head keeps before the adaptive split");
-    form->addRow("Alpha", alpha_);
-    gqa_ = new QComboBox;
-    gqa_->setObjectName("gqa");
-    gqa_->addItems({"kv-head", "query-head"});
-    gqa_->setToolTip("kv-head: one selection per KV head (votes averaged over its query heads);\n"
-                     "query-head: one per query head");
-    form->addRow("GQA", gqa_);
-    convention_ = new QComboBox;
-    convention_->setObjectName("convention");
-    convention_->addItems({"paper", "kvpress"});
-    convention_->setToolTip(
-        QString::fromStdString("paper: the paper's form (the default); kvpress: keep exactly the positions kvpress's press "
-                               "keeps\n(ratio budgets as int(T(1 - r)), avg pooling). For " +
-                               methods::listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; },
-                                                  " and ") +
-                               "."));
-    form->addRow("Convention", convention_);
-    auto spin = [&](const char* name, int lo, int hi, int value, const char* tip) {
-        auto* box = new QSpinBox;
-        box->setObjectName(name);
-        box->setRange(lo, hi);
-        box->setValue(value);
-        box->setToolTip(tip);
-        return box;
-    };
+    // One control per knob of the knob table (core/Methods), named after its JSON key in camel
+    // case (layer_weights: layerWeights): its type picks the widget, the table its range, words
+    // and tooltip; the presentation below only adds a label, a step and a real's range.
     const PressParams defaults;
-    sinks_ = spin("sinks", 0, 1 << 20, int(defaults.sinks),
-                  "StreamingLLM, LagKV, Expected Attention, CUR, SimLayerKV, Compactor, KVzip (and a wrapper\n"
-                  "scored by Expected Attention, CUR, Compactor, KVzip or LagKV): the first positions, always kept");
-    form->addRow("Sinks", sinks_);
-    lag_ = spin("lag", 1, 1 << 20, int(defaults.lag),
-                "LagKV (the method, or a wrapper's scorer): positions per partition; each is scored against\n"
-                "the next, the last full one and the remainder are kept whole (the budget must hold them and\n"
-                "the sinks)");
-    form->addRow("Lag", lag_);
-    chunk_ = spin("chunk", 1, 1 << 20, int(defaults.chunk), "ChunkKV: consecutive positions kept or dropped together");
-    form->addRow("Chunk", chunk_);
-    future_ = spin("future", 1, 1 << 24, int(defaults.future),
-                   "Expected Attention: the future query positions whose RoPE rotation is averaged");
-    form->addRow("Future", future_);
-    scorer_ = new QComboBox;
-    scorer_->setObjectName("scorer");
-    scorer_->addItem("(own)");
-    for (const std::string& s : PressParams::scorerNames()) scorer_->addItem(QString::fromStdString(s));
-    scorer_->setToolTip("AdaKV, ChunkKV (both forms), CAKE, per-layer, CriticalKV, CriticalAdaKV: the scores\n"
-                        "they rank by; "
-                        "(own): SnapKV's votes for all but CAKE, CAKE's eviction indicator for CAKE");
-    form->addRow("Scorer", scorer_);
-    auto real = [&](const char* name, double lo, double hi, double step, int decimals, double value, const char* tip) {
-        auto* box = new QDoubleSpinBox;
-        box->setObjectName(name);
-        box->setRange(lo, hi);
-        box->setSingleStep(step);
-        box->setDecimals(decimals);
-        box->setValue(value);
-        box->setToolTip(tip);
-        return box;
-    };
-    tau1_ = real("tau1", 0.05, 100.0, 0.1, 2, defaults.tau1,
-                 "CAKE: a layer's preference is entropy^(1/tau1) x variance^(1/tau2) of its window's attention");
-    tau2_ = real("tau2", 0.05, 100.0, 0.1, 2, defaults.tau2, "CAKE: see tau1");
-    auto* tauRow = new QHBoxLayout;
-    tauRow->addWidget(tau1_);
-    tauRow->addWidget(tau2_);
-    form->addRow("Tau 1, 2", tauRow);
-    gamma_ = real("gamma", 0.0, 1e6, 10.0, 1, defaults.gamma,
-                  "CAKE's eviction indicator: the window attention's mean + gamma x its variance");
-    form->addRow("Gamma", gamma_);
-    lazy_ = real("lazy", 0.0, 1.0, 0.05, 2, defaults.lazy,
-                 "SimLayerKV: a layer whose last query gives the sinks and the recent positions more than\n"
-                 "this share of its attention keeps only them (Llama 3 0.9, Llama 2 0.65, Mistral 0.8, Qwen 0.85)");
-    form->addRow("Lazy above", lazy_);
-    sketch_ = spin("sketch", 1, 4096, int(defaults.sketch),
-                   "LeverageScore, Compactor: columns of the Gaussian sketch of each head's pre-RoPE keys");
-    attnChunk_ = spin("attnChunk", 1, 1 << 20, int(defaults.attnChunk),
-                      "Non-causal attention, Compactor: each query attends to every key of its chunk of\n"
-                      "this many positions, before and after it (the first use replays the prompt)");
-    auto* compactorRow = new QHBoxLayout;
-    compactorRow->addWidget(sketch_);
-    compactorRow->addWidget(attnChunk_);
-    form->addRow("Sketch, chunk", compactorRow);
-    blend_ = real("blend", -1.0, 100.0, 0.05, 2, defaults.blend,
-                  "Compactor: the leverage scores' weight beside the non-causal attention's;\n"
-                  "auto: the compression ratio 1 - B/T, as kvpress");
-    blend_->setSpecialValueText("auto");
-    form->addRow("Blend", blend_);
-    think_ = real("think", 0.0, 0.95, 0.05, 2, defaults.think,
-                  "ThinK, over any method: the share of each kept prompt key's channels pruned (zeroed), those of\n"
-                  "lowest window-query x key energy; the Memory panel leaves them out of the KV bytes");
-    form->addRow("ThinK channels", think_);
-    repeatChunk_ = spin("repeatChunk", 1, 1 << 20, int(defaults.repeatChunk),
-                        "KVzip: the prompt positions the model repeats per reconstruction pass (each pass\n"
-                        "reads the whole prompt's KV; the first use runs the prompt a second time)");
-    form->addRow("Repeat chunk", repeatChunk_);
-    finchChunk_ = spin("finchChunk", 1, 1 << 20, int(defaults.finchChunk),
-                       "Finch: the context positions prefilled per step, each followed by the question (the\n"
-                       "last --window tokens) and an eviction to the step's share; each budget runs its own prefill");
-    form->addRow("Finch chunk", finchChunk_);
-    layerWeights_ = new QLineEdit;
-    layerWeights_->setObjectName("layerWeights");
-    layerWeights_->setPlaceholderText("equal");
-    layerWeights_->setToolTip("Per-layer: each layer's share of the total budget, one weight per layer\n"
-                              "(e.g. 4,2,1,1); empty: every layer the same budget");
-    form->addRow("Layer weights", layerWeights_);
+    for (const KnobInfo& k : methods::knobs()) {
+        const Look look = lookOf(k.knob);
+        if (!look.label) continue;  // no control (--seed)
+        QWidget* w = nullptr;
+        switch (k.type) {
+            case KnobType::Int: {
+                auto* box = new QSpinBox;
+                box->setRange(int(std::max<int64_t>(k.min, int64_t(look.low))), int(std::min<int64_t>(k.max, int64_t(look.high))));
+                box->setSingleStep(int(look.step));
+                w = box;
+                break;
+            }
+            case KnobType::Real: {
+                auto* box = new QDoubleSpinBox;
+                box->setRange(look.low, look.high);
+                box->setSingleStep(look.step);
+                box->setDecimals(look.decimals);
+                // Compactor's blend: its minimum, -1, reads "auto" (the compression ratio).
+                if (k.knob == Knob::Blend) box->setSpecialValueText("auto");
+                w = box;
+                break;
+            }
+            case KnobType::Word: {
+                auto* box = new QComboBox;
+                box->addItems(QString(k.words).split('|'));
+                w = box;
+                break;
+            }
+            case KnobType::Name: {
+                auto* box = new QComboBox;
+                box->addItem("(own)");
+                for (const std::string& n : PressParams::scorerNames()) box->addItem(QString::fromStdString(n));
+                w = box;
+                break;
+            }
+            case KnobType::Reals: {
+                auto* line = new QLineEdit;
+                line->setPlaceholderText("equal");
+                w = line;
+                break;
+            }
+            case KnobType::Seed: break;
+        }
+        if (!w) continue;
+        w->setObjectName(controlName(k));
+        w->setToolTip(QString::fromStdString(tooltipOf(k)));
+        controls_[size_t(k.knob)] = w;
+        setControl(k.knob, defaults);
+        form->addRow(look.label, w);
+    }
     compared_ = new QToolButton;
     compared_->setObjectName("comparedMethods");
     compared_->setPopupMode(QToolButton::InstantPopup);
@@ -259,34 +180,37 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
         budgetModeChanged();
         changed();
     });
-    connect(window_, qOverload<int>(&QSpinBox::valueChanged), this, changed);
-    connect(kernel_, qOverload<int>(&QSpinBox::valueChanged), this, changed);
-    connect(pooling_, &QComboBox::currentTextChanged, this, changed);
-    connect(beta_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
-    connect(alpha_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
-    connect(gqa_, &QComboBox::currentTextChanged, this, changed);
-    connect(convention_, &QComboBox::currentTextChanged, this, [this, changed](const QString& text) {
+    for (const KnobInfo& k : methods::knobs()) {
+        QWidget* w = control(k.knob);
+        if (auto* box = qobject_cast<QSpinBox*>(w)) {
+            connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+        } else if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
+            connect(real, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
+        } else if (auto* line = qobject_cast<QLineEdit*>(w)) {
+            connect(line, &QLineEdit::editingFinished, this, changed);
+        } else if (auto* combo = qobject_cast<QComboBox*>(w); combo && k.knob != Knob::Convention && k.knob != Knob::Scorer) {
+            connect(combo, &QComboBox::currentTextChanged, this, changed);
+        }
+    }
+    connect(combo(Knob::Convention), &QComboBox::currentTextChanged, this, [this, changed](const QString& text) {
         // kvpress pools by avg and averages each KV head's query heads: the only settings it has.
         if (text == "kvpress") {
             const bool was = quiet_;
             quiet_ = true;
-            pooling_->setCurrentText("avg");
-            gqa_->setCurrentText("kv-head");
+            combo(Knob::Pooling)->setCurrentText("avg");
+            combo(Knob::Gqa)->setCurrentText("kv-head");
             quiet_ = was;
         }
         updateEnabled();  // chunkkv and finch read their kvpress twin's knobs under kvpress
         changed();
     });
-    for (QSpinBox* box : {sinks_, lag_, chunk_, future_, sketch_, attnChunk_, repeatChunk_, finchChunk_})
-        connect(box, qOverload<int>(&QSpinBox::valueChanged), this, changed);
-    for (QDoubleSpinBox* box : {tau1_, tau2_, gamma_, lazy_, blend_, think_})
-        connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
-    connect(layerWeights_, &QLineEdit::editingFinished, this, changed);
-    connect(think_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] { updateEnabled(); });
-    connect(scorer_, &QComboBox::currentTextChanged, this, [this, changed] {
+    // What the method in effect reads follows the scorer, and ThinK reads the window.
+    connect(combo(Knob::Scorer), &QComboBox::currentTextChanged, this, [this, changed] {
         updateEnabled();
         changed();
     });
+    connect(qobject_cast<QDoubleSpinBox*>(control(Knob::Think)), qOverload<double>(&QDoubleSpinBox::valueChanged), this,
+            [this] { updateEnabled(); });
     budgetModeChanged();
     updateEnabled();
 }
@@ -300,33 +224,16 @@ PressParams MethodsPanel::params() const {
         p.budget = 0;
         p.budgetRatio = budgetRatio_->value() / 100.0;
     }
-    p.window = window_->value();
-    p.kernel = kernel_->value();
-    p.pooling = pooling_->currentText() == "avg" ? Pooling::Avg : Pooling::Max;
-    p.beta = beta_->value();
-    p.alpha = alpha_->value();
-    p.gqa = gqa_->currentText() == "query-head" ? GqaMode::QueryHead : GqaMode::KvHead;
-    p.convention = convention_->currentText() == "kvpress" ? Convention::Kvpress : Convention::Paper;
+    for (const KnobInfo& k : methods::knobs()) {
+        if (!control(k.knob) || k.knob == Knob::LayerWeights) continue;
+        // A spin box or a list holds only values its knob takes.
+        methods::setKnob(p, k.knob, controlText(k.knob).toStdString(), k.flag);
+    }
     p.method = methods::underConvention(p.method, p.convention);  // chunkkv under kvpress: chunkkv-kvpress
-    p.sinks = sinks_->value();
-    p.lag = lag_->value();
-    p.chunk = chunk_->value();
-    p.future = future_->value();
-    if (p.takesScorer() && scorer_->currentIndex() > 0) p.scorer = scorer_->currentText().toStdString();
-    p.tau1 = tau1_->value();
-    p.tau2 = tau2_->value();
-    p.gamma = gamma_->value();
-    p.lazy = lazy_->value();
-    p.sketch = sketch_->value();
-    p.attnChunk = attnChunk_->value();
-    p.repeatChunk = repeatChunk_->value();
-    p.finchChunk = finchChunk_->value();
-    // Below 0 (the spin box's "auto" and the step above it) is the compression ratio.
-    p.blend = blend_->value() < 0.0 ? -1.0 : blend_->value();
-    p.think = think_->value();
+    if (!p.takesScorer()) p.scorer.clear();
     if (p.reads(Knob::LayerWeights)) {
         // A word that is not a number stays in the list as NaN, which validate() names.
-        for (const QString& w : layerWeights_->text().split(',', Qt::SkipEmptyParts)) {
+        for (const QString& w : lineEdit(Knob::LayerWeights)->text().split(',', Qt::SkipEmptyParts)) {
             bool ok = false;
             const double v = w.trimmed().toDouble(&ok);
             p.layerWeights.push_back(ok ? v : std::nan(""));
@@ -345,32 +252,8 @@ void MethodsPanel::setParams(const PressParams& p) {
         ratio_->setChecked(true);
         budgetRatio_->setValue(p.budgetRatio * 100.0);
     }
-    window_->setMaximum(windowMaximum(p));
-    window_->setValue(int(p.window));
-    kernel_->setValue(int(p.kernel));
-    pooling_->setCurrentText(p.pooling == Pooling::Avg ? "avg" : "max");
-    beta_->setValue(p.beta);
-    alpha_->setValue(p.alpha);
-    gqa_->setCurrentText(p.gqa == GqaMode::QueryHead ? "query-head" : "kv-head");
-    convention_->setCurrentText(conventionName(p.convention));
-    sinks_->setValue(int(p.sinks));
-    lag_->setValue(int(p.lag));
-    chunk_->setValue(int(p.chunk));
-    future_->setValue(int(p.future));
-    scorer_->setCurrentIndex(p.scorer.empty() ? 0 : std::max(0, scorer_->findText(QString::fromStdString(p.scorer))));
-    tau1_->setValue(p.tau1);
-    tau2_->setValue(p.tau2);
-    gamma_->setValue(p.gamma);
-    lazy_->setValue(p.lazy);
-    sketch_->setValue(int(p.sketch));
-    attnChunk_->setValue(int(p.attnChunk));
-    repeatChunk_->setValue(int(p.repeatChunk));
-    finchChunk_->setValue(int(p.finchChunk));
-    blend_->setValue(p.blend < 0.0 ? blend_->minimum() : p.blend);
-    think_->setValue(p.think);
-    QStringList weights;
-    for (double w : p.layerWeights) weights << QString::number(w, 'g', 6);
-    layerWeights_->setText(weights.join(','));
+    spinBox(Knob::Window)->setMaximum(windowMaximum(p));
+    for (const KnobInfo& k : methods::knobs()) setControl(k.knob, p);
     budgetModeChanged();
     updateEnabled();
     quiet_ = false;
@@ -447,26 +330,109 @@ void MethodsPanel::updateComparedText() {
 
 void MethodsPanel::updateEnabled() {
     PressParams probe;
-    probe.convention = convention_->currentText() == "kvpress" ? Convention::Kvpress : Convention::Paper;
+    probe.convention = parseConvention(controlText(Knob::Convention).toStdString());
     probe.method = methods::underConvention(method_->currentText().toStdString(), probe.convention);
-    if (probe.takesScorer() && scorer_->currentIndex() > 0) probe.scorer = scorer_->currentText().toStdString();
-    probe.think = think_->value();
+    if (probe.takesScorer()) probe.scorer = controlText(Knob::Scorer).toStdString();
+    probe.think = qobject_cast<QDoubleSpinBox*>(control(Knob::Think))->value();
     // A control is enabled exactly when the method table says the method in effect reads
-    // its knob (ThinK reads the window, whatever the method).
+    // its knob (ThinK reads the window, whatever the method; its own control is always on).
     const KnobSet reads = methods::effectiveKnobs(probe);
-    const std::pair<Knob, QWidget*> controls[] = {
-        {Knob::Window, window_},     {Knob::Scorer, scorer_},         {Knob::Kernel, kernel_},
-        {Knob::Pooling, pooling_},   {Knob::Gqa, gqa_},               {Knob::Beta, beta_},
-        {Knob::Alpha, alpha_},       {Knob::Sinks, sinks_},           {Knob::Lag, lag_},
-        {Knob::Chunk, chunk_},       {Knob::Future, future_},         {Knob::Tau1, tau1_},
-        {Knob::Tau2, tau2_},         {Knob::Gamma, gamma_},           {Knob::Lazy, lazy_},
-        {Knob::LayerWeights, layerWeights_}, {Knob::Sketch, sketch_}, {Knob::AttnChunk, attnChunk_},
-        {Knob::RepeatChunk, repeatChunk_},   {Knob::FinchChunk, finchChunk_}, {Knob::Blend, blend_},
-        {Knob::Convention, convention_},
-    };
-    for (const auto& [knob, widget] : controls) widget->setEnabled(reads.has(knob));
-    window_->setMaximum(windowMaximum(probe));
+    for (const KnobInfo& k : methods::knobs())
+        if (QWidget* w = control(k.knob)) w->setEnabled(k.knob == Knob::Think || reads.has(k.knob));
+    spinBox(Knob::Window)->setMaximum(windowMaximum(probe));
 }
+
+MethodsPanel::Look MethodsPanel::lookOf(Knob k) {
+    // Labels, steps and the ranges the GUI offers (within the knob table's).
+    switch (k) {
+        case Knob::Window: return {"Window", 1, PressParams::kMaxQuerySinks, 1, 0};
+        case Knob::Scorer: return {"Scorer"};
+        case Knob::Kernel: return {"Kernel", 1, 63, 2, 0};
+        case Knob::Pooling: return {"Pooling"};
+        case Knob::Gqa: return {"GQA"};
+        case Knob::Beta: return {"Beta", 1.0, 1000.0, 1.0, 2};
+        case Knob::Schedule: return {"Schedule"};
+        case Knob::Alpha: return {"Alpha", 0.0, 1.0, 0.05, 2};
+        case Knob::Sinks: return {"Sinks", 0, 1 << 20, 1, 0};
+        case Knob::Lag: return {"Lag", 1, 1 << 20, 1, 0};
+        case Knob::Chunk: return {"Chunk", 1, 1 << 20, 1, 0};
+        case Knob::Future: return {"Future", 1, 1 << 24, 1, 0};
+        case Knob::Tau1: return {"Tau 1", 0.05, 100.0, 0.1, 2};
+        case Knob::Tau2: return {"Tau 2", 0.05, 100.0, 0.1, 2};
+        case Knob::Gamma: return {"Gamma", 0.0, 1e6, 10.0, 1};
+        case Knob::Lazy: return {"Lazy above", 0.0, 1.0, 0.05, 2};
+        case Knob::LayerWeights: return {"Layer weights"};
+        case Knob::Sketch: return {"Sketch", 1, 4096, 1, 0};
+        case Knob::AttnChunk: return {"Attention chunk", 1, 1 << 20, 1, 0};
+        case Knob::RepeatChunk: return {"Repeat chunk", 1, 1 << 20, 1, 0};
+        case Knob::FinchChunk: return {"Finch chunk", 1, 1 << 20, 1, 0};
+        case Knob::Blend: return {"Blend", -1.0, 100.0, 0.05, 2};
+        case Knob::Seed: return {};  // no control: Random's and LeverageScore's draw stays 0 here
+        case Knob::Think: return {"ThinK channels", 0.0, 0.95, 0.05, 2};
+        case Knob::Convention: return {"Convention"};
+        case Knob::Count_: break;
+    }
+    return {};
+}
+
+QString MethodsPanel::controlName(const KnobInfo& k) {
+    QString name;
+    bool upper = false;
+    for (const char* c = k.json; *c; ++c) {
+        if (*c == '_') {
+            upper = true;
+            continue;
+        }
+        name += upper ? QChar::fromLatin1(*c).toUpper() : QChar::fromLatin1(*c);
+        upper = false;
+    }
+    return name;
+}
+
+std::string MethodsPanel::tooltipOf(const KnobInfo& k) {
+    const std::string readers =
+        k.knob == Knob::Think ? std::string("every method but ") +
+                                    methods::listWhere([](const MethodInfo& m) { return *m.noThink != '\0'; })
+        : k.knob == Knob::Convention
+            ? methods::listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; })
+            : methods::listWhere([&](const MethodInfo& m) {
+                  return m.knobs.has(k.knob) || (m.usableAsScorer && m.scorerKnobs.has(k.knob));
+              });
+    return std::string(k.help) + "\n" + k.flag + ": " + methods::knobValuesText(k) + ", default " + k.defaultText +
+           "\nread by " + readers;
+}
+
+QString MethodsPanel::controlText(Knob k) const {
+    QWidget* w = control(k);
+    if (auto* box = qobject_cast<QSpinBox*>(w)) return QString::number(box->value());
+    if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
+        if (k == Knob::Blend && real->value() < 0.0) return "auto";  // the special value and the step above it
+        return QString::fromStdString(methods::shortestText(real->value()));
+    }
+    if (auto* list = qobject_cast<QComboBox*>(w)) return k == Knob::Scorer && list->currentIndex() == 0 ? "" : list->currentText();
+    if (auto* line = qobject_cast<QLineEdit*>(w)) return line->text();
+    return {};
+}
+
+void MethodsPanel::setControl(Knob k, const PressParams& p) {
+    QWidget* w = control(k);
+    if (auto* box = qobject_cast<QSpinBox*>(w)) {
+        box->setValue(QString::fromStdString(methods::knobValue(p, k)).toInt());
+    } else if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
+        real->setValue(k == Knob::Blend && p.blend < 0.0 ? real->minimum() : std::stod(methods::knobValue(p, k)));
+    } else if (auto* list = qobject_cast<QComboBox*>(w)) {
+        const QString text = QString::fromStdString(methods::knobValue(p, k));
+        list->setCurrentIndex(text.isEmpty() ? 0 : std::max(0, list->findText(text)));
+    } else if (auto* line = qobject_cast<QLineEdit*>(w)) {
+        QStringList weights;
+        for (double v : p.layerWeights) weights << QString::number(v, 'g', 6);
+        line->setText(weights.join(','));
+    }
+}
+
+QSpinBox* MethodsPanel::spinBox(Knob k) const { return qobject_cast<QSpinBox*>(control(k)); }
+QComboBox* MethodsPanel::combo(Knob k) const { return qobject_cast<QComboBox*>(control(k)); }
+QLineEdit* MethodsPanel::lineEdit(Knob k) const { return qobject_cast<QLineEdit*>(control(k)); }
 
 int MethodsPanel::windowMaximum(const PressParams& p) {
     // Finch's question (its window) may be longer than the 64 window queries a capture keeps.

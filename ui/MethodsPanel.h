@@ -1,12 +1,15 @@
 // The "Methods & budgets" panel: method, budget (slider and box, in entries or as a
-// ratio of the prompt), window, kernel, pooling, beta, alpha and GQA mode. Every
-// change emits paramsChanged at once; the window re-selects on the stored capture.
+// ratio of the prompt), and one control per knob of the knob table (core/Methods), each
+// enabled when the method in effect reads it. Every change emits paramsChanged at once;
+// the window re-selects on the stored capture.
 #pragma once
 
 #include <QStringList>
 #include <QWidget>
 
+#include <array>
 #include <cstdint>
+#include <string>
 
 #include "core/PressParams.h"
 
@@ -51,6 +54,25 @@ signals:
 
 private:
     void updateEnabled();
+    // How the panel shows a knob: its label (nullptr: no control), and a number's range,
+    // step and decimals as the GUI offers them (within the knob table's range).
+    struct Look {
+        const char* label = nullptr;
+        double low = 0.0, high = 0.0, step = 1.0;
+        int decimals = 0;
+    };
+    static Look lookOf(Knob k);
+    // The control's objectName: the knob's JSON key in camel case (layer_weights: layerWeights).
+    static QString controlName(const KnobInfo& k);
+    // The knob table's help, flag, values, default and the methods that read it.
+    static std::string tooltipOf(const KnobInfo& k);
+    QWidget* control(Knob k) const { return controls_[size_t(k)]; }
+    QSpinBox* spinBox(Knob k) const;
+    QComboBox* combo(Knob k) const;
+    QLineEdit* lineEdit(Knob k) const;
+    // The control's value as its knob's text (methods::setKnob reads it), and the reverse.
+    QString controlText(Knob k) const;
+    void setControl(Knob k, const PressParams& p);
     // The window control's maximum: the window queries a capture keeps, or any length for
     // a method that prefills again (Finch's question is its window).
     static int windowMaximum(const PressParams& p);
@@ -63,29 +85,8 @@ private:
     QSlider* budgetSlider_;
     QSpinBox* budget_;
     QDoubleSpinBox* budgetRatio_;
-    QSpinBox* window_;
-    QSpinBox* kernel_;
-    QComboBox* pooling_;
-    QDoubleSpinBox* beta_;
-    QDoubleSpinBox* alpha_;
-    QComboBox* gqa_;
-    QComboBox* convention_;  // paper or kvpress
-    QSpinBox* sinks_;   // StreamingLLM, LagKV, Expected Attention
-    QSpinBox* lag_;     // LagKV
-    QSpinBox* chunk_;   // ChunkKV
-    QSpinBox* future_;  // Expected Attention
-    QComboBox* scorer_;  // AdaKV, ChunkKV, CAKE: "(own)" or a scorer
-    QDoubleSpinBox* tau1_;  // CAKE
-    QDoubleSpinBox* tau2_;
-    QDoubleSpinBox* gamma_;
-    QDoubleSpinBox* lazy_;  // SimLayerKV
-    QSpinBox* sketch_;      // LeverageScore, Compactor
-    QSpinBox* attnChunk_;   // non-causal attention, Compactor
-    QSpinBox* repeatChunk_; // KVzip
-    QSpinBox* finchChunk_;  // Finch
-    QDoubleSpinBox* blend_;  // Compactor (its minimum, -1, reads "auto")
-    QDoubleSpinBox* think_;  // ThinK, over any method
-    QLineEdit* layerWeights_;  // per-layer: "4,2,1,1", empty for equal shares
+    // Each knob's control (nullptr: none), in knob-table order, made from the knob table.
+    std::array<QWidget*, size_t(Knob::Count_)> controls_{};
     QToolButton* compared_;
     QMenu* comparedMenu_;
     QLabel* status_;

@@ -134,8 +134,8 @@ TEST(MethodsPanelTest, EveryControlFollowsTheMethodTable) {
             const KnobSet reads = methods::effectiveKnobs(panel.params());
             for (const KnobInfo& k : methods::knobs()) {
                 QWidget* w = controlOf(k);
-                // The schedule and the seed have no control; ThinK's is always on.
-                if (k.knob == Knob::Schedule || k.knob == Knob::Seed) continue;
+                // The seed has no control; ThinK's is always on.
+                if (k.knob == Knob::Seed) continue;
                 ASSERT_NE(w, nullptr) << "no control for " << k.flag;
                 if (k.knob == Knob::Think) {
                     EXPECT_TRUE(w->isEnabled());
@@ -147,6 +147,77 @@ TEST(MethodsPanelTest, EveryControlFollowsTheMethodTable) {
         }
     }
     EXPECT_GT(checked, 26 * 20);
+}
+
+// The controls are made from the knob table: one per knob (the seed aside), named after its
+// JSON key, of its type's widget, its words in its list, its range inside the table's, its
+// tooltip the table's help, flag and default; every knob set away from its default shows and
+// reads back as the same value.
+TEST(MethodsPanelTest, EveryKnobsControlIsMadeFromTheKnobTableAndReadsBack) {
+    MethodsPanel panel;
+    panel.setPromptLength(1000);
+    PressParams want;
+    want.method = "pyramidkv";
+    want.budget = 200;
+    want.window = 17, want.kernel = 5, want.pooling = Pooling::Avg, want.gqa = GqaMode::QueryHead;
+    want.beta = 7.5, want.schedule = PyramidSchedule::Factory, want.alpha = 0.35, want.sinks = 9, want.lag = 33;
+    want.chunk = 7, want.future = 99, want.tau1 = 2.5, want.tau2 = 0.25, want.gamma = 123.5, want.lazy = 0.7;
+    want.sketch = 31, want.attnChunk = 77, want.repeatChunk = 1000, want.finchChunk = 300, want.blend = 0.25;
+    want.think = 0.15;
+    panel.setParams(want);
+    const PressParams got = panel.params();
+    for (const KnobInfo& k : methods::knobs()) {
+        std::string name;
+        for (size_t i = 0; k.json[i]; ++i)
+            name += k.json[i] == '_' ? char(std::toupper(static_cast<unsigned char>(k.json[++i]))) : k.json[i];
+        QWidget* w = panel.findChild<QWidget*>(QString::fromStdString(name));
+        if (k.knob == Knob::Seed) {
+            EXPECT_EQ(w, nullptr);
+            continue;
+        }
+        ASSERT_NE(w, nullptr) << k.flag;
+        const std::string tip = w->toolTip().toStdString();
+        EXPECT_NE(tip.find(k.help), std::string::npos) << k.flag << ": " << tip;
+        EXPECT_NE(tip.find(std::string(k.flag) + ": "), std::string::npos) << tip;
+        EXPECT_NE(tip.find(std::string("default ") + k.defaultText), std::string::npos) << tip;
+        switch (k.type) {
+            case KnobType::Int: {
+                auto* box = qobject_cast<QSpinBox*>(w);
+                ASSERT_NE(box, nullptr) << k.flag;
+                EXPECT_GE(box->minimum(), k.min) << k.flag;
+                EXPECT_LE(box->maximum(), k.max) << k.flag;
+                break;
+            }
+            case KnobType::Real: EXPECT_NE(qobject_cast<QDoubleSpinBox*>(w), nullptr) << k.flag; break;
+            case KnobType::Word: {
+                auto* list = qobject_cast<QComboBox*>(w);
+                ASSERT_NE(list, nullptr) << k.flag;
+                QStringList items;
+                for (int i = 0; i < list->count(); ++i) items << list->itemText(i);
+                EXPECT_EQ(items.join('|').toStdString(), k.words);
+                break;
+            }
+            case KnobType::Name: EXPECT_NE(qobject_cast<QComboBox*>(w), nullptr) << k.flag; break;
+            case KnobType::Reals: EXPECT_NE(qobject_cast<QLineEdit*>(w), nullptr) << k.flag; break;
+            case KnobType::Seed: break;
+        }
+        // Shown and read back (the layer weights are read only by per-layer, the scorer only by a wrapper).
+        if (k.knob != Knob::LayerWeights && k.knob != Knob::Scorer) {
+            EXPECT_EQ(methods::knobValue(got, k.knob), methods::knobValue(want, k.knob)) << k.flag;
+        }
+    }
+    // A wrapper's scorer and per-layer's weights read back too.
+    want.method = "perlayer";
+    want.scorer = "keydiff";
+    want.layerWeights = {4, 2, 1.5, 1};
+    panel.setParams(want);
+    EXPECT_EQ(panel.params().scorer, "keydiff");
+    EXPECT_EQ(panel.params().layerWeights, want.layerWeights);
+    // An automatic blend reads "auto" and back.
+    want.blend = -1.0;
+    panel.setParams(want);
+    EXPECT_EQ(panel.findChild<QDoubleSpinBox*>("blend")->text(), "auto");
+    EXPECT_EQ(methods::knobValue(panel.params(), Knob::Blend), "auto");
 }
 
 // Under kvpress's convention the panel's ChunkKV is kvpress's port of it: the parameters name

@@ -130,7 +130,7 @@ struct CacheComparison {
         CacheComparison c;
         c.lengths = parseLengths(args.get("--prompt-len", "512"));
         c.methods = parseMethods(args.get("--methods"));
-        c.press = PressOptions::fromCommandLine(args);
+        c.press = PressOptions::sharedFromCommandLine(args, c.methods);
         const bool needsBudget = std::any_of(c.methods.begin(), c.methods.end(),
                                              [](const std::string& m) { return methods::named(m).id != MethodId::Full; });
         if (needsBudget && !args.has("--budget"))

@@ -19,7 +19,43 @@ const std::set<std::string>& PressOptions::flags() {
     return f;
 }
 
-PressParams PressOptions::fromCommandLine(const CommandLine& args) {
+namespace {
+
+// --scorer, --think and --convention have their own checks, which name what takes them.
+bool checkedElsewhere(Knob k) { return k == Knob::Scorer || k == Knob::Think || k == Knob::Convention; }
+
+std::string flagsRead(const PressParams& p) {
+    std::vector<std::string> flags;
+    for (const KnobInfo& k : methods::knobs())
+        if (!checkedElsewhere(k.knob) && methods::effectiveKnobs(p).has(k.knob)) flags.push_back(k.flag);
+    if (flags.empty()) return "no knob";
+    std::string out;
+    for (size_t i = 0; i < flags.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == flags.size() ? " and " : ", ") + flags[i];
+    return out;
+}
+
+// A knob's flag that no run reads changes nothing: said on stderr in one line, naming the flag,
+// so a loop passing the same flags to every method still runs.
+void warnUnreadFlags(const CommandLine& args, const std::vector<PressParams>& runs, bool sweep) {
+    // An unknown method is named by the validation, with the list of known ones.
+    if (std::any_of(runs.begin(), runs.end(), [](const PressParams& p) { return !methods::find(p.method); })) return;
+    for (const KnobInfo& k : methods::knobs()) {
+        // One method's --layer-weights is refused by its validation, which names perlayer.
+        if (checkedElsewhere(k.knob) || (!sweep && k.knob == Knob::LayerWeights) || !args.has(k.flag)) continue;
+        if (std::any_of(runs.begin(), runs.end(), [&](const PressParams& p) { return methods::effectiveKnobs(p).has(k.knob); }))
+            continue;
+        const PressParams& p = runs.front();
+        const std::string who = sweep ? std::string("read by none of --methods")
+                                      : "not read by --method " + p.method +
+                                            (p.convention == Convention::Kvpress ? " under --convention kvpress" : "") +
+                                            " (it reads " + flagsRead(p) + ")";
+        std::fprintf(stderr, "%s: %s is %s: ignored; %s is for %s\n", args.command().c_str(), k.flag,
+                     who.c_str(), k.flag, methods::knobReaders(k).c_str());
+    }
+}
+
+PressParams pressFromFlags(const CommandLine& args) {
     PressParams p;
     p.method = args.get("--method", p.method);
     if (args.has("--budget")) parseBudget(args.get("--budget"), "--budget", p);
@@ -45,6 +81,25 @@ PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     }
     // kvpress pools only by avg: under its convention that is the default (--pool max is refused).
     if (!args.has("--pool") && p.convention == Convention::Kvpress) p.pooling = Pooling::Avg;
+    return p;
+}
+
+}  // namespace
+
+PressParams PressOptions::fromCommandLine(const CommandLine& args) {
+    PressParams p = pressFromFlags(args);
+    warnUnreadFlags(args, {p}, false);
+    return p;
+}
+
+PressParams PressOptions::sharedFromCommandLine(const CommandLine& args, const std::vector<std::string>& methodList) {
+    const PressParams p = pressFromFlags(args);
+    std::vector<PressParams> runs;
+    for (const std::string& m : methodList) {
+        runs.push_back(p);
+        runs.back().method = m;
+    }
+    warnUnreadFlags(args, runs, true);
     return p;
 }
 
@@ -90,7 +145,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
     }
     std::vector<std::string> methods = splitList(args.get("--methods", methodList), "--methods");
     const std::vector<std::string> budgets = splitList(args.get("--budgets", budgetList), "--budgets");
-    const PressParams base = PressOptions::fromCommandLine(args);
+    const PressParams base = pressFromFlags(args);
     if (!args.has("--methods") && base.convention == Convention::Kvpress) {
         // The default list, under kvpress's convention: the methods it reproduces (named --methods are refused).
         std::string left;
@@ -149,6 +204,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
         std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
         throw Error("--scorer is for " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
                     ", and --methods names none of them");
+    warnUnreadFlags(args, runs, true);
     // Settings that do not depend on the prompt fail before the model loads.
     for (const PressParams& p : runs) p.validateSettings();
     return runs;

@@ -14,8 +14,11 @@ namespace kvlens {
 
 struct PressOptions {
     static const std::set<std::string>& flags();
-    // Everything but the method and budget, which compare sweeps.
+    // One method's flags; a knob's flag the method does not read is named on stderr (ignored).
     static PressParams fromCommandLine(const CommandLine& args);
+    // The flags shared by several methods (bench's --methods): each knob's flag given must be
+    // read by one of `methods` at least, or is named on stderr; the method field is left as parsed.
+    static PressParams sharedFromCommandLine(const CommandLine& args, const std::vector<std::string>& methods);
     // Whether the command line sets a budget: --budget, or --compression-ratio (kvpress's form).
     static bool hasBudget(const CommandLine& args) { return args.has("--budget") || args.has("--compression-ratio"); }
     // The sweep of --methods and --budgets (lists; `methods` and `budgets` when not

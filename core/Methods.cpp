@@ -41,7 +41,7 @@ const std::vector<MethodInfo>& table() {
          "is out of range; here each layer's B - W prefix entries fall linearly (exact: summing to L(B - W)). "
          "--convention kvpress applies kvpress's schedule",
          "", "SnapKV's votes with a budget falling linearly from the first layer to the last", "",
-         KvpressForm::Convention},
+         KvpressForm::Convention, std::nullopt, std::nullopt, {K::Schedule}},
         {MethodId::StreamingLlm, "streamingllm", "StreamingLLM", F::Baseline, {K::Sinks}, {}, {P::Sinks, P::Recent},
          false, "", false, {}, {}, false, false, D::Own,
          "Xiao et al. 2024, Efficient Streaming Language Models with Attention Sinks", "StreamingLLMPress",
@@ -310,6 +310,7 @@ KnobSet effectiveKnobs(const PressParams& p) {
     }
     if (p.think > 0.0) set |= KnobSet{Knob::Window, Knob::Think};
     if (kvpressReproduced(p)) set.add(Knob::Convention);
+    if (p.convention == Convention::Kvpress) set = set - m->kvpressUnread;
     return set;
 }
 
@@ -378,6 +379,21 @@ const char* decodeFormName(DecodeForm d) {
         case DecodeForm::ViaScorer: return "via its scorer";
     }
     return "";
+}
+
+std::string knobReaders(const KnobInfo& k) {
+    if (k.knob == Knob::Think)
+        return std::string("every method but ") + listWhere([](const MethodInfo& m) { return *m.noThink != '\0'; });
+    if (k.knob == Knob::Convention) return listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; });
+    const bool viaScorer = k.knob != Knob::Scorer && std::any_of(table().begin(), table().end(), [&](const MethodInfo& m) {
+                               return m.usableAsScorer && m.scorerKnobs.has(k.knob);
+                           });
+    const std::string unread = listWhere([&](const MethodInfo& m) { return m.kvpressUnread.has(k.knob); });
+    return listWhere([&](const MethodInfo& m) {
+               return m.knobs.has(k.knob) || (m.usableAsScorer && m.scorerKnobs.has(k.knob));
+           }) +
+           (viaScorer ? " (and a wrapper ranking by one of them)" : "") +
+           (unread.empty() ? "" : "; not " + unread + " under --convention kvpress");
 }
 
 std::string knobValuesText(const KnobInfo& k) {
@@ -490,24 +506,8 @@ std::string tableMarkdown() {
     s << "\n## Knobs\n\n| flag | JSON key | values | default | what it sets | read by |\n"
          "| --- | --- | --- | --- | --- | --- |\n";
     for (const KnobInfo& k : knobTable()) {
-        std::string readers =
-            k.knob == Knob::Think ? std::string("every method but ") +
-                                        listWhere([](const MethodInfo& m) { return *m.noThink != '\0'; })
-            : k.knob == Knob::Convention
-                ? listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; })
-                : listWhere([&](const MethodInfo& m) {
-                                        return m.knobs.has(k.knob) || (m.usableAsScorer && m.scorerKnobs.has(k.knob));
-                                    });
         s << "| `" << k.flag << "` | `" << k.json << "` | " << escapeCell(knobValuesText(k).c_str()) << " | "
-          << k.defaultText << " | " << escapeCell(k.help) << " | "
-          << readers << (k.knob != Knob::Think && k.knob != Knob::Scorer && k.knob != Knob::Convention &&
-                                 std::any_of(table().begin(), table().end(),
-                                             [&](const MethodInfo& m) {
-                                                 return m.usableAsScorer && m.scorerKnobs.has(k.knob);
-                                             })
-                             ? " (and a wrapper ranking by one of them)"
-                             : "")
-          << " |\n";
+          << k.defaultText << " | " << escapeCell(k.help) << " | " << knobReaders(k) << " |\n";
     }
     return s.str();
 }

@@ -140,6 +140,8 @@ struct MethodInfo {
     std::optional<KeepSet> kvpressKeeps = std::nullopt;
     // The method it runs as under --convention kvpress (kvpressForm Twin).
     std::optional<MethodId> kvpressTwin = std::nullopt;
+    // Its knobs kvpress's form does not read (PyramidKV's --schedule: kvpress has its own).
+    KnobSet kvpressUnread = {};
 };
 
 // How a knob's value is written: in a flag, a describe() line and JSON alike.
@@ -230,6 +232,9 @@ const char* keepName(Keep k);
 const char* decodeFormName(DecodeForm d);
 const char* kvpressFormName(KvpressForm f);
 
+// The methods that read a knob, as docs/methods.md and the GUI's tooltips say it: "snapkv,
+// pyramidkv, ... and chunkkv-kvpress (and a wrapper ranking by one of them)".
+std::string knobReaders(const KnobInfo& k);
 // What a knob's value may be: "an integer in [1, 1048576]", "max or avg", ...
 std::string knobValuesText(const KnobInfo& k);
 // `kvlens methods`: the table as aligned text, JSON, or Markdown (docs/methods.md).

@@ -390,16 +390,8 @@ QString MethodsPanel::controlName(const KnobInfo& k) {
 }
 
 std::string MethodsPanel::tooltipOf(const KnobInfo& k) {
-    const std::string readers =
-        k.knob == Knob::Think ? std::string("every method but ") +
-                                    methods::listWhere([](const MethodInfo& m) { return *m.noThink != '\0'; })
-        : k.knob == Knob::Convention
-            ? methods::listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; })
-            : methods::listWhere([&](const MethodInfo& m) {
-                  return m.knobs.has(k.knob) || (m.usableAsScorer && m.scorerKnobs.has(k.knob));
-              });
     return std::string(k.help) + "\n" + k.flag + ": " + methods::knobValuesText(k) + ", default " + k.defaultText +
-           "\nread by " + readers;
+           "\nread by " + methods::knobReaders(k);
 }
 
 QString MethodsPanel::controlText(Knob k) const {

@@ -340,6 +340,42 @@ TEST(RunCli, BadMethodSettingsGiveOneLine) {
                        {"--budget 64 must hold LagKV's 4 sinks"});
 }
 
+// A knob's flag that the method does not read changes nothing: the run goes on, and stderr says so
+// in one line naming the flag, what the method reads and what reads the flag.
+TEST(RunCli, AFlagTheMethodDoesNotReadIsNamedOnStderr) {
+    const std::string base = "run --model random:tiny:layers=1 --prompt-file " + promptFile() + " -n 2 ";
+    auto warningOf = [](const CliResult& r) {
+        EXPECT_EQ(r.exitCode, 0) << r.err;
+        std::string lines;
+        std::istringstream in(r.err);
+        for (std::string line; std::getline(in, line);)
+            if (line.find(": ignored; ") != std::string::npos) lines += line + "\n";
+        return lines;
+    };
+    EXPECT_EQ(warningOf(runCli(base + "--method snapkv --budget 64 --sinks 3")),
+              "run: --sinks is not read by --method snapkv (it reads --window, --kernel, --pool and --gqa): ignored; "
+              "--sinks is for streamingllm, lagkv, expected, cur, simlayerkv, compactor and kvzip (and a wrapper "
+              "ranking by one of them)\n");
+    EXPECT_EQ(warningOf(runCli(base + "--method full --kernel 3")),
+              "run: --kernel is not read by --method full (it reads no knob): ignored; --kernel is for snapkv and "
+              "pyramidkv (and a wrapper ranking by one of them)\n");
+    EXPECT_EQ(warningOf(runCli(base + "--method pyramidkv --budget 64 --convention kvpress --schedule factory")),
+              "run: --schedule is not read by --method pyramidkv under --convention kvpress (it reads --window, "
+              "--kernel, --pool, --gqa and --beta): ignored; --schedule is for pyramidkv; not pyramidkv under "
+              "--convention kvpress\n");
+    // Read by the method: no line.
+    EXPECT_EQ(warningOf(runCli(base + "--method streamingllm --budget 64 --sinks 3")), "");
+    EXPECT_EQ(warningOf(runCli(base + "--method adakv --budget 64 --scorer snapkv --kernel 5")), "");
+    // A sweep names a flag none of its methods reads, and not one some read.
+    EXPECT_EQ(warningOf(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
+                               " -n 2 --methods snapkv,h2o --budgets 64 --sinks 3")),
+              "compare: --sinks is read by none of --methods: ignored; --sinks is for streamingllm, lagkv, "
+              "expected, cur, simlayerkv, compactor and kvzip (and a wrapper ranking by one of them)\n");
+    EXPECT_EQ(warningOf(runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
+                               " -n 2 --methods snapkv,streamingllm --budgets 64 --sinks 3")),
+              "");
+}
+
 TEST(CompareCli, TheDefaultListLeavesOutAMethodWhoseSettingsDoNotFitWithItsReason) {
     const Result r = runCli("compare --model random:tiny:layers=1 --prompt-file " + promptFile() +
                             " --budgets 64 -n 2 --csv --dtype f32");

@@ -290,6 +290,22 @@ TEST(KnobTable, EveryKnobReadsBackWhatItWroteInTextAndJson) {
     EXPECT_EQ(PressParams::fromDescription(all.describe()).describe(), all.describe());
 }
 
+// kvpress's PyramidKV has its own schedule: under its convention --schedule is not read, so
+// describe() leaves it out and the GUI greys it; under the paper's it is read.
+TEST(KnobTable, PyramidKvsScheduleIsUnreadUnderKvpress) {
+    PressParams p;
+    p.method = "pyramidkv";
+    p.budget = 128;
+    EXPECT_TRUE(methods::effectiveKnobs(p).has(Knob::Schedule));
+    EXPECT_NE(p.describe().find(" exact"), std::string::npos) << p.describe();
+    p.convention = Convention::Kvpress;
+    EXPECT_FALSE(methods::effectiveKnobs(p).has(Knob::Schedule));
+    EXPECT_TRUE(methods::effectiveKnobs(p).has(Knob::Beta));
+    EXPECT_EQ(p.describe().find(" exact"), std::string::npos) << p.describe();
+    EXPECT_NE(p.describe().find("kvpress"), std::string::npos) << p.describe();
+    EXPECT_EQ(methods::knobReaders(methods::knob(Knob::Schedule)), "pyramidkv; not pyramidkv under --convention kvpress");
+}
+
 TEST(KnobTable, JsonOfTheWrongTypeOrAnUnknownKeyIsOneLineNamingTheField) {
     auto fromJson = [](const std::string& text) {
         return errorOf([&] { methods::paramsFromJson(nlohmann::json::parse(text), "run 3"); });

@@ -797,6 +797,7 @@ TEST(Press, ADescriptionReadsBackAsTheParametersItWasWrittenFrom) {
     kvpress.convention = Convention::Kvpress;
     kvpress.gqa = GqaMode::KvHead;
     kvpress.budgetRatio = 1.0 - 0.3;
+    kvpress.schedule = PressParams{}.schedule;  // unread under kvpress (the table's kvpressUnread), so not described
     all.push_back(kvpress);
     PressParams ada;
     ada.method = "adakv";

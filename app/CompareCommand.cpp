@@ -15,6 +15,7 @@
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
+#include "core/Methods.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/MethodEvaluator.h"
 #include "engine/compress/DecodeCompressor.h"
@@ -29,11 +30,20 @@ int runCompare(const std::vector<std::string>& argv) {
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
     CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
+        // The default list, every method of the table, wrapped under "--methods".
+        std::string list = "       [--methods ";
+        size_t lineStart = 0;
+        for (size_t i = 0; i < methods::names().size(); ++i) {
+            const std::string item = methods::names()[i] + (i + 1 < methods::names().size() ? "," : "]\n");
+            if (list.size() - lineStart + item.size() > 100) {
+                list += "\n";
+                lineStart = list.size();
+                list += "        ";
+            }
+            list += item;
+        }
+        std::fputs(("usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n" + list).c_str(), stdout);
         std::fputs(
-            "usage: kvlens compare [--model M] (--prompt TEXT | --prompt-file F)\n"
-            "       [--methods full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff,\n"
-            "        lagkv,chunkkv,expected,cur,cake,simlayerkv,perlayer,leverage,noncausal,compactor,criticalkv,\n"
-            "        criticaladakv,kvzip,finch,finch-kvpress,chunkkv-kvpress]\n"
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--decode-every N] [--csv]\n"
             "       [--special] [--chat [--system T]]\n"
             "       [--save [--session NAME] [--store PATH]]\n"
@@ -47,12 +57,10 @@ int runCompare(const std::vector<std::string>& argv) {
             stdout);
         return 0;
     }
+    std::string everyMethod;  // the default --methods: the whole table
+    for (const std::string& m : methods::names()) everyMethod += (everyMethod.empty() ? "" : ",") + m;
     std::vector<PressParams> runs = PressOptions::sweepFromCommandLine(
-        args,
-        "full,snapkv,pyramidkv,streamingllm,h2o,adakv,random,tova,knorm,keydiff,lagkv,chunkkv,expected,cur,cake,"
-        "simlayerkv,perlayer,leverage,noncausal,compactor,criticalkv,criticaladakv,kvzip,finch,finch-kvpress,"
-        "chunkkv-kvpress",
-        "64,128,256");
+        args, everyMethod, "64,128,256");
     const int64_t n = args.getInt("-n", 64, 1, 1 << 20);
     const int64_t every = args.has("--decode-every") ? args.getInt("--decode-every", 1, -(1 << 20), 1 << 20) : 0;
     if (args.has("--decode-every")) DecodeCompressor::checkEvery(every);

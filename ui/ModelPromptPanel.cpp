@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "core/Error.h"
+#include "core/Methods.h"
 #include "ui/DisplayText.h"
 
 namespace kvlens::ui {
@@ -123,12 +124,16 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     decodeEvery_->setRange(0, 4096);
     decodeEvery_->setValue(0);
     decodeEvery_->setSpecialValueText("off");
-    decodeEvery_->setToolTip("Compression during decoding: every N steps each head above the budget (in entries)\n"
-                             "is cut back to it by the method's rule (streamingllm, knorm, keydiff, h2o, tova, snapkv,\n"
-                             "pyramidkv, cur, expected, lagkv; adakv: a layer's heads share it; chunkkv: whole\n"
-                             "chunks of rows; perlayer: a budget per layer; the wrappers with --scorer snapkv, tova,\n"
-                             "h2o, knorm, keydiff, cur, expected or lagkv);\n"
-                             "off: the compressed cache grows by one entry a step");
+    // The methods named from the table's decode forms, so a new one appears here unedited.
+    const std::string own = methods::listWhere([](const MethodInfo& m) { return m.decode == DecodeForm::Own; }, ", ");
+    const std::string viaScorer =
+        methods::listWhere([](const MethodInfo& m) { return m.decode == DecodeForm::ViaScorer; }, " and ");
+    const std::string scorers = methods::listWhere(
+        [](const MethodInfo& m) { return m.usableAsScorer && m.decode == DecodeForm::Own; }, " or ");
+    decodeEvery_->setToolTip(QString::fromStdString(
+        "Compression during decoding: every N steps each head above the budget (in entries)\n"
+        "is cut back to it by the method's rule (" + own + ";\n" + viaScorer + " with --scorer " + scorers +
+        ");\noff: the compressed cache grows by one entry a step"));
     runRow->addWidget(new QLabel("compress every"));
     runRow->addWidget(decodeEvery_);
     runRow->addStretch(1);
@@ -228,7 +233,7 @@ void ModelPromptPanel::showModel(const WorkbenchModel& m) {
     system_->setEnabled(hasChat && chat_->isChecked());
     chat_->setText(hasChat ? QString("Chat (%1)").arg(QString::fromStdString(m.chatTemplate)) : QString("Chat"));
     chat_->setToolTip(hasChat ? QString("Send the prompt as one user turn of the model's chat template (%1), "
-                                        "its control tokens parsed; the README says exactly what is sent")
+                                        "its control tokens parsed; docs/cli.md (Chat templates) says exactly what is sent")
                                     .arg(QString::fromStdString(m.chatTemplate))
                               : QString("This model has no chat template KV Lens recognises: the prompt "
                                         "goes as plain text"));

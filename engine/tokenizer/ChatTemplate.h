@@ -3,7 +3,7 @@
 // the file's tokenizer.chat_template by the markers that family's template
 // carries (as llama.cpp's llm_chat_detect_template does). The Jinja itself is
 // not run: each family's format is written out here from its published
-// definition, and the README lists exactly what is sent.
+// definition, and docs/cli.md (Chat templates) lists exactly what is sent.
 #pragma once
 
 #include <string>

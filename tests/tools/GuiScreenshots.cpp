@@ -1,7 +1,7 @@
 // kvlens_gui_screenshots OUTDIR [--model M] [--prompt-file F] [--niah-store S
 //     [--niah-kind "snapkv 128"] [--niah-cell ROW,COLUMN]]: drives the real window
 // under Xvfb (xvfb-run -a -s "-screen 0 1920x1200x24", QT_QPA_PLATFORM=xcb) through a
-// session and saves a screenshot of each panel in use, for docs/gui and the README:
+// session and saves a screenshot of each panel in use, for docs/gui.md and the README:
 // the run with the memory panel, the attention map zoomed to tokens, the outputs after
 // a decode, the sessions panel comparing two saved runs, and the kept positions zoomed;
 // with --niah-store, the Needle runs panel of that store (a kvlens niah --save sweep)

@@ -1,7 +1,7 @@
 // kvlens_hf_pair OUTDIR [--from GGUF] [--layers N --embed E --heads H --kv-heads K --ffn F --context C]
 //     [--arch llama|qwen2|qwen3] [--dtype F32|BF16] [--shards N]: writes one model twice, as
 // OUTDIR/model.gguf (dense, in --dtype) and as the Hugging Face folder OUTDIR/hf (HfFolderWriter),
-// for timing a folder against its GGUF with `kvlens bench` (README: Hugging Face folders).
+// for timing a folder against its GGUF with `kvlens bench` (docs/models.md: Hugging Face folders).
 // Without --from the model is a TinyModelFile of the given shape (seeded random weights,
 // the tiny SentencePiece vocabulary, written with tokenizer.model).
 #include <cstdio>

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription("KV Lens: what KV-cache compression keeps, and what it costs.");
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addOption({"model", "A GGUF file or random:<preset> to load at start.", "M"});
+    parser.addOption({"model", "A GGUF file, a Hugging Face folder or random:<preset> to load at start.", "M"});
     parser.addOption({"prompt-file", "A text file to put in the prompt editor.", "F"});
     parser.addOption({"store", "The session store (SQLite file).", "PATH"});
     parser.addOption({"run", "Run the prompt as soon as the model has loaded."});

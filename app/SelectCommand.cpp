@@ -1,5 +1,6 @@
 // kvlens select: run a compression method on dumped per-layer tensors
 // (kvref-inputs-v1 files) and print the positions each head keeps.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -183,14 +184,32 @@ bool selectsOnTensors(const MethodInfo& m) {
     return true;
 }
 
-// The method lists from the method table.
+// How a knob's value is written in a usage line.
+std::string metavar(const KnobInfo& k) {
+    switch (k.type) {
+        case KnobType::Int: return "N";
+        case KnobType::Real: return "X";
+        case KnobType::Seed: return "S";
+        case KnobType::Word: return k.words;
+        case KnobType::Name: return "S";
+        case KnobType::Reals: return "W,W,...";
+    }
+    return "V";
+}
+
+// The flags and method lists from the method and knob tables.
 std::string selectHelp() {
-    return std::string("usage: kvlens select --inputs FILE... --method M --budget B [--window W] [--kernel K]\n"
-           "       [--pool max|avg] [--gqa kv-head|query-head] [--schedule exact|factory] [--beta X]\n"
-           "       [--alpha A] [--sinks S] [--seed S] [--lag L] [--chunk C] [--scorer S] [--tau1 X]\n"
-           "       [--tau2 X] [--gamma G] [--lazy X] [--layer-weights W,W,...] [--think R] [--json]\n"
+    std::string usage = "usage: kvlens select --inputs FILE... --method M (--budget\x01" "B\x01|\x01--compression-ratio\x01" "R)";
+    std::string defaults = "  defaults: --window the W of the inputs";
+    for (const KnobInfo& k : methods::knobs()) {
+        usage += std::string(" [") + k.flag + "\x01" + metavar(k) + "]";  // \x01: one item, folded whole
+        if (k.knob != Knob::Window) defaults += std::string(", ") + k.flag + " " + k.defaultText;
+    }
+    std::string folded = foldedHelp(usage + " [--json]", 7);
+    std::replace(folded.begin(), folded.end(), '\x01', ' ');
+    return folded +
            "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
-           "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n") +
+           "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n" +
            foldedHelp("  --method   " + methods::listWhere(selectsOnTensors, " or ") +
                           " (finch-kvpress: its votes; its re-rotated cache needs a model); " +
                           methods::listWhere([](const MethodInfo& m) { return !selectsOnTensors(m); }) +
@@ -202,9 +221,8 @@ std::string selectHelp() {
                                              " or "),
                       13) +
            "  --budget   entries kept per head, window included, or a share of the prompt: 12.5%\n"
-           "  --window   observation window (default: the W of the inputs); --kernel 7, --pool max,\n"
-           "             --gqa kv-head, --schedule exact, --beta 20, --alpha 0.2, --sinks 4, --seed 0,\n"
-           "             --lag 128, --chunk 10, --tau1 1, --tau2 1, --gamma 200, --lazy 0.9\n"
+           "  --compression-ratio R: kvpress's form, int(T x (1 - R)) kept (with --convention kvpress)\n" +
+           foldedHelp(defaults + " (kvlens methods: what each reads)", 4) +
            "  --json     {\"layers\": [{\"layer\", \"heads\": [[kept positions]], with --think\n"
            "             \"pruned_channels\": [[channels]]}], \"layer_budgets\",\n"
            "             \"params\"}; otherwise a summary per layer and head.\n";

@@ -141,7 +141,8 @@ std::set<std::string> anchorsOf(const fs::path& page) {
 }
 
 TEST(Docs, EveryRelativeLinkResolves) {
-    const std::regex link(R"(\]\(([^)\s]+)\))");
+    // Markdown links and images, and the HTML <img src> / <a href> of the pages' figure tables.
+    const std::regex link(R"re(\]\(([^)\s]+)\)|(?:src|href)="([^"]+)")re");
     int links = 0;
     for (const fs::path& page : pages()) {
         std::istringstream in(slurp(page.string()));
@@ -152,7 +153,7 @@ TEST(Docs, EveryRelativeLinkResolves) {
             if (line.rfind("```", 0) == 0) fence = !fence;
             if (fence) continue;
             for (std::sregex_iterator it(line.begin(), line.end(), link), end; it != end; ++it) {
-                const std::string target = (*it)[1];
+                const std::string target = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
                 if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind("mailto:", 0) == 0)
                     continue;
                 ++links;

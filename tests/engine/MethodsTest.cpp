@@ -3,6 +3,7 @@
 // the one-line errors, and docs/methods.md equal to `kvlens methods --markdown`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -100,6 +101,37 @@ TEST(Methods, TheKvpressColumnsAgree) {
     EXPECT_FALSE(tova.keepsOwn(Keep::Last));
     tova.convention = Convention::Kvpress;
     EXPECT_TRUE(tova.keepsOwn(Keep::Last));
+}
+
+// The table's tests column (kvlens methods --json/--markdown) names tests of this binary:
+// every filter matches at least one registered test, so a renamed test breaks the column here.
+TEST(Methods, EveryMethodsTestsColumnNamesTestsThatExist) {
+    std::vector<std::string> registered;
+    const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+    for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+        const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+        for (int j = 0; j < suite.total_test_count(); ++j)
+            registered.push_back(std::string(suite.name()) + "." + suite.GetTestInfo(j)->name());
+    }
+    // "Suite.*" or "Suite.Name" (a parameterised test's "Suite.Name/3" included).
+    auto matches = [&](const std::string& filter) {
+        return std::any_of(registered.begin(), registered.end(), [&](const std::string& t) {
+            if (filter.size() > 2 && filter.compare(filter.size() - 2, 2, ".*") == 0)
+                return t.rfind(filter.substr(0, filter.size() - 1), 0) == 0;
+            return t == filter || t.rfind(filter + "/", 0) == 0;
+        });
+    };
+    const auto table = nlohmann::json::parse(methods::tableJson());
+    ASSERT_EQ(table["methods"].size(), methods::all().size());
+    for (const auto& m : table["methods"]) {
+        const std::string tests = m["tests"];
+        EXPECT_FALSE(tests.empty()) << m["name"];
+        std::istringstream in(tests);
+        for (std::string filter; std::getline(in, filter, ',');) {
+            filter.erase(0, filter.find_first_not_of(' '));
+            EXPECT_TRUE(matches(filter)) << m["name"] << ": no test matches '" << filter << "'";
+        }
+    }
 }
 
 TEST(Methods, AnUnknownNameIsOneLineListingTheTable) {

@@ -481,6 +481,9 @@ std::string tableJson() {
         nlohmann::ordered_json knobsJson = nlohmann::ordered_json::array();
         for (const KnobInfo& k : knobTable())
             if (m.knobs.has(k.knob)) knobsJson.push_back(k.json);
+        nlohmann::ordered_json kvpressUnread = nlohmann::ordered_json::array();
+        for (const KnobInfo& k : knobTable())
+            if (m.kvpressUnread.has(k.knob)) kvpressUnread.push_back(k.json);
         nlohmann::ordered_json scorerKnobs = nlohmann::ordered_json::array();
         for (const KnobInfo& k : knobTable())
             if (m.scorerKnobs.has(k.knob)) scorerKnobs.push_back(k.json);
@@ -507,6 +510,7 @@ std::string tableJson() {
                        {"kvpress_delta", m.kvpressDelta},
                        {"kvpress_form", kvpressFormName(m.kvpressForm)},
                        {"kvpress_twin", m.kvpressTwin ? info(*m.kvpressTwin).name : ""},
+                       {"kvpress_unread", kvpressUnread},
                        {"summary", m.summary},
                        {"rank_rule", m.rankRule},
                        {"tests", testsOf(m.id)}});

@@ -336,6 +336,10 @@ TEST(KnobTable, PyramidKvsScheduleIsUnreadUnderKvpress) {
     EXPECT_EQ(p.describe().find(" exact"), std::string::npos) << p.describe();
     EXPECT_NE(p.describe().find("kvpress"), std::string::npos) << p.describe();
     EXPECT_EQ(methods::knobReaders(methods::knob(Knob::Schedule)), "pyramidkv; not pyramidkv under --convention kvpress");
+    for (const auto& m : nlohmann::json::parse(methods::tableJson())["methods"])
+        EXPECT_EQ(m["kvpress_unread"], m["name"] == "pyramidkv" ? nlohmann::json::array({"schedule"})
+                                                                 : nlohmann::json::array())
+            << m["name"];
 }
 
 TEST(KnobTable, JsonOfTheWrongTypeOrAnUnknownKeyIsOneLineNamingTheField) {

@@ -25,9 +25,10 @@ namespace {
 bool checkedElsewhere(Knob k) { return k == Knob::Scorer || k == Knob::Think || k == Knob::Convention; }
 
 std::string flagsRead(const PressParams& p) {
+    const KnobSet read = methods::effectiveKnobs(p);
     std::vector<std::string> flags;
     for (const KnobInfo& k : methods::knobs())
-        if (!checkedElsewhere(k.knob) && methods::effectiveKnobs(p).has(k.knob)) flags.push_back(k.flag);
+        if (!checkedElsewhere(k.knob) && read.has(k.knob)) flags.push_back(k.flag);
     if (flags.empty()) return "no knob";
     std::string out;
     for (size_t i = 0; i < flags.size(); ++i)

@@ -235,45 +235,53 @@ std::string knobList(KnobSet set, const char* sep) {
     return out;
 }
 
-// The tests that pin each method's definition (GoogleTest filters, in tests/engine/), in
-// MethodId order: the table's "tests" column, printed by kvlens methods --markdown and
-// --json. Every method is also in PressScoresRule.* (its shown scores order what it keeps),
-// and each kvpress form in KvpressConvention.*.
-constexpr const char* kTests[] = {
-    "DTypes/FullKvBitIdentity.*, CompressedCacheTest.*",                                          // full
-    "OracleParity.*, Params/LayerSelectionPress.*, Press.SnapKvKeepsTopPooledVotesPerHead",       // snapkv
-    "PyramidSchedule.*, OracleParity.*, Press.PyramidKvGivesEachLayerItsScheduledSnapKvBudget",  // pyramidkv
-    "Press.StreamingLlmKeepsSinksAndTheMostRecent",                                        // streamingllm
-    "Press.H2oKeepsTheTopAccumulatedAttention, Press.H2oScoresComeOnFirstUseFromAReplayOfThePrompt, "
-    "Shapes/H2oScorerShapes.*",                                                            // h2o
-    "Press.AdaKvSharesEachLayersPoolAmongHeads, Params/LayerSelectionPress.*, Shapes/ScorerWrapperShapes.*",  // adakv
-    "Press.RandomIsReproduciblePerSeedAndDiffersAcrossSeeds, DecodeRandom.*",              // random
-    "Shapes/ScoringPress.*, ScoringPress.*",                                               // tova
-    "Shapes/ScoringPress.*, ScoringPress.*",                                               // knorm
-    "Shapes/ScoringPress.*, ScoringPress.*",                                               // keydiff
-    "Shapes/LagChunkPress.LagKvKeepsWhatTheDefinitionKeeps, LagChunkPress.*",             // lagkv
-    "Shapes/LagChunkPress.ChunkKvKeepsWholeChunksByTheirSummedVotes, Shapes/ScorerWrapperShapes.*",  // chunkkv
-    "RopeLayouts/ExpectedAttention.*, ExpectedAttentionCapture.*, ExpectedAttentionDecode.*",          // expected
-    "Shapes/CurPressShapes.*, CurPress.*",                                                 // cur
-    "Shapes/CakePressShapes.*, CakePress.*",                                               // cake
-    "Shapes/SimLayerKvShapes.*, SimLayerKvPress.*, DecodeSimLayerKv.*",                    // simlayerkv
-    "PerLayerPress.*",                                                                     // perlayer
-    "Shapes/CompactorShapes.*, CompactorPress.*",                                          // leverage
-    "Shapes/CompactorShapes.*, CompactorPress.*",                                          // noncausal
-    "Shapes/CompactorShapes.*, CompactorPress.*",                                          // compactor
-    "Shapes/CriticalKvShapes.*, CriticalKvPress.*, DecodeCritical.*",                      // criticalkv
-    "Shapes/CriticalKvShapes.CriticalAdaKvKeepsTheDefinition, DecodeCritical.*",           // criticaladakv
-    "Shapes/KvzipShapes.*, KvzipPress.*",                                                  // kvzip
-    "Gqa/FinchShapes.*, FinchPress.*",                                                     // finch
-    "FinchKvpress.*",                                                                      // finch-kvpress
-    "Shapes/ChunkKvKvpress.*, ChunkKvKvpress.*",                                           // chunkkv-kvpress
+// The tests that pin each method's definition (GoogleTest filters, in tests/engine/): the
+// table's "tests" column, printed by kvlens methods --markdown and --json. Every method is
+// also in PressScoresRule.* (its shown scores order what it keeps), and each kvpress form in
+// KvpressConvention.*.
+struct MethodTests {
+    MethodId id;
+    const char* tests;
+};
+constexpr MethodTests kTests[] = {
+    {MethodId::Full, "DTypes/FullKvBitIdentity.*, CompressedCacheTest.*"},
+    {MethodId::SnapKv, "OracleParity.*, Params/LayerSelectionPress.*, Press.SnapKvKeepsTopPooledVotesPerHead"},
+    {MethodId::PyramidKv, "PyramidSchedule.*, OracleParity.*, Press.PyramidKvGivesEachLayerItsScheduledSnapKvBudget"},
+    {MethodId::StreamingLlm, "Press.StreamingLlmKeepsSinksAndTheMostRecent"},
+    {MethodId::H2o, "Press.H2oKeepsTheTopAccumulatedAttention, Press.H2oScoresComeOnFirstUseFromAReplayOfThePrompt, Shapes/H2oScorerShapes.*"},
+    {MethodId::AdaKv, "Press.AdaKvSharesEachLayersPoolAmongHeads, Params/LayerSelectionPress.*, Shapes/ScorerWrapperShapes.*"},
+    {MethodId::Random, "Press.RandomIsReproduciblePerSeedAndDiffersAcrossSeeds, DecodeRandom.*"},
+    {MethodId::Tova, "Shapes/ScoringPress.*, ScoringPress.*"},
+    {MethodId::Knorm, "Shapes/ScoringPress.*, ScoringPress.*"},
+    {MethodId::KeyDiff, "Shapes/ScoringPress.*, ScoringPress.*"},
+    {MethodId::LagKv, "Shapes/LagChunkPress.LagKvKeepsWhatTheDefinitionKeeps, LagChunkPress.*"},
+    {MethodId::ChunkKv, "Shapes/LagChunkPress.ChunkKvKeepsWholeChunksByTheirSummedVotes, Shapes/ScorerWrapperShapes.*"},
+    {MethodId::Expected, "RopeLayouts/ExpectedAttention.*, ExpectedAttentionCapture.*, ExpectedAttentionDecode.*"},
+    {MethodId::Cur, "Shapes/CurPressShapes.*, CurPress.*"},
+    {MethodId::Cake, "Shapes/CakePressShapes.*, CakePress.*"},
+    {MethodId::SimLayerKv, "Shapes/SimLayerKvShapes.*, SimLayerKvPress.*, DecodeSimLayerKv.*"},
+    {MethodId::PerLayer, "PerLayerPress.*"},
+    {MethodId::Leverage, "Shapes/CompactorShapes.*, CompactorPress.*"},
+    {MethodId::NonCausal, "Shapes/CompactorShapes.*, CompactorPress.*"},
+    {MethodId::Compactor, "Shapes/CompactorShapes.*, CompactorPress.*"},
+    {MethodId::CriticalKv, "Shapes/CriticalKvShapes.*, CriticalKvPress.*, DecodeCritical.*"},
+    {MethodId::CriticalAdaKv, "Shapes/CriticalKvShapes.CriticalAdaKvKeepsTheDefinition, DecodeCritical.*"},
+    {MethodId::Kvzip, "Shapes/KvzipShapes.*, KvzipPress.*"},
+    {MethodId::Finch, "Gqa/FinchShapes.*, FinchPress.*"},
+    {MethodId::FinchKvpress, "FinchKvpress.*"},
+    {MethodId::ChunkKvKvpress, "Shapes/ChunkKvKvpress.*, ChunkKvKvpress.*"},
 };
 
-const char* testsOf(MethodId id) {
-    static_assert(sizeof kTests / sizeof kTests[0] == size_t(MethodId::ChunkKvKvpress) + 1,
-                  "every method names the tests that pin it");
-    return kTests[int(id)];
+// Every method has its line, in MethodId order (a method added without one fails the build).
+constexpr bool everyMethodHasItsTests() {
+    if (sizeof kTests / sizeof kTests[0] != size_t(MethodId::ChunkKvKvpress) + 1) return false;
+    for (size_t i = 0; i < sizeof kTests / sizeof kTests[0]; ++i)
+        if (kTests[i].id != MethodId(i)) return false;
+    return true;
 }
+static_assert(everyMethodHasItsTests(), "every method names the tests that pin it, in MethodId order");
+
+const char* testsOf(MethodId id) { return kTests[int(id)].tests; }
 
 template <typename E>
 std::string enumList(EnumSet<E> set, const char* (*name)(E), const char* sep) {

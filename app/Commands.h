@@ -16,6 +16,7 @@ int runMethods(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runNiah(const std::vector<std::string>& args);
+int runSweep(const std::vector<std::string>& args);
 int runEval(const std::vector<std::string>& args);
 int runInspect(const std::vector<std::string>& args);
 int runSessions(const std::vector<std::string>& args);

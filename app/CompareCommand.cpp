@@ -13,6 +13,7 @@
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
+#include "app/KeptOut.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
 #include "core/Methods.h"
@@ -26,7 +27,7 @@ namespace kvlens {
 int runCompare(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
-    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets", "--system", "--decode-every"});
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--methods", "--budgets", "--system", "--decode-every", "--kept-out"});
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
     CommandLine args("compare", argv, valueFlags, {"--csv", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
@@ -46,14 +47,16 @@ int runCompare(const std::vector<std::string>& argv) {
         std::fputs(
             "       [--budgets 64,128,256] [method flags as for run] [-n N] [--decode-every N] [--csv]\n"
             "       [--special] [--chat [--system T]]\n"
-            "       [--save [--session NAME] [--store PATH]]\n"
+            "       [--save [--session NAME] [--store PATH]] [--kept-out FILE.json]\n"
             "  one prefill, then every (method, budget); a table (or CSV) of KV MB, ratio,\n"
             "  tokens agreed before the first divergence, overall agreement, mean KL, top-1,\n"
             "  hit rate (share of each query head's top-16 attended prompt positions kept)\n"
             "  --decode-every N: every run but full keeps its cache at the budget while decoding,\n"
             "  compressing every N steps (methods with a decode form, as run's --decode-every);\n"
             "  the table adds each run's largest cache, entries per head\n"
-            "  --save: keep every run, as it finishes, in session NAME (default 'default')\n",
+            "  --save: keep every run, as it finishes, in session NAME (default 'default')\n"
+            "  --kept-out FILE.json: every run's kept positions [layer][head] and layer budgets, with\n"
+            "  the prompt's token ids, as JSON (rewritten as each run finishes)\n",
             stdout);
         return 0;
     }
@@ -74,6 +77,7 @@ int runCompare(const std::vector<std::string>& argv) {
     for (const PressParams& p : runs)
         if (every > 0 && !p.isFull() && p.budget <= 0) decodeRule(p);
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
+    const std::unique_ptr<KeptOut> keptOut = KeptOut::fromCommandLine(args);  // so does a bad --kept-out
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
@@ -106,6 +110,7 @@ int runCompare(const std::vector<std::string>& argv) {
     auto capture = captureTokens(loaded, ids, n);
     MethodEvaluator evaluator(*loaded.model, capture, n);
     if (saver) saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);
+    if (keptOut) keptOut->begin(modelOptions.model, ids);
 
     const bool csv = args.has("--csv");
     if (csv) {
@@ -141,6 +146,7 @@ int runCompare(const std::vector<std::string>& argv) {
         if (saver) {
             saver->save(p, selection, m, loaded.tokenizer->decode(m.fullTokens), loaded.tokenizer->decode(m.tokens));
         }
+        if (keptOut) keptOut->add(p, selection, m);
         const std::string budget = budgetLabel(p);
         if (csv) {
             std::printf("%s,%s,\"%s\",%lld,%.6f,%.6f,%lld,%.6f,%.8g,%.6f,%.3f,%.6f,%lld,%s\n", p.method.c_str(),

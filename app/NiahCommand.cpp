@@ -19,6 +19,7 @@
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
+#include "app/NiahSweep.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
@@ -37,77 +38,8 @@ namespace kvlens {
 
 namespace {
 
-// The most depths one --depths yields, and the most captures (prefills) a sweep runs
-// without --yes.
-constexpr int64_t kMaxDepths = 100000;
+// The most captures (prefills) a sweep runs without --yes.
 constexpr int64_t kCapturesWithoutYes = 10000;
-
-double parseDepth(const std::string& item) {
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !std::isfinite(v)) throw Error("--depths: '" + item + "' is not a number");
-    if (v < 0.0 || v > 100.0) throw Error("--depths: " + item + " is outside 0-100");
-    return v;
-}
-
-// "0:100:10" (first:last:step) or "0,50,100".
-std::vector<double> parseDepths(const std::string& text) {
-    std::vector<double> out;
-    if (text.find(':') != std::string::npos) {
-        std::vector<std::string> parts;
-        std::stringstream in(text);
-        for (std::string p; std::getline(in, p, ':');) parts.push_back(p);
-        if (parts.size() != 3) throw Error("--depths: '" + text + "' is not first:last:step");
-        const double a = parseDepth(parts[0]), b = parseDepth(parts[1]);
-        char* end = nullptr;
-        const double step = std::strtod(parts[2].c_str(), &end);
-        if (parts[2].empty() || *end != '\0' || !(step > 0.0)) throw Error("--depths: step '" + parts[2] + "' is not positive");
-        if (a > b) throw Error("--depths: '" + text + "' yields no depth (first:last:step counts up from first to last)");
-        // Counted before any is made: a tiny step is refused here, not by the memory.
-        const double count = std::floor((b - a) / step + 1e-9) + 1.0;
-        if (count > double(kMaxDepths)) {
-            throw Error("--depths: '" + text + "' yields " + std::to_string(int64_t(count)) + " depths, over " +
-                        std::to_string(kMaxDepths));
-        }
-        for (int64_t i = 0; i < int64_t(count); ++i) out.push_back(std::min(b, a + double(i) * step));
-        return out;
-    }
-    for (const std::string& item : splitList(text, "--depths")) out.push_back(parseDepth(item));
-    return out;
-}
-
-// Every expected answer in the first line, and nothing else but "and" between them.
-double exactAll(const std::string& answer, const std::vector<std::string>& expected) {
-    const std::string line = answer.substr(0, answer.find('\n'));
-    if (expected.size() == 1) return exactMatch(line, expected);
-    std::multiset<std::string> got, want;
-    std::stringstream words(normalizedAnswer(line));
-    for (std::string w; words >> w;)
-        if (w != "and") got.insert(w);
-    for (const std::string& e : expected) {
-        std::stringstream ew(normalizedAnswer(e));
-        for (std::string w; ew >> w;) want.insert(w);
-    }
-    return got == want ? 1.0 : 0.0;
-}
-
-void writeFile(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f) throw Error("--save-prompts: cannot write " + path);
-}
-
-void savePrompt(const std::string& dir, int64_t length, double depth, int64_t sample, const NeedleSample& s) {
-    char name[96];
-    std::snprintf(name, sizeof name, "/L%lld_d%g_s%lld", (long long)length, depth, (long long)sample);
-    writeFile(dir + name + ".txt", s.prompt());
-    nlohmann::json j;
-    j["answers"] = s.answers;
-    j["needle_positions"] = s.needlePositions;
-    j["tokens"] = s.tokens.size();
-    j["context_tokens"] = s.contextTokens;
-    writeFile(dir + name + ".json", j.dump(1) + "\n");
-}
 
 struct Totals {
     double contains = 0, exact = 0, kept = 0, agreement = 0, kl = 0, kv = 0;
@@ -154,7 +86,7 @@ int runNiah(const std::vector<std::string>& argv) {
     std::vector<int64_t> lengths;
     for (const std::string& item : splitList(args.get("--lengths", "1k,2k,4k"), "--lengths"))
         lengths.push_back(parseTokenCount(item, "--lengths"));
-    const std::vector<double> depths = parseDepths(args.get("--depths", "0:100:10"));
+    const std::vector<double> depths = parseDepths(args.get("--depths", "0:100:10"), "--depths");
     const int64_t samples = args.getInt("--samples", 1, 1, 1 << 20);
     const NeedleKind kind = needleKindNamed(args.get("--task", "single"));
     const uint64_t taskSeed = args.getSeed("--task-seed", 1);
@@ -171,15 +103,8 @@ int runNiah(const std::vector<std::string>& argv) {
         if (ec) throw Error("--save-prompts: cannot create " + promptsDir + " (" + ec.message() + ")");
     }
 
-    int64_t shard = 1, shards = 1;
-    if (args.has("--shard")) {
-        const std::string t = args.get("--shard");
-        char* end = nullptr;
-        shard = std::strtoll(t.c_str(), &end, 10);
-        if (end == t.c_str() || *end != '/' || (shards = std::strtoll(end + 1, &end, 10)) < 1 || *end != '\0' ||
-            shard < 1 || shard > shards)
-            throw Error("--shard: '" + t + "' is not I/N with 1 <= I <= N");
-    }
+    const Shard shard = args.has("--shard") ? Shard::parse(args.get("--shard"), "--shard") : Shard{};
+    const int64_t shards = shard.count;
     // The plan's size before anything loads: a sweep of many prefills is asked for by name.
     {
         const double grid = double(lengths.size()) * double(depths.size()) * double(samples);
@@ -203,33 +128,20 @@ int runNiah(const std::vector<std::string>& argv) {
         store = std::make_unique<sessions::SessionStore>(RunSaver::storePath(args),
                                                          sessions::SessionStore::Access::ReadWrite);
 
+    NiahTask task;
+    task.lengths = lengths;
+    task.depths = depths;
+    task.samples = samples;
+    task.kind = kind;
+    task.taskSeed = taskSeed;
+    task.filler = filler;
+    task.noBos = args.has("--no-bos");
+    task.questionAfter = questionAfter;
+    task.newTokens = n;
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
-    const int64_t context = loaded.model->config().contextLength;
-    int64_t sessionId = 0, modelId = 0;
-    std::set<std::string> saved;  // keys of the runs the session holds
-    if (store) {
-        sessions::ModelRecord m;
-        m.spec = modelOptions.model;
-        m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
-        m.path = m.isFile ? loaded.spec.path : "";
-        static_cast<ModelShape&>(m) = loaded.model->config().shape();
-        sessions::RunRecorder recorder(*store);
-        modelId = store->saveModel(recorder.describeFile(m));
-        sessionId = store->openSession(args.get("--session", "niah")).id;
-        for (const sessions::NiahRunRecord& r : store->niahRuns(sessionId)) saved.insert(r.key());
-    }
-    int64_t skipped = 0, stored = 0;
-    // The task as the store keys it: another filler or no BOS is another sample, so a
-    // resumed sweep with either changed does not skip what it has not run.
-    const NeedleTaskName task = NeedleTaskName::of(kind, filler, args.has("--no-bos"));
-    const std::string taskName = task.str();
-    for (int64_t L : lengths) {
-        if (L + n > context) {
-            throw Error("--lengths: " + std::to_string(L) + " tokens and -n " + std::to_string(n) +
-                        " are over the model's context of " + std::to_string(context));
-        }
-    }
+    NiahSweep sweep(loaded, modelOptions.model, store.get(), args.get("--session", "niah"));
+    sweep.checkContext(task);
     if (csv) {
         std::printf("length,tokens,depth,sample,method,budget,params,contains,exact,needle_kept,agreement,mean_kl,answer\n");
     } else {
@@ -241,118 +153,31 @@ int runNiah(const std::vector<std::string>& argv) {
     }
     std::map<std::pair<std::string, std::string>, Totals> totals;
     std::vector<std::pair<std::string, std::string>> order;
-    double captureSeconds = 0.0, fullSeconds = 0.0, runSeconds = 0.0;
-    int64_t captures = 0;
-    int64_t index = 0;
     // Progress over this shard's samples (a bar on a terminal, a line every quarter in logs).
-    const int64_t total = int64_t(lengths.size()) * int64_t(depths.size()) * samples;
-    const int64_t planned = total >= shard ? (total - shard) / shards + 1 : 0;
+    const int64_t planned = shard.of(0, task.captures());
     int64_t done = 0;
     ProgressBar bar("niah: " + std::to_string(planned) + " samples");
-    for (int64_t L : lengths) {
-        for (double depth : depths) {
-            for (int64_t s = 0; s < samples; ++s) {
-                if (index++ % shards != shard - 1) continue;
-                char where[96];
-                std::snprintf(where, sizeof where, "length %lld, depth %g%%, sample %lld", (long long)L, depth,
-                              (long long)s);
-                bar.update(double(done++) / double(std::max<int64_t>(1, planned)), where);
-                // Each run's record as the store keys it; a sample whose runs are all
-                // saved is skipped whole (no prefill).
-                auto recordOf = [&](const PressParams& p) {
-                    sessions::NiahRunRecord r;
-                    r.sessionId = sessionId;
-                    r.modelId = modelId;
-                    r.task = taskName;
-                    r.taskSeed = taskSeed;
-                    r.length = L;
-                    r.depth = depth;
-                    r.sample = s;
-                    r.questionAfter = questionAfter;
-                    r.newTokens = n;
-                    r.method = p.method;
-                    r.params = p.describe();
-                    return r;
-                };
-                std::vector<const PressParams*> pending;
-                for (const PressParams& p : runs)
-                    if (!store || !saved.count(recordOf(p).key())) pending.push_back(&p);
-                skipped += static_cast<int64_t>(runs.size() - pending.size());
-                if (pending.empty()) continue;
-                const NeedleSpec spec =
-                    task.sampleSpec(taskSeed, L, depth, s, filler, loaded.tokenizer->addBosByDefault());
-                const NeedleSample sample = makeNeedleSample(spec, *loaded.tokenizer);
-                if (!promptsDir.empty()) savePrompt(promptsDir, L, depth, s, sample);
-                const auto t0 = std::chrono::steady_clock::now();
-                // Query-aware: the whole prompt captured. Query-agnostic: its context
-                // tokens, the question's fed to every cache before the answer.
-                const auto split = sample.tokens.begin() + (questionAfter ? sample.contextTokens
-                                                                          : static_cast<int64_t>(sample.tokens.size()));
-                const std::vector<int32_t> prompt(sample.tokens.begin(), split), question(split, sample.tokens.end());
-                // Every pending run's settings against this prompt, before its prefill.
-                const int64_t T = static_cast<int64_t>(prompt.size());
-                for (const PressParams* run : pending)
-                    run->validate(T, Capture::windowCapacityFor(T));
-                auto capture = captureTokens(
-                    loaded, prompt, n + static_cast<int64_t>(question.size()), {}, [&](double f, const std::string&) {
-                        bar.update((double(done - 1) + f) / double(std::max<int64_t>(1, planned)),
-                                   std::string(where) + ", prefill");
-                    });
-                captureSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                const auto f0 = std::chrono::steady_clock::now();
-                MethodEvaluator evaluator(*loaded.model, capture, n, {}, question);  // the full cache's answer, once
-                fullSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
-                ++captures;
-                for (const PressParams* run : pending) {
-                    const PressParams& p0 = *run;
-                    PressParams p = p0;
-                    const auto r0 = std::chrono::steady_clock::now();
-                    prepareMethod(loaded, *capture, p);
-                    const Selection selection = Press::create(p.method)->select(*capture, p);
-                    const RunMetrics m = evaluator.evaluate(selection);
-                    runSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
-                    const std::string answer = loaded.tokenizer->decode(m.tokens);
-                    const double contains = containsAll(answer, sample.answers);
-                    const double exact = exactAll(answer, sample.answers);
-                    const double kept = needleKept(selection, sample.needlePositions).mean;
-                    const std::string budget = budgetLabel(p);
-                    const auto key = std::make_pair(p.method, budget);
-                    if (!totals.count(key)) order.push_back(key);
-                    Totals& t = totals[key];
-                    t.contains += contains;
-                    t.exact += exact;
-                    t.kept += kept;
-                    t.agreement += m.tokenAgreement;
-                    t.kl += m.meanKl;
-                    t.kv += m.ratio;
-                    ++t.runs;
-                    if (store) {
-                        sessions::NiahRunRecord r = recordOf(p0);
-                        r.tokens = static_cast<int64_t>(sample.tokens.size());
-                        r.budget = budget;
-                        r.contains = contains;
-                        r.exact = exact;
-                        r.needleKept = kept;
-                        r.agreement = m.tokenAgreement;
-                        r.meanKl = m.meanKl;
-                        r.answer = answer;
-                        r.expected = sample.answers;
-                        r.needlePositions.assign(sample.needlePositions.begin(), sample.needlePositions.end());
-                        stored += store->saveNiahRun(r) ? 1 : 0;
-                    }
-                    if (csv) {
-                        std::string quoted;
-                        for (char c : answer) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-                        std::printf("%lld,%lld,%g,%lld,%s,%s,\"%s\",%.6f,%.6f,%.6f,%.6f,%.8g,\"%s\"\n", (long long)L,
-                                    (long long)sample.tokens.size(), depth, (long long)s, p.method.c_str(),
-                                    budget.c_str(), p.describe().c_str(), contains, exact, kept, m.tokenAgreement,
-                                    m.meanKl, quoted.c_str());
-                        std::fflush(stdout);
-                    }
-                }
-            }
+    sweep.run(task, runs, 0, shard, [&](const NiahRunResult& r) {
+        const auto key = std::make_pair(r.params.method, r.budget);
+        if (!totals.count(key)) order.push_back(key);
+        Totals& t = totals[key];
+        t.contains += r.contains;
+        t.exact += r.exact;
+        t.kept += r.needleKept;
+        t.agreement += r.agreement;
+        t.kl += r.meanKl;
+        t.kv += r.kvRatio;
+        ++t.runs;
+        if (csv) {
+            std::string quoted;
+            for (char c : r.answer) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+            std::printf("%lld,%lld,%g,%lld,%s,%s,\"%s\",%.6f,%.6f,%.6f,%.6f,%.8g,\"%s\"\n", (long long)r.length,
+                        (long long)r.tokens, r.depth, (long long)r.sample, r.params.method.c_str(), r.budget.c_str(),
+                        r.params.describe().c_str(), r.contains, r.exact, r.needleKept, r.agreement, r.meanKl,
+                        quoted.c_str());
+            std::fflush(stdout);
         }
-    }
+    }, bar, done, planned, promptsDir);
     bar.finish();
     if (!csv) {
         int width = 13;  // the method column: the longest name (chunkkv-kvpress) widens it
@@ -367,18 +192,18 @@ int runNiah(const std::vector<std::string>& argv) {
         }
     }
     if (store) {
-        std::fprintf(stderr, "niah: saved %lld runs to session '%s' of %s%s\n", (long long)stored,
+        std::fprintf(stderr, "niah: saved %lld runs to session '%s' of %s%s\n", (long long)sweep.stored(),
                      args.get("--session", "niah").c_str(), store->path().c_str(),
-                     skipped ? (", skipped " + std::to_string(skipped) + " already saved").c_str() : "");
+                     sweep.skipped() ? (", skipped " + std::to_string(sweep.skipped()) + " already saved").c_str() : "");
     }
-    if (captures == 0) return 0;
+    if (sweep.captures() == 0) return 0;
     const size_t perCapture = runs.size();
     std::fprintf(stderr,
                  "niah: %lld captures (prefills) in %.1f s, the full cache's answers in %.1f s, %lld runs re-selected on "
                  "the captures in %.1f s; a prefill per run would have added %.1f s\n",
-                 (long long)captures, captureSeconds, fullSeconds,
-                 (long long)(captures * static_cast<int64_t>(perCapture)), runSeconds,
-                 captureSeconds * double(perCapture - 1));
+                 (long long)sweep.captures(), sweep.captureSeconds(), sweep.fullSeconds(),
+                 (long long)(sweep.captures() * static_cast<int64_t>(perCapture)), sweep.runSeconds(),
+                 sweep.captureSeconds() * double(perCapture - 1));
     return 0;
 }
 

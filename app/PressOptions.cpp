@@ -163,31 +163,41 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
                          args.command().c_str(), left.c_str());
         methods = std::move(kept);
     }
+    std::vector<PressParams> runs =
+        sweepOf(base, methods, budgets, args.has("--window"), "--methods", "--budgets");
+    warnUnreadFlags(args, runs, true);
+    // Settings that do not depend on the prompt fail before the model loads.
+    for (const PressParams& p : runs) p.validateSettings();
+    return runs;
+}
+
+std::vector<PressParams> PressOptions::sweepOf(const PressParams& base, const std::vector<std::string>& methods,
+                                              const std::vector<std::string>& budgets, bool windowGiven,
+                                              const std::string& methodsField, const std::string& budgetsField) {
     // Under kvpress's convention chunkkv and finch run as chunkkv-kvpress and finch-kvpress: once.
     std::vector<std::string> asRun;
     for (const std::string& m : methods) {
         const std::string twin = methods::underConvention(m, base.convention);
         if (std::find(asRun.begin(), asRun.end(), twin) == asRun.end()) asRun.push_back(twin);
     }
-    methods = std::move(asRun);
     std::vector<PressParams> runs;
-    for (const std::string& method : methods) {
+    for (const std::string& method : asRun) {
         const auto& known = PressParams::methodNames();
         if (std::find(known.begin(), known.end(), method) == known.end()) {
             std::string list;
             for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-            throw Error("--methods: '" + method + "' is not one of " + list);
+            throw Error(methodsField + ": '" + method + "' is not one of " + list);
         }
         for (const std::string& budget : budgets) {
             PressParams p = base;
             p.method = method;
             if (!p.takesScorer()) p.scorer.clear();  // --scorer is for the methods that take one
             if (!p.reads(Knob::LayerWeights)) p.layerWeights.clear();
-            parseBudget(budget, "--budgets", p);
+            parseBudget(budget, budgetsField, p);
             // A sweep may go below the default window (with the sinks a method keeps beside
             // it): halve it for those budgets (the W column shows it) unless --window was given.
             const int64_t fixed = p.window + (p.usesSinks() ? p.sinks : 0);
-            if (!args.has("--window") && p.budget > 0 && p.budget <= fixed && p.usesWindow()) {
+            if (!windowGiven && p.budget > 0 && p.budget <= fixed && p.usesWindow()) {
                 p.window = std::max<int64_t>(1, p.budget / 2);
             }
             if (methods::named(method).id == MethodId::Full) {
@@ -204,10 +214,7 @@ std::vector<PressParams> PressOptions::sweepFromCommandLine(const CommandLine& a
     if (!base.scorer.empty() &&
         std::none_of(runs.begin(), runs.end(), [](const PressParams& p) { return p.takesScorer(); }))
         throw Error("--scorer is for " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
-                    ", and --methods names none of them");
-    warnUnreadFlags(args, runs, true);
-    // Settings that do not depend on the prompt fail before the model loads.
-    for (const PressParams& p : runs) p.validateSettings();
+                    ", and " + methodsField + " names none of them");
     return runs;
 }
 

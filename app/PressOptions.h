@@ -27,6 +27,12 @@ struct PressOptions {
     // validated. Throws naming the flag (--method/--budget instead are refused).
     static std::vector<PressParams> sweepFromCommandLine(const CommandLine& args, const std::string& methods,
                                                          const std::string& budgets);
+    // The core of a sweep: every method of `methods` (kvpress's twin under its convention) at
+    // every budget of `budgets`, from `base`'s knobs; "full" once; a window above a budget
+    // halved unless `windowGiven`. Errors name `methodsField` / `budgetsField`.
+    static std::vector<PressParams> sweepOf(const PressParams& base, const std::vector<std::string>& methods,
+                                            const std::vector<std::string>& budgets, bool windowGiven,
+                                            const std::string& methodsField, const std::string& budgetsField);
 };
 
 // "a,b,c" as its items; throws kvlens::Error naming `flag` for an empty list or item.

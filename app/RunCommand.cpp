@@ -13,6 +13,7 @@
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
+#include "app/KeptOut.h"
 #include "app/RunSaver.h"
 #include "core/Error.h"
 #include "core/ParamsJson.h"
@@ -63,7 +64,7 @@ std::string runHelp() {
         "       [--think R] [--repeat-chunk C] [--finch-chunk C] [--convention paper|kvpress]\n"
         "       [--compression-ratio R (instead of --budget)]\n"
         "       [-n N] [--dtype ...] [--device ...] [--threads N] [--special] [--chat [--system T]] [--json]\n"
-        "       [--save [--session NAME] [--store PATH]] [--decode-every N]\n"
+        "       [--save [--session NAME] [--store PATH]] [--decode-every N] [--kept-out FILE.json]\n"
         "  methods (kvlens methods prints the whole table: knobs, needs, decode form, kvpress):\n";
     for (const MethodInfo& m : methods::all()) {
         std::string knobs;
@@ -82,7 +83,9 @@ std::string runHelp() {
          "  --budget: KV entries per head, window included (128), or a share of the prompt (25%)\n"
          "  prints both greedy continuations of N tokens (default 64) and the metrics\n"
          "  --save: keep the run (parameters, selection, metrics, text) in session NAME\n"
-         "  (default 'default') of the store (see kvlens sessions --help)\n";
+         "  (default 'default') of the store (see kvlens sessions --help)\n"
+         "  --kept-out FILE.json: the kept positions [layer][head], the layer budgets and the prompt's\n"
+         "  token ids as JSON (for Python, or kvpress's indices)\n";
     h += foldedHelp("  --convention kvpress: keep exactly the positions kvpress's press keeps (a ratio budget as "
                     "int(T x (1 - r)), --compression-ratio r; avg pooling), for " +
                         methods::listWhere([](const MethodInfo& m) { return m.kvpressForm != KvpressForm::None; }) +
@@ -106,7 +109,7 @@ std::string runHelp() {
 int runRun(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
-    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--system", "--decode-every"});
+    valueFlags.insert({"--prompt", "--prompt-file", "-n", "--system", "--decode-every", "--kept-out"});
     valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
     CommandLine args("run", argv, valueFlags, {"--json", "--no-bos", "--special", "--chat", "--save", "--help"});
     if (args.has("--help")) {
@@ -126,6 +129,7 @@ int runRun(const std::vector<std::string>& argv) {
         decode = std::make_unique<DecodeCompressor>(params, args.getInt("--decode-every", 1, -(1 << 20), 1 << 20));
     }
     const std::unique_ptr<RunSaver> saver = RunSaver::fromCommandLine(args);  // a bad store fails here
+    const std::unique_ptr<KeptOut> keptOut = KeptOut::fromCommandLine(args);  // so does a bad --kept-out
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
@@ -145,6 +149,10 @@ int runRun(const std::vector<std::string>& argv) {
     const RunMetrics m = decode ? evaluator.evaluate(selection, *decode, selectSeconds)
                                 : evaluator.evaluate(selection, selectSeconds);
     const Tokenizer& tok = *loaded.tokenizer;
+    if (keptOut) {
+        keptOut->begin(modelOptions.model, ids);
+        keptOut->add(params, selection, m);
+    }
     if (saver) {
         saver->begin(loaded, modelOptions, prompt, !args.has("--no-bos"), n, *capture);
         saver->save(params, selection, m, tok.decode(m.fullTokens), tok.decode(m.tokens));

@@ -16,6 +16,7 @@
 #include "app/ModelOptions.h"
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
+#include "app/SessionRows.h"
 #include "engine/model/DType.h"
 #include "core/Error.h"
 #include "core/ParamsJson.h"
@@ -189,56 +190,9 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                                     {"text", p.text}});
         }
         j["runs"] = nlohmann::json::array();
-        for (const auto& r : runs) {
-            auto real = [](double v) {
-                return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
-            };
-            j["runs"].push_back({{"id", r.id},
-                                 {"prompt_id", r.promptId},
-                                 {"method", r.params.method},
-                                 {"budget", r.params.budget},
-                                 {"budget_ratio", r.params.budgetRatio},
-                                 {"convention", conventionName(r.params.convention)},
-                                 {"window", r.params.window},
-                                 {"params", r.params.describe()},
-                                 {"knobs", methods::knobsJson(r.params)},
-                                 {"status", r.status},
-                                 {"new_tokens", r.newTokens},
-                                 {"kv_bytes", r.bytes},
-                                 {"kv_bytes_full", r.fullBytes},
-                                 {"kv_ratio", real(r.ratio)},
-                                 {"agreed_prefix", r.agreedPrefix},
-                                 {"token_agreement", real(r.tokenAgreement)},
-                                 {"mean_kl", real(r.meanKl)},
-                                 {"top1_agreement", real(r.top1Agreement)},
-                                 {"hit_rate", real(r.hitRate)},
-                                 {"decode_every", r.decodeEvery},
-                                 {"created_ms", r.createdMs}});
-        }
+        for (const auto& r : runs) j["runs"].push_back(runJson(r));
         j["niah_runs"] = nlohmann::json::array();
-        for (const auto& r : niah) {
-            j["niah_runs"].push_back({{"id", r.id},
-                                      {"model_id", r.modelId},
-                                      {"task", r.task},
-                                      {"task_seed", r.taskSeed},
-                                      {"length", r.length},
-                                      {"tokens", r.tokens},
-                                      {"depth", r.depth},
-                                      {"sample", r.sample},
-                                      {"question_after", r.questionAfter},
-                                      {"new_tokens", r.newTokens},
-                                      {"method", r.method},
-                                      {"budget", r.budget},
-                                      {"params", r.params},
-                                      {"contains", r.contains},
-                                      {"exact", r.exact},
-                                      {"needle_kept", r.needleKept},
-                                      {"agreement", r.agreement},
-                                      {"mean_kl", r.meanKl},
-                                      {"answer", r.answer},
-                                      {"expected", r.expected},
-                                      {"created_ms", r.createdMs}});
-        }
+        for (const auto& r : niah) j["niah_runs"].push_back(niahRunJson(r));
         std::printf("%s\n",
                     j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return 0;
@@ -317,6 +271,10 @@ const char* kSessionsUsage =
     "  rename OLD NEW                 rename a session\n"
     "  delete NAME                    delete a session with its prompts and runs\n"
     "  export NAME FILE               write one session to FILE, a new single-file store\n"
+    "  export NAME FILE --format jsonl|csv [--kept]\n"
+    "                                 its runs and niah runs as rows for Python (FILE - : stdout):\n"
+    "                                 parameters, knobs, metrics, answers, the model; --kept adds\n"
+    "                                 each run's kept positions [layer][head] and prompt ids\n"
     "  import FILE [--session NAME] [--as NEW]\n"
     "                                 copy a session of an exported (or any) store into this one\n"
     "  merge A.db B.db ... --into C.db  join stores (e.g. a sweep's shards): sessions of one\n"
@@ -327,17 +285,17 @@ const char* kSessionsUsage =
 }  // namespace
 
 int runSessions(const std::vector<std::string>& argv) {
-    const std::set<std::string> valueFlags = {"--store", "--session", "--as", "--into"};
+    const std::set<std::string> valueFlags = {"--store", "--session", "--as", "--into", "--format"};
     std::vector<std::string> flags;
     const std::vector<std::string> words = positionals(argv, valueFlags, flags);
-    CommandLine args("sessions", flags, valueFlags, {"--json", "--verify", "--help"});
+    CommandLine args("sessions", flags, valueFlags, {"--json", "--verify", "--kept", "--help"});
     if (args.has("--help") || words.empty()) {
         std::fputs(kSessionsUsage, words.empty() && !args.has("--help") ? stderr : stdout);
         return args.has("--help") ? 0 : 2;
     }
     const std::string& command = words[0];
     auto refuseFlags = [&](std::initializer_list<const char*> allowed) {
-        for (const char* flag : {"--session", "--as", "--json", "--verify", "--into"}) {
+        for (const char* flag : {"--session", "--as", "--json", "--verify", "--into", "--format", "--kept"}) {
             bool ok = false;
             for (const char* a : allowed) ok |= std::string(a) == flag;
             if (!ok && args.has(flag))
@@ -383,7 +341,17 @@ int runSessions(const std::vector<std::string>& argv) {
     }
     if (command == "export") {
         expectWords(words, 3, "'export NAME FILE'");
-        refuseFlags({});
+        refuseFlags({"--format", "--kept"});
+        if (args.has("--kept") && !args.has("--format"))
+            throw Error("kvlens sessions export: --kept goes with --format jsonl|csv");
+        if (args.has("--format")) {
+            const SessionRows::Format format = SessionRows::parseFormat(args.get("--format"));
+            SessionStore store(RunSaver::storePath(args), Access::ReadOnly);
+            const int64_t rows = SessionRows::write(store, words[1], words[2], format, args.has("--kept"));
+            std::fprintf(words[2] == "-" ? stderr : stdout, "exported %lld rows of session '%s' to %s\n",
+                         (long long)rows, words[1].c_str(), words[2].c_str());
+            return 0;
+        }
         SessionStore store(RunSaver::storePath(args), Access::ReadOnly);
         const int64_t runs = sessions::SessionExport::exportSession(store, words[1], words[2]);
         std::printf("exported session '%s' (%s) to %s\n", words[1].c_str(),

@@ -25,6 +25,8 @@ const char* kUsage =
     "             attention maps, hit rates, overlaps and memory (SVG/PNG + CSV)\n"
     "  niah       needle-in-a-haystack sweeps with ground truth: accuracy and needle kept\n"
     "             per method and budget, one capture per sample\n"
+    "  sweep      a study's grid from a sweep file: plan it, run it (or a shard), or write\n"
+    "             the Slurm job array that runs its shards and merges their stores\n"
     "  eval       task accuracy on LongBench-format .jsonl records or a generated task\n"
     "  sessions   saved runs: list, show, rename, delete, export, import (run/compare --save)\n"
     "  report     a session's runs compared: self-contained HTML, PDF, figures (SVG/PNG) and CSV\n"
@@ -59,12 +61,13 @@ int main(int argc, char** argv) {
         if (command == "run") return kvlens::runRun(args);
         if (command == "compare") return kvlens::runCompare(args);
         if (command == "niah") return kvlens::runNiah(args);
+        if (command == "sweep") return kvlens::runSweep(args);
         if (command == "eval") return kvlens::runEval(args);
         if (command == "train-testbed") return kvlens::runTrainTestbed(args);
         if (command == "inspect") return kvlens::runInspect(args);
         if (command == "sessions") return kvlens::runSessions(args);
         if (command == "report") return kvlens::runReport(args);
-        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, methods, run, compare, inspect, niah, eval, select, sessions, report, train-testbed)\n",
+        std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, methods, run, compare, inspect, niah, sweep, eval, select, sessions, report, train-testbed)\n",
                      command.c_str());
         return 2;
     } catch (const kvlens::Error& e) {

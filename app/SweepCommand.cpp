@@ -1,0 +1,390 @@
+// kvlens sweep: a study's grid from one sweep file (app/SweepFile.h): `plan` prints it with an
+// estimate of its time from a short calibration run, `run` measures it (or one shard of it)
+// into a session store, resumably, and `slurm` writes the job array that runs its shards on a
+// Slurm cluster and the job that merges their stores and writes the report.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "app/CommandLine.h"
+#include "app/Commands.h"
+#include "app/ModelOptions.h"
+#include "app/NiahSweep.h"
+#include "app/PressOptions.h"
+#include "app/ProgressBar.h"
+#include "app/RunSaver.h"
+#include "app/SweepFile.h"
+#include "core/Error.h"
+#include "sessions/SessionStore.h"
+
+namespace kvlens {
+
+namespace {
+
+const char* kSweepUsage =
+    "usage: kvlens sweep plan FILE [--shards N] [--no-calibrate] [--threads T]\n"
+    "       kvlens sweep run FILE [--store PATH] [--shard I/N] [--threads T] [--csv]\n"
+    "       kvlens sweep slurm FILE --shards N --out DIR [--partition P] [--time T] [--cpus C]\n"
+    "                          [--gpus G] [--submit]\n"
+    "  A sweep file is one JSON object: models x tasks x methods x budgets (docs/sweeps.md).\n"
+    "  plan: the grid, its captures (prefills) and re-selected runs, per shard with --shards,\n"
+    "  and its time estimated from a calibration run of one sample per model and prompt length\n"
+    "  (--no-calibrate: the counts alone).\n"
+    "  run: every run of the grid, or of shard I of N (samples I, I+N, ... counted over the\n"
+    "  whole sweep), saved to the session the file names as it is measured; run again, it\n"
+    "  skips what the session holds (a killed run resumes). --csv: one row per run.\n"
+    "  slurm: writes DIR/shard.sbatch (a job array, one shard per task, each its own store\n"
+    "  DIR/shard-I.db, --threads from SLURM_CPUS_PER_TASK), DIR/merge.sbatch (after the array:\n"
+    "  sessions merge into DIR/merged.db, then the report in DIR/report; a shard that did not\n"
+    "  complete is named in DIR/merge.log and fails the job) and DIR/submit, which submits the\n"
+    "  shards not complete yet and the merge after them. --submit runs DIR/submit.\n";
+
+Shard shardOf(const CommandLine& args) {
+    return args.has("--shard") ? Shard::parse(args.get("--shard"), "--shard") : Shard{};
+}
+
+LoadedModel loadModel(const SweepFile& file, const std::string& model, int64_t threads, ModelOptions& options) {
+    options = ModelOptions::fromCommandLine(CommandLine("sweep", file.modelArgs(model, threads), ModelOptions::flags(), {}));
+    return options.load();
+}
+
+std::string seconds(double s) {
+    char text[64];
+    if (s < 120)
+        std::snprintf(text, sizeof text, "%.1f s", s);
+    else if (s < 7200)
+        std::snprintf(text, sizeof text, "%.1f min", s / 60);
+    else
+        std::snprintf(text, sizeof text, "%.1f h", s / 3600);
+    return text;
+}
+
+// Seconds since this process started (/proc): what a shard's process spends before its first
+// model loads (the program's libraries, the sweep file), counted in the estimate once per shard.
+double secondsSinceStart() {
+    std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
+    std::string line;
+    double up = 0.0;
+    if (!std::getline(stat, line) || !(uptime >> up)) return 0.0;
+    // Field 22 (starttime, clock ticks after boot) counted after the command's ")".
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && rest >> field; ++i) {
+    }
+    const double ticks = std::strtod(field.c_str(), nullptr);
+    const double since = up - ticks / double(sysconf(_SC_CLK_TCK));
+    return since > 0.0 && since < 3600.0 ? since : 0.0;
+}
+
+int runPlan(const SweepFile& file, const CommandLine& args) {
+    const double startup = secondsSinceStart();
+    const int64_t shards = args.getInt("--shards", 1, 1, 1 << 20);
+    const int64_t perModel = file.capturesPerModel();
+    std::printf("sweep %s: session '%s'\n", file.path.c_str(), file.session.c_str());
+    std::printf("  %zu models:", file.models.size());
+    for (const std::string& m : file.models) std::printf(" %s", m.c_str());
+    std::printf("\n  %zu tasks:\n", file.tasks.size());
+    for (size_t i = 0; i < file.tasks.size(); ++i) {
+        const NiahTask& t = file.tasks[i];
+        std::printf("    tasks[%zu] niah %s: %zu lengths x %zu depths x %lld samples = %lld captures, %lld answer tokens, "
+                    "question %s\n",
+                    i, needleKindName(t.kind), t.lengths.size(), t.depths.size(), (long long)t.samples,
+                    (long long)t.captures(), (long long)t.newTokens, t.questionAfter ? "after" : "inside");
+    }
+    std::printf("  %zu runs re-selected on each capture:", file.runs.size());
+    for (const PressParams& p : file.runs) std::printf(" %s@%s", p.method.c_str(), budgetLabel(p).c_str());
+    std::printf("\n  %lld captures (prefills), %lld runs in all", (long long)file.captures(),
+                (long long)(file.captures() * int64_t(file.runs.size())));
+    if (shards > 1) {
+        int64_t most = 0;
+        for (int64_t s = 1; s <= shards; ++s) {
+            int64_t n = 0;
+            for (size_t m = 0; m < file.models.size(); ++m) n += Shard{s, shards}.of(int64_t(m) * perModel, perModel);
+            most = std::max(most, n);
+        }
+        std::printf("; %lld shards of at most %lld captures", (long long)shards, (long long)most);
+    }
+    std::printf("\n");
+    if (args.has("--no-calibrate")) return 0;
+
+    // Calibration: per model, one sample (the middle depth) at each prompt length of each task,
+    // every run on it; the first sample is measured twice and its first time left out (the
+    // threads', allocator's and caches' first use).
+    const int64_t threads = args.getInt("--threads", 0, 0, 4096);
+    std::vector<double> shardSeconds(size_t(shards), startup);
+    double total = startup, calibration = 0.0;
+    const auto c0 = std::chrono::steady_clock::now();
+    for (size_t m = 0; m < file.models.size(); ++m) {
+        ModelOptions options;
+        const auto l0 = std::chrono::steady_clock::now();
+        LoadedModel loaded = loadModel(file, file.models[m], threads, options);
+        const double load = std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count();
+        NiahSweep sweep(loaded, options.model, nullptr, file.session);
+        int64_t first = int64_t(m) * perModel;
+        for (int64_t s = 1; s <= shards; ++s)
+            if (Shard{s, shards}.of(first, perModel) > 0) shardSeconds[size_t(s - 1)] += load;
+        total += load;
+        bool warm = false;
+        for (const NiahTask& task : file.tasks) {
+            sweep.checkContext(task);
+            for (size_t li = 0; li < task.lengths.size(); ++li) {
+                NiahTask one = task;
+                one.lengths = {task.lengths[li]};
+                one.depths = {task.depths[task.depths.size() / 2]};
+                one.samples = 1;
+                ProgressBar bar("sweep plan: calibrating " + file.models[m] + " at " + std::to_string(one.lengths[0]) +
+                                " tokens");
+                double t = 0.0;
+                for (int pass = warm ? 1 : 0; pass < 2; ++pass) {
+                    int64_t done = 0;
+                    const auto t0 = std::chrono::steady_clock::now();
+                    sweep.run(one, file.runs, 0, Shard{}, {}, bar, done, 1);
+                    t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                }
+                warm = true;
+                bar.finish();
+                // Every sample of this length, in the shards that hold it.
+                const int64_t perLength = int64_t(task.depths.size()) * task.samples;
+                const int64_t start = first + int64_t(li) * perLength;
+                for (int64_t s = 1; s <= shards; ++s)
+                    shardSeconds[size_t(s - 1)] += t * double(Shard{s, shards}.of(start, perLength));
+                total += t * double(perLength);
+                std::printf("  calibration: %s at %lld tokens: %.2f s per sample (%zu runs)\n", file.models[m].c_str(),
+                            (long long)one.lengths[0], t, file.runs.size());
+            }
+            first += task.captures();
+        }
+    }
+    calibration = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    std::printf("  estimate: %s in all", seconds(total).c_str());
+    if (shards > 1)
+        std::printf(", %s for the longest of %lld shards run side by side",
+                    seconds(*std::max_element(shardSeconds.begin(), shardSeconds.end())).c_str(), (long long)shards);
+    std::printf(" (calibration took %s%s)\n", seconds(calibration).c_str(),
+                threads > 0 ? (", " + std::to_string(threads) + " threads").c_str() : "");
+    if (shards > 1 && shards <= 32) {
+        std::printf("  per shard:");
+        for (int64_t s = 0; s < shards; ++s)
+            std::printf("%s %lld/%lld %s", s ? "," : "", (long long)(s + 1), (long long)shards,
+                        seconds(shardSeconds[size_t(s)]).c_str());
+        std::printf("\n");
+    }
+    return 0;
+}
+
+int measureSweep(const SweepFile& file, const CommandLine& args) {
+    const Shard shard = shardOf(args);
+    const int64_t threads = args.getInt("--threads", 0, 0, 4096);
+    // The store opens before any model loads, so a bad store fails first.
+    sessions::SessionStore store(RunSaver::storePath(args), sessions::SessionStore::Access::ReadWrite);
+    const int64_t perModel = file.capturesPerModel();
+    int64_t planned = 0;
+    for (size_t m = 0; m < file.models.size(); ++m) planned += shard.of(int64_t(m) * perModel, perModel);
+    const bool csv = args.has("--csv");
+    if (csv)
+        std::printf("model,task,length,tokens,depth,sample,method,budget,params,contains,exact,needle_kept,agreement,"
+                    "mean_kl\n");
+    int64_t done = 0, stored = 0, skipped = 0, captures = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProgressBar bar("sweep: " + std::to_string(planned) + " samples" +
+                    (shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + ")"
+                                     : std::string()));
+    for (size_t m = 0; m < file.models.size(); ++m) {
+        int64_t first = int64_t(m) * perModel;
+        if (shard.of(first, perModel) == 0) continue;  // none of this model's samples: not loaded
+        ModelOptions options;
+        LoadedModel loaded = loadModel(file, file.models[m], threads, options);
+        NiahSweep sweep(loaded, options.model, &store, file.session);
+        for (const NiahTask& task : file.tasks) sweep.checkContext(task);
+        for (size_t t = 0; t < file.tasks.size(); ++t) {
+            const NiahTask& task = file.tasks[t];
+            sweep.run(task, file.runs, first, shard, [&](const NiahRunResult& r) {
+                if (!csv) return;
+                std::printf("%s,%zu,%lld,%lld,%g,%lld,%s,%s,\"%s\",%.6f,%.6f,%.6f,%.6f,%.8g\n", file.models[m].c_str(), t,
+                            (long long)r.length, (long long)r.tokens, r.depth, (long long)r.sample,
+                            r.params.method.c_str(), r.budget.c_str(), r.params.describe().c_str(), r.contains, r.exact,
+                            r.needleKept, r.agreement, r.meanKl);
+                std::fflush(stdout);
+            }, bar, done, planned);
+            first += task.captures();
+        }
+        stored += sweep.stored();
+        skipped += sweep.skipped();
+        captures += sweep.captures();
+    }
+    bar.finish();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "sweep: %lld captures, %lld runs saved to session '%s' of %s%s in %.1f s\n",
+                 (long long)captures, (long long)stored, file.session.c_str(), store.path().c_str(),
+                 skipped ? (", " + std::to_string(skipped) + " already saved").c_str() : "", took);
+    return 0;
+}
+
+// A value pasted into a shell script, single-quoted.
+std::string quoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+void writeScript(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) throw Error("--out: cannot write " + path.string());
+    std::filesystem::permissions(path, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
+                                 std::filesystem::perm_options::add);
+}
+
+int runSlurm(const SweepFile& file, const CommandLine& args) {
+    if (!args.has("--shards")) throw Error("kvlens sweep slurm: --shards N is required (the array's tasks)");
+    if (!args.has("--out")) throw Error("kvlens sweep slurm: --out DIR is required (scripts, stores, logs)");
+    const int64_t shards = args.getInt("--shards", 1, 1, 100000);
+    const int64_t cpus = args.getInt("--cpus", 1, 1, 4096);
+    const int64_t gpus = args.getInt("--gpus", 0, 0, 64);
+    const std::string partition = args.get("--partition", "");
+    const std::string time = args.get("--time", "");
+    for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--partition", partition}, {"--time", time}}) {
+        if (args.has(flag) && (value.empty() || value.find_first_of(" \t\n'\"\\$`") != std::string::npos))
+            throw Error(std::string(flag) + ": '" + value + "' is not a plain word");
+    }
+    std::error_code ec;
+    const std::filesystem::path out = std::filesystem::absolute(args.get("--out"));
+    std::filesystem::create_directories(out / "logs", ec);
+    if (ec) throw Error("--out: cannot create " + (out / "logs").string() + " (" + ec.message() + ")");
+    const std::string kvlens = std::filesystem::canonical("/proc/self/exe", ec).string();
+    if (ec) throw Error("sweep slurm: cannot find this program's path (" + ec.message() + ")");
+    const std::string sweepFile = std::filesystem::absolute(file.path).string();
+    const std::string workdir = std::filesystem::current_path().string();
+    const std::string dir = out.string();
+
+    std::string header = "#SBATCH --chdir=" + workdir + "\n";
+    if (!partition.empty()) header += "#SBATCH --partition=" + partition + "\n";
+    if (!time.empty()) header += "#SBATCH --time=" + time + "\n";
+    std::string shardScript =
+        "#!/bin/bash\n"
+        "# One shard of " + sweepFile + " per array task (written by kvlens sweep slurm).\n"
+        "#SBATCH --job-name=kvlens-sweep\n"
+        "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n" +
+        (gpus > 0 ? "#SBATCH --gpus=" + std::to_string(gpus) + "\n" : std::string()) + header +
+        "#SBATCH --output=" + dir + "/logs/shard-%a.log\n"
+        "set -euo pipefail\n"
+        "i=$SLURM_ARRAY_TASK_ID\n"
+        "rm -f " + quoted(dir) + "/shard-$i.done\n" +
+        quoted(kvlens) + " sweep run " + quoted(sweepFile) + " --store " + quoted(dir) + "/shard-$i.db --shard $i/" +
+        std::to_string(shards) + " --threads \"${SLURM_CPUS_PER_TASK:-" + std::to_string(cpus) + "}\"\n" +
+        "touch " + quoted(dir) + "/shard-$i.done\n";
+    std::string mergeScript =
+        "#!/bin/bash\n"
+        "# Joins the shards' stores of " + sweepFile + " and writes the report (written by kvlens sweep slurm).\n"
+        "#SBATCH --job-name=kvlens-merge\n"
+        "#SBATCH --cpus-per-task=1\n" + header +
+        "#SBATCH --output=" + dir + "/logs/merge.log\n"
+        "set -uo pipefail\n"
+        "cd " + quoted(dir) + "\n"
+        "missing=()\n"
+        "for i in $(seq 1 " + std::to_string(shards) + "); do [[ -f shard-$i.done ]] || missing+=($i); done\n"
+        "if (( ${#missing[@]} )); then\n"
+        "  echo \"sweep: shards ${missing[*]} of " + std::to_string(shards) +
+        " did not complete (logs/shard-I.log); run " + dir + "/submit again to re-run them\" | tee merge.status >&2\n"
+        "  exit 1\n"
+        "fi\n"
+        "stores=(); for i in $(seq 1 " + std::to_string(shards) + "); do stores+=(shard-$i.db); done\n"
+        "rm -f merged.db.part\n" +
+        quoted(kvlens) + " sessions merge \"${stores[@]}\" --into merged.db.part && mv merged.db.part merged.db || exit 1\n" +
+        quoted(kvlens) + " report --session " + quoted(file.session) + " --store merged.db --out report || exit 1\n"
+        "echo \"sweep: merged " + std::to_string(shards) + " shards into " + dir + "/merged.db\" | tee merge.status\n";
+    std::string submitScript =
+        "#!/bin/bash\n"
+        "# Submits the shards of " + sweepFile + " not complete yet, then the merge after them.\n"
+        "set -euo pipefail\n"
+        "cd " + quoted(dir) + "\n"
+        "command -v sbatch >/dev/null || { echo \"submit: sbatch is not on PATH (run this where Slurm is)\" >&2; exit 1; }\n"
+        "pending=()\n"
+        "for i in $(seq 1 " + std::to_string(shards) + "); do [[ -f shard-$i.done ]] || pending+=($i); done\n"
+        "rm -f merge.status\n"
+        "dependency=()\n"
+        "if (( ${#pending[@]} )); then\n"
+        "  list=$(IFS=,; echo \"${pending[*]}\")\n"
+        "  job=$(sbatch --parsable --array=\"$list\" shard.sbatch)\n"
+        "  job=${job%%;*}\n"
+        "  echo \"submit: shards $list as job array $job\"\n"
+        "  dependency=(--dependency=afterany:$job)\n"
+        "fi\n"
+        "merge=$(sbatch --parsable \"${dependency[@]}\" merge.sbatch)\n"
+        "merge=${merge%%;*}\n"
+        "echo \"submit: merge as job $merge\"\n"
+        "echo \"$merge\" > merge.job\n";
+    writeScript(out / "shard.sbatch", shardScript);
+    writeScript(out / "merge.sbatch", mergeScript);
+    writeScript(out / "submit", submitScript);
+    std::printf("sweep slurm: %lld shards of %s (%lld captures, %lld runs) in %s: shard.sbatch, merge.sbatch, submit\n",
+                (long long)shards, file.path.c_str(), (long long)file.captures(),
+                (long long)(file.captures() * int64_t(file.runs.size())), dir.c_str());
+    if (!args.has("--submit")) {
+        std::printf("submit them with: %s/submit\n", dir.c_str());
+        return 0;
+    }
+    // sbatch looked up as the script will: a machine without Slurm is told so in one line.
+    bool found = false;
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "");
+    for (std::string d; std::getline(dirs, d, ':');)
+        found |= !d.empty() && ::access((d + "/sbatch").c_str(), X_OK) == 0;
+    if (!found)
+        throw Error("sweep slurm --submit: sbatch is not on PATH; the scripts are written: run " + dir +
+                    "/submit where Slurm is");
+    std::fflush(stdout);
+    const std::string command = quoted(dir + "/submit");
+    const int status = std::system(command.c_str());
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw Error("sweep slurm --submit: " + dir + "/submit failed (exit " +
+                    std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + "); the scripts are in " + dir);
+    return 0;
+}
+
+}  // namespace
+
+int runSweep(const std::vector<std::string>& argv) {
+    if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
+        std::fputs(kSweepUsage, argv.empty() ? stderr : stdout);
+        return argv.empty() ? 2 : 0;
+    }
+    const std::string sub = argv[0];
+    if (sub != "plan" && sub != "run" && sub != "slurm")
+        throw Error("kvlens sweep: unknown command '" + sub + "' (commands: plan, run, slurm)");
+    const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+    if (std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
+        std::fputs(kSweepUsage, stdout);
+        return 0;
+    }
+    if (rest.empty() || rest[0].rfind("-", 0) == 0)
+        throw Error("kvlens sweep " + sub + ": expected the sweep FILE first");
+    const std::vector<std::string> flags(rest.begin() + 1, rest.end());
+    std::set<std::string> valueFlags, switches;
+    if (sub == "plan") {
+        valueFlags = {"--shards", "--threads"};
+        switches = {"--no-calibrate"};
+    } else if (sub == "run") {
+        valueFlags = {"--store", "--shard", "--threads"};
+        switches = {"--csv"};
+    } else {
+        valueFlags = {"--shards", "--out", "--partition", "--time", "--cpus", "--gpus"};
+        switches = {"--submit"};
+    }
+    const CommandLine args("sweep " + sub, flags, valueFlags, switches);
+    const SweepFile file = SweepFile::read(rest[0]);
+    if (sub == "plan") return runPlan(file, args);
+    if (sub == "run") return measureSweep(file, args);
+    return runSlurm(file, args);
+}
+
+}  // namespace kvlens

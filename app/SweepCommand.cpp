@@ -118,7 +118,7 @@ int runPlan(const SweepFile& file, const CommandLine& args) {
     // Calibration: per model, one sample (the middle depth) at each prompt length of each task,
     // every run on it; the first sample is measured twice and its first time left out (the
     // threads', allocator's and caches' first use).
-    const int64_t threads = args.getInt("--threads", 0, 0, 4096);
+    const int64_t threads = args.getInt("--threads", 0, 0, 1024);
     std::vector<double> shardSeconds(size_t(shards), startup);
     double total = startup, calibration = 0.0;
     const auto c0 = std::chrono::steady_clock::now();
@@ -182,7 +182,7 @@ int runPlan(const SweepFile& file, const CommandLine& args) {
 
 int measureSweep(const SweepFile& file, const CommandLine& args) {
     const Shard shard = shardOf(args);
-    const int64_t threads = args.getInt("--threads", 0, 0, 4096);
+    const int64_t threads = args.getInt("--threads", 0, 0, 1024);
     // The store opens before any model loads, so a bad store fails first.
     sessions::SessionStore store(RunSaver::storePath(args), sessions::SessionStore::Access::ReadWrite);
     const int64_t perModel = file.capturesPerModel();
@@ -276,6 +276,7 @@ int runSlurm(const SweepFile& file, const CommandLine& args) {
         "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n" +
         (gpus > 0 ? "#SBATCH --gpus=" + std::to_string(gpus) + "\n" : std::string()) + header +
         "#SBATCH --output=" + dir + "/logs/shard-%a.log\n"
+        "#SBATCH --open-mode=append\n"
         "set -euo pipefail\n"
         "i=$SLURM_ARRAY_TASK_ID\n"
         "rm -f " + quoted(dir) + "/shard-$i.done\n" +

@@ -14,6 +14,7 @@
 #include "core/Methods.h"
 #include "engine/compress/Capture.h"
 #include "engine/eval/NeedleTaskName.h"
+#include "engine/model/DType.h"
 
 namespace kvlens {
 
@@ -279,7 +280,17 @@ SweepFile SweepFile::readFields(const std::string& path) {
     }
     if (root.contains("dtype")) s.dtype = in.string(root["dtype"], "dtype");
     if (root.contains("device")) s.device = in.string(root["device"], "device");
-    if (root.contains("threads")) s.threads = in.integer(root["threads"], "threads", 1, 4096);
+    try {
+        parseDType(s.dtype);
+    } catch (const Error& e) {
+        in.fail("dtype", e.what());
+    }
+    try {
+        parseDevice(s.device);
+    } catch (const Error& e) {
+        in.fail("device", e.what());
+    }
+    if (root.contains("threads")) s.threads = in.integer(root["threads"], "threads", 1, 1024);
     const int64_t newTokens = root.contains("new_tokens") ? in.integer(root["new_tokens"], "new_tokens", 1, 1 << 16) : 16;
 
     const json& tasks = in.array(root["tasks"], "tasks");

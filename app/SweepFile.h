@@ -10,7 +10,7 @@
 //               "no_bos": false, "new_tokens": 16}],
 //    "methods": ["full", {"method": "snapkv", "window": 16}, {"method": "pyramidkv", "budgets": [64]}],
 //    "budgets": [32, 64, "25%"],                     entries per head, or a share of the prompt
-//    "new_tokens": 16, "dtype": "float32", "device": "cpu", "threads": 2}
+//    "new_tokens": 16, "dtype": "auto", "device": "cpu", "threads": 2}
 //
 // A method entry's keys are the method table's knob keys (`kvlens methods --json`). Every
 // field is checked when the file is read: an unknown key, a wrong type or range, an unknown
@@ -33,7 +33,7 @@ struct SweepFile {
     std::vector<std::string> models;
     std::vector<NiahTask> tasks;
     std::vector<PressParams> runs;  // every method entry at each of its budgets, in the file's order
-    std::string dtype = "float32", device = "cpu";
+    std::string dtype = "auto", device = "cpu";
     int64_t threads = 0;  // 0: LibTorch's default
 
     // Reads and checks `path`; throws kvlens::Error "PATH: FIELD: what is wrong".

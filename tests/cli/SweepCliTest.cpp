@@ -160,7 +160,9 @@ TEST(SweepCli, BadSweepFilesAreOneLineErrorsNamingTheField) {
          {"tasks[0].lengths[0]: '2x' is not a token count"}},
         {"{" + models + R"("tasks": [{"kind": "niah", "lengths": [200], "task": "needle"}], "methods": ["full"]})",
          {"tasks[0].task"}},
-        {"{" + models + task + R"("methods": ["full"], "threads": 0})", {"threads: 0 is not in [1, 4096]"}},
+        {"{" + models + task + R"("methods": ["full"], "threads": 0})", {"threads: 0 is not in [1, 1024]"}},
+        {"{" + models + task + R"("methods": ["full"], "dtype": "f8"})", {"dtype:", "'f8' is not one of"}},
+        {"{" + models + task + R"("methods": ["full"], "device": "tpu"})", {"device:", "tpu"}},
     };
     for (size_t i = 0; i < cases.size(); ++i) {
         const std::string file = writeSweep("sweep_bad_" + std::to_string(i) + ".json", cases[i].json);

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Start/stop a private, throwaway one-node Slurm cluster on localhost for tests.
+#
+#   tests/slurm/local-slurm.sh start DIR   # prints "export SLURM_CONF=DIR/slurm.conf" last
+#   tests/slurm/local-slurm.sh stop  DIR
+#
+# Everything (munge key/socket, slurm.conf, state, spool, logs, pid files) lives
+# under DIR; nothing touches /etc/slurm, /etc/munge or system services. Ports are
+# picked free per instance, so several instances in different DIRs can coexist.
+# On failure `start` prints one line to stderr, stops what it started and exits 77
+# (the CTest skip code).
+set -u
+
+die() { # die MESSAGE: report why Slurm could not start, clean up, skip (77)
+    echo "local-slurm: $*" >&2
+    stop_all >/dev/null 2>&1
+    exit 77
+}
+
+lastlog() { # lastlog FILE...: last fatal/error line of the logs (else last line);
+    local line # the mpi/pmix errors slurmd always logs here are noise
+    line=$(cat "$@" 2>/dev/null | grep -E 'fatal|error' | grep -viE 'pmix|MPI' | tail -n 1)
+    echo "${line:-$(cat "$@" 2>/dev/null | grep -v '^\s*$' | tail -n 1)}" | grep . || echo "(nothing in $*)"
+}
+
+running() { # running PID: a live, non-zombie process (init may reap zombies late)
+    kill -0 "$1" 2>/dev/null && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null
+}
+
+stop_pid() { # stop_pid PIDFILE: TERM the daemon, wait up to 10 s, then KILL
+    local pf=$1 pid
+    pid=$(cat "$pf" 2>/dev/null) || return 0
+    if [[ "$pid" =~ ^[0-9]+$ ]] && running "$pid"; then
+        kill -TERM "$pid" 2>/dev/null
+        for _ in $(seq 100); do running "$pid" || break; sleep 0.1; done
+        running "$pid" && kill -KILL "$pid" 2>/dev/null
+    fi
+    rm -f "$pf"
+}
+
+alive() { # alive NAME: NAME's pid file names a running process
+    local pid
+    pid=$(cat "$D/run/$1.pid" 2>/dev/null) && [[ "$pid" =~ ^[0-9]+$ ]] && running "$pid"
+}
+
+stop_all() {
+    # Cancel leftover jobs first (bounded to ~5 s) so no slurmstepd outlives slurmd.
+    if alive slurmctld && [ -f "$D/slurm.conf" ]; then
+        export SLURM_CONF=$D/slurm.conf
+        timeout 3 scancel -u "$(id -un)" 2>/dev/null
+        local end=$((SECONDS + 5))
+        while [ $SECONDS -lt $end ] && [ -n "$(timeout 2 squeue -h -t R,CG 2>/dev/null)" ]; do
+            sleep 0.25
+        done
+    fi
+    for p in slurmd slurmctld munged; do stop_pid "$D/run/$p.pid"; done
+}
+
+free_ports() { # free_ports: print two distinct free TCP ports (python3, else bash)
+    python3 -c 'import socket as S; s = [S.socket() for _ in "ab"]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])' 2>/dev/null && return
+    local out=() p # fallback: random high ports nobody is listening on
+    while [ ${#out[@]} -lt 2 ]; do
+        p=$((20000 + RANDOM % 40000))
+        [[ " ${out[*]} " == *" $p "* ]] || (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || out+=("$p")
+    done
+    echo "${out[@]}"
+}
+
+if [ $# -ne 2 ] || [[ ! "$1" =~ ^(start|stop)$ ]]; then echo "usage: $0 start|stop DIR" >&2; exit 2; fi
+if [ "$1" = stop ]; then # stop: quiet, and 0 even if nothing is running
+    D=$(cd "$2" 2>/dev/null && pwd) && stop_all
+    exit 0
+fi
+if ! mkdir -p "$2" || ! D=$(cd "$2" && pwd); then echo "local-slurm: cannot use DIR $2" >&2; exit 77; fi
+
+for b in munged slurmctld slurmd sinfo sbatch scontrol; do
+    PATH=$PATH:/usr/sbin command -v "$b" >/dev/null ||
+        { echo "local-slurm: slurm-wlm is not installed (scripts/setup installs it)" >&2; exit 77; }
+done
+export PATH=$PATH:/usr/sbin
+
+stop_all >/dev/null 2>&1 # idempotent: a second start replaces the first
+rm -rf "$D"/{run,log,state,spool}  # fresh cluster (ClusterName changes with the port)
+mkdir -p "$D"/{munge,run,log,state,spool} || die "cannot create directories under $D"
+chmod 755 "$D" "$D/munge" # munged wants its socket dir world-searchable
+export SLURM_CONF=$D/slurm.conf
+
+# --- munge: private key, socket, pid, log and seed under DIR -------------------
+key=$D/munge/munge.key
+[ -s "$key" ] || mungekey -c -k "$key" >/dev/null 2>&1 ||
+    dd if=/dev/urandom of="$key" bs=1 count=1024 status=none
+chmod 400 "$key"
+sock=$D/munge/munge.socket
+rm -f "$sock" # a stale socket from a killed munged would fool the wait below
+munged --force --key-file="$key" --socket="$sock" --pid-file="$D/run/munged.pid" \
+    --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed" \
+    >>"$D/log/munged.out" 2>&1 || die "munged did not start: $(lastlog "$D/log/munged.out" "$D/log/munged.log")"
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || die "munged did not create $sock: $(lastlog "$D/log/munged.log")"
+
+# --- slurm.conf: one node (this host), cgroup-free, no accounting --------------
+node=$(hostname -s)
+read -r ctld_port slurmd_port <<<"$(free_ports)"
+[ -n "${slurmd_port:-}" ] || die "could not find free TCP ports"
+mem_mb=$(awk '/^MemTotal:/ {m = int($2 / 1024); print (m > 2048 ? m - 1024 : int(m / 2))}' /proc/meminfo)
+user=$(id -un)
+cat >"$SLURM_CONF" <<EOF
+# Generated by tests/slurm/local-slurm.sh; private to $D
+ClusterName=kvl$ctld_port
+SlurmctldHost=$node(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=$user
+# root here; as another user, slurmd can only run that user's jobs
+SlurmdUser=$user
+AuthType=auth/munge
+AuthInfo=socket=$sock
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+ReturnToService=2
+MinJobAge=3600
+SchedulerParameters=batch_sched_delay=0
+SlurmdParameters=config_overrides
+StateSaveLocation=$D/state
+SlurmdSpoolDir=$D/spool
+SlurmctldPidFile=$D/run/slurmctld.pid
+SlurmdPidFile=$D/run/slurmd.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$mem_mb State=UNKNOWN
+PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
+EOF
+
+# --- daemons (they daemonize themselves and write the pid files above) --------
+for p in slurmctld slurmd; do
+    extra=(); [ $p = slurmctld ] && extra=(-c) || extra=(-N "$node") # -c: fresh state
+    "$p" "${extra[@]}" -f "$SLURM_CONF" >>"$D/log/$p.out" 2>&1 ||
+        die "$p did not start: $(lastlog "$D/log/$p.out" "$D/log/$p.log")"
+    for _ in $(seq 50); do alive $p && break; sleep 0.1; done
+    alive $p || die "$p did not start: $(lastlog "$D/log/$p.log")"
+done
+
+# --- wait (up to ~30 s) for the node to register and become idle --------------
+state="" end=$((SECONDS + 30))
+while [ $SECONDS -lt $end ]; do
+    state=$(timeout 3 sinfo -h -N -n "$node" -o %T 2>/dev/null | head -n 1)
+    [ "$state" = idle ] && break
+    sleep 0.5
+    for p in slurmctld slurmd; do # a daemon that died will not come back: fail fast
+        alive $p || die "$p exited: $(lastlog "$D/log/$p.log")"
+    done
+done
+[ "$state" = idle ] || die "slurmd did not register (node state '${state:-none}'): $(lastlog "$D/log/slurmd.log")"
+echo "export SLURM_CONF=$SLURM_CONF"

@@ -78,6 +78,7 @@ int runInfo(const std::vector<std::string>& argv) {
     std::string tokenizerKind;
     std::string source;
     std::vector<std::string> notes;  // extra lines a folder adds
+    bool noWeights = false;          // a tokenizer-only folder
     if (spec.kind == ModelSpec::Kind::File && HfFolder::isFolder(spec.path)) {
         const HfFolder folder(spec.path);
         const HfConfig& h = folder.config();
@@ -93,8 +94,12 @@ int runInfo(const std::vector<std::string>& argv) {
         eos = tok->eosId();
         tokenizerKind = folder.tokenizerDescription();
         const size_t n = folder.shards().size();
-        source = "Hugging Face folder (" + h.hfArchitecture + "), " + std::to_string(n) + " safetensors file" +
-                 (n == 1 ? "" : "s") + ", " + humanBytes(double(folder.weightBytes()));
+        source = "Hugging Face folder (" + h.hfArchitecture + "), " +
+                 (folder.hasWeights() ? std::to_string(n) + " safetensors file" + (n == 1 ? "" : "s") + ", " +
+                                            humanBytes(double(folder.weightBytes()))
+                                      : std::string("tokenizer only (no weights: nothing to run)"));
+        j["tokenizer_only"] = !folder.hasWeights();
+        noWeights = !folder.hasWeights();
         j["hf_architecture"] = h.hfArchitecture;
         j["weight_files"] = folder.weightFiles();
         j["tied_embeddings"] = h.tiedEmbeddings;
@@ -154,7 +159,7 @@ int runInfo(const std::vector<std::string>& argv) {
     j["tokenizer"] = tokenizerKind;
     j["bos_id"] = bos;
     j["eos_id"] = eos;
-    j["parameters"] = parameters;
+    j["parameters"] = noWeights ? nlohmann::json(nullptr) : nlohmann::json(parameters);
     j["tensor_types"] = types;
     j["kv_bytes_per_token"] = {{"f32", c.kvBytesPerToken(4)}, {"bf16", c.kvBytesPerToken(2)},
                                {"f16", c.kvBytesPerToken(2)}};
@@ -180,8 +185,12 @@ int runInfo(const std::vector<std::string>& argv) {
     std::printf("context       %lld tokens\n", (long long)c.contextLength);
     std::printf("vocabulary    %lld (%s, BOS %d, EOS %d)\n", (long long)c.vocabSize,
                 tokenizerKind.c_str(), bos, eos);
-    std::printf("parameters    %lld\n", (long long)parameters);
-    std::printf("tensor types  %s\n", typeText.c_str());
+    if (noWeights) {
+        std::printf("parameters    - (no weights)\ntensor types  - (no weights)\n");
+    } else {
+        std::printf("parameters    %lld\n", (long long)parameters);
+        std::printf("tensor types  %s\n", typeText.c_str());
+    }
     for (const std::string& line : notes) std::printf("%s\n", line.c_str());
     std::printf("KV bytes/token %lld in f32, %lld in bf16/f16 (%s per 1K tokens in bf16)\n",
                 (long long)c.kvBytesPerToken(4), (long long)c.kvBytesPerToken(2),

@@ -133,9 +133,11 @@ HfFolder::HfFolder(const std::string& dirIn) : dir_(dirIn) {
     } else if (exists(file("pytorch_model.bin")) || exists(file("pytorch_model.bin.index.json"))) {
         throw Error(dir_ + ": the weights are PyTorch pickles (pytorch_model.bin); KV Lens reads safetensors "
                            "(model.safetensors or model.safetensors.index.json)");
-    } else {
+    } else if (!exists(file("tokenizer.json")) && !exists(file("tokenizer.model"))) {
         throw Error(dir_ + ": no weights (model.safetensors or model.safetensors.index.json)");
     }
+    // No weights but a tokenizer: a tokenizer-only folder (tokenize and info read it; loading
+    // the model says there are no weights).
     for (size_t i = 0; i < names.size(); ++i) {
         shards_.push_back(std::make_shared<const SafetensorsFile>(file(names[i])));
         for (const SafetensorsTensor& t : shards_.back()->tensors()) {

@@ -20,8 +20,8 @@ namespace kvlens {
 
 class HfFolder {
 public:
-    // Throws kvlens::Error: no config.json, an unsupported architecture, no
-    // weights, a missing shard, a tensor the index puts in a shard that lacks it.
+    // Throws kvlens::Error: no config.json, an unsupported architecture, neither weights nor
+    // a tokenizer, a missing shard, a tensor the index puts in a shard that lacks it.
     explicit HfFolder(const std::string& dir);
 
     // Whether `path` names a directory (a --model that is a folder).
@@ -36,6 +36,8 @@ public:
     const SafetensorsTensor* findTensor(const std::string& name,
                                         std::shared_ptr<const SafetensorsFile>* shard = nullptr) const;
     int64_t weightBytes() const;  // of all shards
+    // False for a tokenizer-only folder: config.json and a tokenizer, no weight files.
+    bool hasWeights() const { return !shards_.empty(); }
 
     // The tokenizer, its vocabulary padded to config.json's vocab_size with unused
     // entries where the model has more rows than the tokenizer has tokens.

@@ -79,6 +79,10 @@ LoadedModel loadModel(const std::string& specText, c10::Device device, c10::Scal
     }
     if (HfFolder::isFolder(loaded.spec.path)) {
         const HfFolder folder(loaded.spec.path);
+        if (!folder.hasWeights()) {
+            throw Error(folder.dir() + ": no weights (model.safetensors or model.safetensors.index.json) to run; "
+                                       "kvlens tokenize and kvlens info read a tokenizer-only folder");
+        }
         const ModelConfig& config = folder.config().model;
         loaded.tokenizer = folder.tokenizer();
         loaded.chatTemplate = folder.chatTemplate();

@@ -95,6 +95,35 @@ TEST(HfFolderCli, RunSavesTheFolderWithEachWeightFilesHash) {
     }
 }
 
+TEST(HfFolderCli, ATokenizerOnlyFolderTokenizesAndDescribesButDoesNotRun) {
+    // config.json and the tokenizer files of the folder, no weights (as a vocab-only GGUF).
+    const std::string dir = test::testOutputPath("cli_hf_tokenizer_only");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (const auto& f : fs::directory_iterator(llama3().dir)) {
+        const std::string name = f.path().filename().string();
+        if (name.rfind("model", 0) != 0) fs::copy(f.path(), dir + "/" + name);
+    }
+    const test::CliResult t = runKvlens("tokenize --json --model " + dir + " --prompt 'naïve café 42'");
+    const test::CliResult u = runKvlens("tokenize --json --model " + llama3().dir + " --prompt 'naïve café 42'");
+    ASSERT_EQ(t.exitCode, 0) << t.err;
+    EXPECT_EQ(json::parse(t.out)["token_ids"], json::parse(u.out)["token_ids"]);
+    const test::CliResult info = runKvlens("info --model " + dir);
+    ASSERT_EQ(info.exitCode, 0) << info.err;
+    EXPECT_NE(info.out.find("tokenizer only (no weights: nothing to run)"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find("parameters    - (no weights)"), std::string::npos) << info.out;
+    const json j = json::parse(runKvlens("info --json --model " + dir).out);
+    EXPECT_TRUE(j["tokenizer_only"].get<bool>());
+    EXPECT_TRUE(j["parameters"].is_null());
+    EXPECT_EQ(j["layers"], json::parse(runKvlens("info --json --model " + llama3().dir).out)["layers"]);
+    for (const std::string& command : {"generate --prompt hi --model " + dir,
+                                      "run --prompt hi --method snapkv --budget 4 --model " + dir}) {
+        test::expectOneLineError(runKvlens(command),
+                                 {dir + ": no weights (model.safetensors or model.safetensors.index.json) to run; "
+                                        "kvlens tokenize and kvlens info read a tokenizer-only folder"});
+    }
+}
+
 TEST(HfFolderCli, BadFoldersAreOneLine) {
     const std::string empty = test::testOutputPath("cli_hf_empty");
     fs::create_directories(empty);

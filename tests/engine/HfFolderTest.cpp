@@ -264,6 +264,13 @@ TEST(HfFolder, BadFoldersAreOneLineEach) {
     EXPECT_EQ(loadError(dir), dir + ": the weights are PyTorch pickles (pytorch_model.bin); KV Lens reads safetensors "
                                     "(model.safetensors or model.safetensors.index.json)");
     fs::remove(dir + "/pytorch_model.bin");
+    // A tokenizer without weights opens (tokenize, info), and loading it says why it cannot run.
+    EXPECT_EQ(loadError(dir), dir + ": no weights (model.safetensors or model.safetensors.index.json) to run; kvlens "
+                                    "tokenize and kvlens info read a tokenizer-only folder");
+    EXPECT_FALSE(HfFolder(dir).hasWeights());
+    EXPECT_GT(HfFolder(dir).tokenizer()->vocabSize(), 0);
+    // Neither weights nor a tokenizer: nothing to read.
+    fs::remove(dir + "/tokenizer.json");
     EXPECT_EQ(loadError(dir), dir + ": no weights (model.safetensors or model.safetensors.index.json)");
 
     dir = brokenCopy("no_tokenizer");

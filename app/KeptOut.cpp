@@ -23,14 +23,19 @@ std::unique_ptr<KeptOut> KeptOut::fromCommandLine(const CommandLine& args) {
     if (path.empty()) throw Error("--kept-out: the file name is empty");
     std::unique_ptr<KeptOut> out(new KeptOut(path));
     out->doc_ = {{"model", nullptr}, {"prompt_ids", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
-    out->write();  // a folder that is not there, or not writable, fails before the model loads
+    // A folder that is not there, or not writable, fails before the model loads; a file
+    // already at the path is left as it is until the first run replaces it.
+    const std::string probe = path + ".part";
+    std::ofstream f(probe, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("--kept-out " + path + ": cannot write");
+    f.close();
+    std::remove(probe.c_str());
     return out;
 }
 
 void KeptOut::begin(const std::string& model, const std::vector<int32_t>& promptIds) {
     doc_["model"] = model;
     doc_["prompt_ids"] = promptIds;
-    write();
 }
 
 void KeptOut::add(const PressParams& p, const Selection& selection, const RunMetrics& m) {

@@ -1,7 +1,8 @@
 // `run|compare --kept-out FILE.json`: the positions each run kept, per layer and head, with the
 // prompt's token ids, as one JSON file for Python (and for checking against kvpress's own
 // kept indices). Rewritten after every run (through a temporary file renamed into place), so
-// a run that fails later leaves the runs before it.
+// a run that fails later leaves the runs before it; a file already there is kept until the
+// first run replaces it.
 //
 //   {"model": SPEC, "prompt_ids": [...], "runs": [{"method", "params", "knobs", "budget",
 //     "heads_are": "kv"|"query", "layer_budgets": [...], "kept": [[[pos, ...] per head] per layer],

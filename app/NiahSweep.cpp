@@ -88,34 +88,18 @@ std::vector<double> parseDepths(const std::string& text, const std::string& what
         // Counted before any is made: a tiny step is refused here, not by the memory.
         const double count = std::floor((b - a) / step + 1e-9) + 1.0;
         if (count > double(kMaxDepths)) {
-            throw Error(what + ": '" + text + "' yields " + std::to_string(int64_t(count)) + " depths, over " +
-                        std::to_string(kMaxDepths));
+            char many[32];  // past int64 for a tiny step: written as a double then
+            if (count < 9e18)
+                std::snprintf(many, sizeof many, "%lld", (long long)count);
+            else
+                std::snprintf(many, sizeof many, "%.4g", count);
+            throw Error(what + ": '" + text + "' yields " + many + " depths, over " + std::to_string(kMaxDepths));
         }
         for (int64_t i = 0; i < int64_t(count); ++i) out.push_back(std::min(b, a + double(i) * step));
         return out;
     }
     for (const std::string& item : splitList(text, what)) out.push_back(parseDepth(item, what));
     return out;
-}
-
-int64_t Shard::of(int64_t first, int64_t total) const {
-    // Indices first .. first + total - 1 congruent to index - 1 modulo count.
-    int64_t n = 0;
-    const int64_t r = index - 1;
-    int64_t i = first + ((r - first % count) % count + count) % count;
-    if (i < first + total) n = (first + total - 1 - i) / count + 1;
-    return n;
-}
-
-Shard Shard::parse(const std::string& t, const std::string& flag) {
-    Shard s;
-    char* end = nullptr;
-    errno = 0;
-    s.index = std::strtoll(t.c_str(), &end, 10);
-    if (end == t.c_str() || *end != '/' || (s.count = std::strtoll(end + 1, &end, 10)) < 1 || *end != '\0' ||
-        errno != 0 || s.index < 1 || s.index > s.count)
-        throw Error(flag + ": '" + t + "' is not I/N with 1 <= I <= N");
-    return s;
 }
 
 NiahSweep::NiahSweep(LoadedModel& loaded, const std::string& modelSpec, sessions::SessionStore* store,
@@ -140,6 +124,34 @@ void NiahSweep::checkContext(const NiahTask& task) const {
             throw Error("--lengths: " + std::to_string(L) + " tokens and -n " + std::to_string(task.newTokens) +
                         " are over the model's context of " + std::to_string(context));
         }
+    }
+}
+
+void NiahSweep::checkRuns(const std::vector<const PressParams*>& runs, int64_t T, const std::string& where) {
+    for (const PressParams* run : runs) {
+        // A budget that holds the whole prompt keeps everything: a run measured so would be
+        // saved under its budget as if it had compressed.
+        if (!run->isFull() && run->budget > 0 && run->budget >= T) {
+            throw Error(run->describe() + ": a budget of " + std::to_string(run->budget) + " entries holds the whole " +
+                        std::to_string(T) + "-token prompt of " + where + " (a budget must be under the prompt's tokens)");
+        }
+        run->validate(T, Capture::windowCapacityFor(T));
+    }
+}
+
+void NiahSweep::checkPrompts(const NiahTask& task, const std::vector<PressParams>& runs) const {
+    const NeedleTaskName name = NeedleTaskName::of(task.kind, task.filler, task.noBos);
+    std::vector<const PressParams*> all;
+    for (const PressParams& p : runs) all.push_back(&p);
+    for (int64_t L : task.lengths) {
+        // The first depth's first sample: its prompt, tokenized (no prefill).
+        const NeedleSample sample = makeNeedleSample(
+            name.sampleSpec(task.taskSeed, L, task.depths.front(), 0, task.filler, loaded_.tokenizer->addBosByDefault()),
+            *loaded_.tokenizer);
+        const int64_t T = task.questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size());
+        char where[96];
+        std::snprintf(where, sizeof where, "length %lld, depth %g%%, sample 0", (long long)L, task.depths.front());
+        checkRuns(all, T, where);
     }
 }
 
@@ -195,8 +207,7 @@ void NiahSweep::run(const NiahTask& task, const std::vector<PressParams>& runs, 
                     (task.questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size()));
                 const std::vector<int32_t> prompt(sample.tokens.begin(), split), question(split, sample.tokens.end());
                 // Every pending run's settings against this prompt, before its prefill.
-                const int64_t T = static_cast<int64_t>(prompt.size());
-                for (const PressParams* run : pending) run->validate(T, Capture::windowCapacityFor(T));
+                checkRuns(pending, static_cast<int64_t>(prompt.size()), where);
                 auto capture = captureTokens(loaded_, prompt, n + static_cast<int64_t>(question.size()), {},
                                              [&](double f, const std::string&) {
                                                  bar.update((double(done - 1) + f) /

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "app/Shard.h"
 #include "core/PressParams.h"
 #include "engine/eval/NeedleTask.h"
 
@@ -51,17 +52,6 @@ struct NiahRunResult {
     std::string answer;
 };
 
-// A shard of a sweep: the samples whose index (counted over the whole sweep, from 0) is
-// shard - 1 modulo shards.
-struct Shard {
-    int64_t index = 1, count = 1;
-    bool holds(int64_t sample) const { return sample % count == index - 1; }
-    // How many of `total` samples, counted from `first`, the shard holds.
-    int64_t of(int64_t first, int64_t total) const;
-    // "I/N" with 1 <= I <= N; throws kvlens::Error naming `flag`.
-    static Shard parse(const std::string& text, const std::string& flag);
-};
-
 class NiahSweep {
 public:
     // `store` null: nothing saved or skipped. Otherwise the model is recorded and the
@@ -71,6 +61,11 @@ public:
 
     // Throws kvlens::Error when a length of `task` and its answer tokens pass the model's context.
     void checkContext(const NiahTask& task) const;
+
+    // Each run of `runs` against the prompt of each length of `task` (its first depth's first
+    // sample, tokenized): a budget at or over the prompt's tokens, or a setting that does not
+    // fit it, throws before any prefill. run() checks every sample's prompt again.
+    void checkPrompts(const NiahTask& task, const std::vector<PressParams>& runs) const;
 
     // Runs the samples of `task` that `shard` holds, their index counted from `firstIndex`
     // (the samples of the sweep's tasks before this one). Each pending run's settings are
@@ -88,6 +83,8 @@ public:
     double runSeconds() const { return runSeconds_; }
 
 private:
+    static void checkRuns(const std::vector<const PressParams*>& runs, int64_t promptTokens, const std::string& where);
+
     LoadedModel& loaded_;
     sessions::SessionStore* store_;
     int64_t sessionId_ = 0, modelId_ = 0;

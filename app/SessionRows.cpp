@@ -23,17 +23,22 @@ using nlohmann::json;
 
 json real(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
 
-// A CSV cell: JSON's text of a number, a string as it is, an object or array as JSON; quoted
-// when it holds a comma, a quote or a line break.
+// A CSV cell: JSON's text of a number, a string as it is, an object or array as JSON.
 std::string cell(const json& v) {
-    std::string t = v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (v.is_null()) return "";
+    return csvCell(v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace
+
+std::string csvCell(const std::string& text) {
+    // Bytes that are not UTF-8 become U+FFFD, as in the JSONL export.
+    const std::string t = json::parse(json(text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
     if (t.find_first_of(",\"\n\r") == std::string::npos) return t;
     std::string q = "\"";
     for (char c : t) q += c == '"' ? std::string("\"\"") : std::string(1, c);
     return q + "\"";
 }
-
-}  // namespace
 
 json runJson(const sessions::RunSummary& r) {
     return {{"id", r.id},

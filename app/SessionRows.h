@@ -15,6 +15,10 @@ namespace sessions {
 class SessionStore;
 }
 
+// A CSV cell of `text`: UTF-8 (invalid bytes as U+FFFD, as the JSONL export writes them),
+// quoted when it holds a comma, a quote or a line break.
+std::string csvCell(const std::string& text);
+
 // The fields of one run / needle run, as `sessions show --json` prints them.
 nlohmann::json runJson(const sessions::RunSummary& r);
 nlohmann::json niahRunJson(const sessions::NiahRunRecord& r);

@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "app/CommandLine.h"
@@ -21,8 +23,10 @@
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
 #include "app/RunSaver.h"
+#include "app/SessionRows.h"
 #include "app/SweepFile.h"
 #include "core/Error.h"
+#include "sessions/Sha256.h"
 #include "sessions/SessionStore.h"
 
 namespace kvlens {
@@ -133,8 +137,16 @@ int runPlan(const SweepFile& file, const CommandLine& args) {
             if (Shard{s, shards}.of(first, perModel) > 0) shardSeconds[size_t(s - 1)] += load;
         total += load;
         bool warm = false;
+        for (size_t t = 0; t < file.tasks.size(); ++t) {
+            try {
+                sweep.checkContext(file.tasks[t]);
+                sweep.checkPrompts(file.tasks[t], file.runs);
+            } catch (const Error& e) {
+                throw Error(file.path + ": models[" + std::to_string(m) + "] (" + file.models[m] + "), tasks[" +
+                            std::to_string(t) + "]: " + e.what());
+            }
+        }
         for (const NiahTask& task : file.tasks) {
-            sweep.checkContext(task);
             for (size_t li = 0; li < task.lengths.size(); ++li) {
                 NiahTask one = task;
                 one.lengths = {task.lengths[li]};
@@ -200,20 +212,38 @@ int measureSweep(const SweepFile& file, const CommandLine& args) {
     for (size_t m = 0; m < file.models.size(); ++m) {
         int64_t first = int64_t(m) * perModel;
         if (shard.of(first, perModel) == 0) continue;  // none of this model's samples: not loaded
+        // An error of this model or task names them in the file.
+        auto in = [&](const std::string& field, const std::function<void()>& work) {
+            try {
+                work();
+            } catch (const Error& e) {
+                throw Error(file.path + ": models[" + std::to_string(m) + "] (" + file.models[m] + ")" + field + ": " +
+                            e.what());
+            }
+        };
         ModelOptions options;
-        LoadedModel loaded = loadModel(file, file.models[m], threads, options);
-        NiahSweep sweep(loaded, options.model, &store, file.session);
-        for (const NiahTask& task : file.tasks) sweep.checkContext(task);
+        std::unique_ptr<LoadedModel> loaded;
+        in("", [&] { loaded = std::make_unique<LoadedModel>(loadModel(file, file.models[m], threads, options)); });
+        NiahSweep sweep(*loaded, options.model, &store, file.session);
+        // Every task's lengths against the context, and every run against its prompts, before
+        // the first prefill.
+        for (size_t t = 0; t < file.tasks.size(); ++t) {
+            in(", tasks[" + std::to_string(t) + "]", [&] {
+                sweep.checkContext(file.tasks[t]);
+                sweep.checkPrompts(file.tasks[t], file.runs);
+            });
+        }
         for (size_t t = 0; t < file.tasks.size(); ++t) {
             const NiahTask& task = file.tasks[t];
-            sweep.run(task, file.runs, first, shard, [&](const NiahRunResult& r) {
+            in(", tasks[" + std::to_string(t) + "]", [&] { sweep.run(task, file.runs, first, shard, [&](const NiahRunResult& r) {
                 if (!csv) return;
-                std::printf("%s,%zu,%lld,%lld,%g,%lld,%s,%s,\"%s\",%.6f,%.6f,%.6f,%.6f,%.8g\n", file.models[m].c_str(), t,
-                            (long long)r.length, (long long)r.tokens, r.depth, (long long)r.sample,
-                            r.params.method.c_str(), r.budget.c_str(), r.params.describe().c_str(), r.contains, r.exact,
-                            r.needleKept, r.agreement, r.meanKl);
+                std::printf("%s,%zu,%lld,%lld,%g,%lld,%s,%s,%s,%.6f,%.6f,%.6f,%.6f,%.8g\n",
+                            csvCell(file.models[m]).c_str(), t, (long long)r.length, (long long)r.tokens, r.depth,
+                            (long long)r.sample, r.params.method.c_str(), csvCell(r.budget).c_str(),
+                            csvCell(r.params.describe()).c_str(), r.contains, r.exact, r.needleKept, r.agreement,
+                            r.meanKl);
                 std::fflush(stdout);
-            }, bar, done, planned);
+            }, bar, done, planned); });
             first += task.captures();
         }
         stored += sweep.stored();
@@ -227,6 +257,9 @@ int measureSweep(const SweepFile& file, const CommandLine& args) {
                  skipped ? (", " + std::to_string(skipped) + " already saved").c_str() : "", took);
     return 0;
 }
+
+// The characters a path or word may hold to go into the generated scripts unquoted.
+const char* kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,=@:~";
 
 // A value pasted into a shell script, single-quoted.
 std::string quoted(const std::string& s) {
@@ -247,31 +280,67 @@ void writeScript(const std::filesystem::path& path, const std::string& text) {
 int runSlurm(const SweepFile& file, const CommandLine& args) {
     if (!args.has("--shards")) throw Error("kvlens sweep slurm: --shards N is required (the array's tasks)");
     if (!args.has("--out")) throw Error("kvlens sweep slurm: --out DIR is required (scripts, stores, logs)");
-    const int64_t shards = args.getInt("--shards", 1, 1, 100000);
+    // Slurm's default MaxArraySize is 1001: array indices 1..1000.
+    const int64_t shards = args.getInt("--shards", 1, 1, 1000);
     const int64_t cpus = args.getInt("--cpus", 1, 1, 4096);
     const int64_t gpus = args.getInt("--gpus", 0, 0, 64);
     const std::string partition = args.get("--partition", "");
     const std::string time = args.get("--time", "");
     for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--partition", partition}, {"--time", time}}) {
-        if (args.has(flag) && (value.empty() || value.find_first_of(" \t\n'\"\\$`") != std::string::npos))
+        if (args.has(flag) && (value.empty() || value.find_first_not_of(kPlain) != std::string::npos))
             throw Error(std::string(flag) + ": '" + value + "' is not a plain word");
     }
+    if (args.get("--out").empty()) throw Error("--out: the folder name is empty");
     std::error_code ec;
-    const std::filesystem::path out = std::filesystem::absolute(args.get("--out"));
-    std::filesystem::create_directories(out / "logs", ec);
-    if (ec) throw Error("--out: cannot create " + (out / "logs").string() + " (" + ec.message() + ")");
+    const std::filesystem::path out = std::filesystem::absolute(args.get("--out"), ec);
+    if (ec) throw Error("--out: '" + args.get("--out") + "' is not a usable path (" + ec.message() + ")");
     const std::string kvlens = std::filesystem::canonical("/proc/self/exe", ec).string();
     if (ec) throw Error("sweep slurm: cannot find this program's path (" + ec.message() + ")");
     const std::string sweepFile = std::filesystem::absolute(file.path).string();
     const std::string workdir = std::filesystem::current_path().string();
     const std::string dir = out.string();
+    // The scripts carry these paths into #SBATCH lines, Slurm's %-patterns and shell strings:
+    // only characters that mean nothing to any of them.
+    for (const auto& [what, path] : {std::pair<std::string, std::string>{"--out", dir}, {"the sweep file", sweepFile},
+                                     {"the working directory", workdir}, {"this kvlens", kvlens}}) {
+        if (path.find_first_not_of(kPlain) != std::string::npos)
+            throw Error("sweep slurm: " + what + " '" + path + "' has a character the scripts cannot carry (only " +
+                        "letters, digits and / . _ - + , = @ : ~): use another path");
+    }
+    // The sweep the folder's shards belong to: a changed file or shard count is another
+    // sweep, whose stores and completion marks must not mix with this one's.
+    std::ifstream in(file.path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    sessions::Sha256 hash;
+    hash.update(bytes.str() + "\nshards " + std::to_string(shards) + "\n");
+    const std::string fingerprint = hash.finishHex().substr(0, 16);
+    const std::filesystem::path mark = out / "sweep.fingerprint";
+    if (std::filesystem::exists(mark, ec)) {
+        std::ifstream f(mark);
+        std::string held;
+        std::getline(f, held);
+        if (held != fingerprint)
+            throw Error("--out " + dir + " holds the shards of another sweep (another file or --shards than " +
+                        held + "): use a new --out, or remove its shard-* files and sweep.fingerprint");
+    }
+    std::filesystem::create_directories(out / "logs", ec);
+    if (ec) throw Error("--out: cannot create " + (out / "logs").string() + " (" + ec.message() + ")");
+    {
+        std::ofstream f(mark, std::ios::trunc);
+        f << fingerprint << "\n";
+        if (!f) throw Error("--out: cannot write " + mark.string());
+    }
+    const std::string n = std::to_string(shards);
+    // A shard is complete when its .done holds this sweep's fingerprint.
+    const std::string complete = "[[ \"$(cat shard-$i.done 2>/dev/null)\" == " + fingerprint + " ]]";
 
     std::string header = "#SBATCH --chdir=" + workdir + "\n";
     if (!partition.empty()) header += "#SBATCH --partition=" + partition + "\n";
     if (!time.empty()) header += "#SBATCH --time=" + time + "\n";
     std::string shardScript =
         "#!/bin/bash\n"
-        "# One shard of " + sweepFile + " per array task (written by kvlens sweep slurm).\n"
+        "# One shard of the sweep per array task (written by kvlens sweep slurm).\n"
         "#SBATCH --job-name=kvlens-sweep\n"
         "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n" +
         (gpus > 0 ? "#SBATCH --gpus=" + std::to_string(gpus) + "\n" : std::string()) + header +
@@ -279,38 +348,45 @@ int runSlurm(const SweepFile& file, const CommandLine& args) {
         "#SBATCH --open-mode=append\n"
         "set -euo pipefail\n"
         "i=$SLURM_ARRAY_TASK_ID\n"
-        "rm -f " + quoted(dir) + "/shard-$i.done\n" +
-        quoted(kvlens) + " sweep run " + quoted(sweepFile) + " --store " + quoted(dir) + "/shard-$i.db --shard $i/" +
-        std::to_string(shards) + " --threads \"${SLURM_CPUS_PER_TASK:-" + std::to_string(cpus) + "}\"\n" +
-        "touch " + quoted(dir) + "/shard-$i.done\n";
+        "rm -f " + dir + "/shard-$i.done\n" +
+        kvlens + " sweep run " + sweepFile + " --store " + dir + "/shard-$i.db --shard $i/" + n +
+        " --threads \"${SLURM_CPUS_PER_TASK:-" + std::to_string(cpus) + "}\"\n" +
+        "echo " + fingerprint + " > " + dir + "/shard-$i.done\n";
     std::string mergeScript =
         "#!/bin/bash\n"
-        "# Joins the shards' stores of " + sweepFile + " and writes the report (written by kvlens sweep slurm).\n"
+        "# Joins the shards' stores and writes the report (written by kvlens sweep slurm).\n"
         "#SBATCH --job-name=kvlens-merge\n"
         "#SBATCH --cpus-per-task=1\n" + header +
         "#SBATCH --output=" + dir + "/logs/merge.log\n"
         "set -uo pipefail\n"
-        "cd " + quoted(dir) + "\n"
+        "cd " + dir + "\n"
+        "failed() { echo \"sweep: $1\" | tee merge.status >&2; exit 1; }\n"
         "missing=()\n"
-        "for i in $(seq 1 " + std::to_string(shards) + "); do [[ -f shard-$i.done ]] || missing+=($i); done\n"
+        "for i in $(seq 1 " + n + "); do " + complete + " || missing+=($i); done\n"
         "if (( ${#missing[@]} )); then\n"
-        "  echo \"sweep: shards ${missing[*]} of " + std::to_string(shards) +
-        " did not complete (logs/shard-I.log); run " + dir + "/submit again to re-run them\" | tee merge.status >&2\n"
-        "  exit 1\n"
+        "  failed \"shards ${missing[*]} of " + n + " did not complete (logs/shard-I.log); run " + dir +
+        "/submit again to re-run them\"\n"
         "fi\n"
-        "stores=(); for i in $(seq 1 " + std::to_string(shards) + "); do stores+=(shard-$i.db); done\n"
-        "rm -f merged.db.part\n" +
-        quoted(kvlens) + " sessions merge \"${stores[@]}\" --into merged.db.part && mv merged.db.part merged.db || exit 1\n" +
-        quoted(kvlens) + " report --session " + quoted(file.session) + " --store merged.db --out report || exit 1\n"
-        "echo \"sweep: merged " + std::to_string(shards) + " shards into " + dir + "/merged.db\" | tee merge.status\n";
+        "stores=(); for i in $(seq 1 " + n + "); do stores+=(shard-$i.db); done\n"
+        "rm -f merged.db.part merged.db.part-wal merged.db.part-shm\n" +
+        kvlens + " sessions merge \"${stores[@]}\" --into merged.db.part || failed \"the merge failed (logs/merge.log)\"\n"
+        "rm -f merged.db-wal merged.db-shm\n"
+        "mv merged.db.part merged.db || failed \"cannot move merged.db.part to merged.db\"\n" +
+        kvlens + " report --session " + quoted(file.session) + " --store merged.db --out report ||"
+        " failed \"the report failed (logs/merge.log)\"\n"
+        "echo \"sweep: merged " + n + " shards into " + dir + "/merged.db\" | tee merge.status\n";
     std::string submitScript =
         "#!/bin/bash\n"
-        "# Submits the shards of " + sweepFile + " not complete yet, then the merge after them.\n"
+        "# Submits the shards of the sweep not complete yet, then the merge after them.\n"
         "set -euo pipefail\n"
-        "cd " + quoted(dir) + "\n"
+        "cd " + dir + "\n"
         "command -v sbatch >/dev/null || { echo \"submit: sbatch is not on PATH (run this where Slurm is)\" >&2; exit 1; }\n"
+        "if [[ -f merge.job ]] && squeue -h -j \"$(cat merge.job)\" 2>/dev/null | grep -q .; then\n"
+        "  echo \"submit: job $(cat merge.job) of an earlier submit is still queued: wait for it, or scancel it\" >&2\n"
+        "  exit 1\n"
+        "fi\n"
         "pending=()\n"
-        "for i in $(seq 1 " + std::to_string(shards) + "); do [[ -f shard-$i.done ]] || pending+=($i); done\n"
+        "for i in $(seq 1 " + n + "); do " + complete + " || pending+=($i); done\n"
         "rm -f merge.status\n"
         "dependency=()\n"
         "if (( ${#pending[@]} )); then\n"
@@ -320,7 +396,7 @@ int runSlurm(const SweepFile& file, const CommandLine& args) {
         "  echo \"submit: shards $list as job array $job\"\n"
         "  dependency=(--dependency=afterany:$job)\n"
         "fi\n"
-        "merge=$(sbatch --parsable \"${dependency[@]}\" merge.sbatch)\n"
+        "merge=$(sbatch --parsable ${dependency[@]+\"${dependency[@]}\"} merge.sbatch)\n"
         "merge=${merge%%;*}\n"
         "echo \"submit: merge as job $merge\"\n"
         "echo \"$merge\" > merge.job\n";

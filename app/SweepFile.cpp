@@ -15,6 +15,7 @@
 #include "engine/compress/Capture.h"
 #include "engine/eval/NeedleTaskName.h"
 #include "engine/model/DType.h"
+#include "engine/model/ModelSpec.h"
 
 namespace kvlens {
 
@@ -220,8 +221,10 @@ std::vector<PressParams> readMethod(const Reader& in, const json& m, const std::
         const std::vector<PressParams> runs =
             PressOptions::sweepOf(base, {name}, own, windowGiven, Reader::join(field, "method"), budgetsField);
         // A knob the method does not read would make runs that differ in nothing measured.
+        if (methods::named(name).id == MethodId::Full && !given.empty())
+            in.fail(Reader::join(field, given.front()->json), "full does not read it (full keeps every position)");
         for (const KnobInfo* k : given) {
-            if (k->knob == Knob::Convention) continue;
+            if (k->knob == Knob::Convention) continue;  // every method follows one
             if (std::none_of(runs.begin(), runs.end(),
                              [&](const PressParams& p) { return methods::effectiveKnobs(p).has(k->knob); }))
                 in.fail(Reader::join(field, k->json), runs.front().method + " does not read it (it is for " +
@@ -252,16 +255,30 @@ SweepFile SweepFile::read(const std::string& path) {
 
 SweepFile SweepFile::readFields(const std::string& path) {
     const Reader in(path);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": cannot read the sweep file (not a file)");
     std::ifstream file(path, std::ios::binary);
     if (!file) throw Error(path + ": cannot read the sweep file");
     json root;
+    // A key given twice in one object would silently keep the last value: refused, by name.
+    std::vector<std::set<std::string>> open;
+    std::string twice;
+    const json::parser_callback_t keysOnce = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) open.emplace_back();
+        if (event == json::parse_event_t::object_end && !open.empty()) open.pop_back();
+        if (event == json::parse_event_t::key && !open.empty() && !open.back().insert(parsed.get<std::string>()).second &&
+            twice.empty())
+            twice = parsed.get<std::string>();
+        return true;
+    };
     try {
-        root = json::parse(file);
-    } catch (const json::parse_error& e) {
+        root = json::parse(file, keysOnce);
+    } catch (const json::exception& e) {  // a syntax error, or a number out of a double's range
         std::string what = e.what();
-        const size_t at = what.find("parse error");
-        in.fail("", "not JSON: " + (at == std::string::npos ? what : what.substr(at)));
+        const size_t at = what.find("] ");
+        in.fail("", "not JSON: " + (at == std::string::npos ? what : what.substr(at + 2)));
     }
+    if (!twice.empty()) in.fail("", "the key '" + twice + "' is given twice in one object");
     in.keys(root, "", {"session", "models", "tasks", "methods", "budgets", "new_tokens", "dtype", "device", "threads"});
     SweepFile s;
     s.path = path;
@@ -270,12 +287,24 @@ SweepFile SweepFile::readFields(const std::string& path) {
     for (const char* required : {"models", "tasks", "methods"})
         if (!root.contains(required)) in.fail(required, "missing");
     const json& models = in.array(root["models"], "models");
+    std::vector<std::string> identities;
     for (size_t i = 0; i < models.size(); ++i) {
         const std::string f = "models[" + std::to_string(i) + "]";
         const std::string spec = in.string(models[i], f);
-        if (spec.rfind("random:", 0) != 0 && !std::filesystem::exists(spec))
-            in.fail(f, spec + ": no such file or folder");
-        if (std::find(s.models.begin(), s.models.end(), spec) != s.models.end()) in.fail(f, spec + " is given twice");
+        std::string same = spec;  // what makes two specs one model: the file, wherever named from
+        if (spec.rfind("random:", 0) == 0) {
+            try {
+                ModelSpec::parse(spec);
+            } catch (const Error& e) {
+                in.fail(f, e.what());
+            }
+        } else {
+            if (!std::filesystem::exists(spec, ec)) in.fail(f, spec + ": no such file or folder");
+            same = std::filesystem::weakly_canonical(spec, ec).string();
+        }
+        for (size_t j = 0; j < s.models.size(); ++j)
+            if (identities[j] == same) in.fail(f, spec + " is models[" + std::to_string(j) + "] again");
+        identities.push_back(same);
         s.models.push_back(spec);
     }
     if (root.contains("dtype")) s.dtype = in.string(root["dtype"], "dtype");
@@ -326,7 +355,9 @@ SweepFile SweepFile::readFields(const std::string& path) {
     std::vector<std::string> origin;  // each run's entry, for a duplicate's message
     for (size_t i = 0; i < methodList.size(); ++i) {
         const std::string f = "methods[" + std::to_string(i) + "]";
-        const bool full = methodList[i].is_string() && methodList[i].get<std::string>() == "full";
+        const bool full = (methodList[i].is_string() && methodList[i].get<std::string>() == "full") ||
+                          (methodList[i].is_object() && methodList[i].contains("method") &&
+                           methodList[i]["method"] == "full");
         if (budgets.empty() && !full && !(methodList[i].is_object() && methodList[i].contains("budgets")))
             in.fail(f, "no budgets (give \"budgets\" in the file or in the entry)");
         if (!methodList[i].is_string() && !methodList[i].is_object())
@@ -346,9 +377,9 @@ SweepFile SweepFile::readFields(const std::string& path) {
         for (size_t r = 0; r < s.runs.size(); ++r) {
             const PressParams& p = s.runs[r];
             if (p.budget >= shortest)
-                in.fail(origin[r], "a budget of " + std::to_string(p.budget) + " entries keeps every position of tasks[" +
+                in.fail(origin[r], "a budget of " + std::to_string(p.budget) + " entries is at or over tasks[" +
                                        std::to_string(i) + "]'s length " + std::to_string(shortest) +
-                                       " (a budget must be under the prompt's length)");
+                                       " (a budget must be under the prompt's tokens)");
             try {
                 p.validate(shortest, Capture::windowCapacityFor(shortest));
             } catch (const Error& e) {

@@ -16,7 +16,8 @@ import pandas as pd
 
 rows = pd.read_json(sys.argv[1], lines=True)
 niah = rows[(rows["kind"] == "niah") & (rows["method"] != "full")].copy()
-niah["budget"] = pd.to_numeric(niah["budget"])  # entries per head ("25%" budgets: plot them apart)
+niah["budget"] = pd.to_numeric(niah["budget"], errors="coerce")  # entries per head; "25%" budgets: NaN
+niah = niah.dropna(subset=["budget"])  # (plot a ratio sweep by its own column instead)
 table = niah.groupby(["method", "budget"])["contains"].mean().unstack("method")
 print(table.round(3).to_string())
 

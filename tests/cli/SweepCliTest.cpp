@@ -139,7 +139,7 @@ TEST(SweepCli, BadSweepFilesAreOneLineErrorsNamingTheField) {
         {"{" + models + task + R"("methods": [{"method": "snapkv", "window": "8"}], "budgets": [32]})",
          {"methods[0].window", "\"8\" is not an integer"}},
         {"{" + models + task + R"("methods": ["snapkv"], "budgets": [256]})",
-         {"methods[0]: a budget of 256 entries keeps every position of tasks[0]'s length 200"}},
+         {"methods[0]: a budget of 256 entries is at or over tasks[0]'s length 200"}},
         {"{" + models + task + R"("methods": ["snapkv"], "budgets": [0]})", {"budgets[0]: 0 is not in [1,"}},
         {"{" + models + task + R"("methods": ["snapkv", {"method": "snapkv"}], "budgets": [32]})",
          {"methods[1]", "is also a run of methods[0] (a grid point given twice)"}},
@@ -161,6 +161,12 @@ TEST(SweepCli, BadSweepFilesAreOneLineErrorsNamingTheField) {
         {"{" + models + R"("tasks": [{"kind": "niah", "lengths": [200], "task": "needle"}], "methods": ["full"]})",
          {"tasks[0].task"}},
         {"{" + models + task + R"("methods": ["full"], "threads": 0})", {"threads: 0 is not in [1, 1024]"}},
+        {"{" + models + task + R"("methods": ["full"], "new_tokens": 4, "new_tokens": 8})",
+         {"the key 'new_tokens' is given twice in one object"}},
+        {"{" + models + task + R"("methods": ["full", {"method": "full", "convention": "kvpress"}]})",
+         {"methods[1].convention: full does not read it"}},
+        {R"({"models": ["random:bogus"], )" + task + R"("methods": ["full"]})", {"models[0]", "unknown preset 'bogus'"}},
+        {"{" + models + task + R"("methods": [{"method": "snapkv", "beta": 1e400}], "budgets": [32]})", {"not JSON"}},
         {"{" + models + task + R"("methods": ["full"], "dtype": "f8"})", {"dtype:", "'f8' is not one of"}},
         {"{" + models + task + R"("methods": ["full"], "device": "tpu"})", {"device:", "tpu"}},
     };
@@ -175,6 +181,22 @@ TEST(SweepCli, BadSweepFilesAreOneLineErrorsNamingTheField) {
         }
         expectOneLineError(r, {file});
     }
+    // The same model file under two names.
+    {
+        const std::string twice = writeSweep("sweep_bad_twice.json", R"({"models": [")" + kStories + R"(", ")" +
+                                                                      std::string(KVLENS_SHARED_DIR) +
+                                                                      R"(/models/../models/stories260K.gguf"], )" +
+                                                                      task + R"("methods": ["full"]})");
+        expectOneLineError(runKvlens("sweep plan " + twice + " --no-calibrate"), {twice + ": models[1]", "is models[0] again"});
+    }
+    // A budget the model's real prompt cannot hold: found after the model loads, before any
+    // prefill, naming the model and the task (the prompt is shorter than the length asked).
+    {
+        const std::string fits = writeSweep("sweep_bad_prompt.json", "{" + models + R"("tasks": [{"kind": "niah", "lengths": [200], "depths": [50]}], "methods": ["snapkv"], "budgets": [199]})");
+        expectOneLineError(runKvlens("sweep run " + fits + " --store " + testOutputPath("sweep_bad_prompt.db")),
+                           {fits + ": models[0]", "tasks[0]: snapkv B=199", "holds the whole", "-token prompt of length 200"});
+    }
+    expectOneLineError(runKvlens("sweep plan " + testOutputPath("")), {"cannot read the sweep file (not a file)"});
     // A missing file, and the command's own flags.
     expectOneLineError(runKvlens("sweep plan /nonexistent/s.json"), {"/nonexistent/s.json: cannot read the sweep file"});
     const std::string good = writeSweep("sweep_good.json", smallSweep());
@@ -216,6 +238,16 @@ TEST(SweepCli, SlurmWritesTheArrayAndTheMergeAndSaysWhenSbatchIsMissing) {
     r = runKvlens("sweep slurm " + file + " --shards 3 --out " + out + " --submit", "PATH=" + bin);
     expectOneLineError(r, {"sbatch is not on PATH", out + "/submit"});
     EXPECT_TRUE(std::filesystem::exists(out + "/shard.sbatch"));
+    // The same folder for another shard count (or another file) is another sweep: refused, so
+    // no shard of one is taken for complete in the other.
+    expectOneLineError(runKvlens("sweep slurm " + file + " --shards 4 --out " + out),
+                       {"--out " + out + " holds the shards of another sweep"});
+    r = runKvlens("sweep slurm " + file + " --shards 3 --out " + out);  // the same sweep again: fine
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    // Paths the scripts cannot carry unquoted, and Slurm's array limit.
+    expectOneLineError(runKvlens("sweep slurm " + file + " --shards 3 --out '" + out + " 2'"),
+                       {"--out '" + out + " 2' has a character the scripts cannot carry"});
+    expectOneLineError(runKvlens("sweep slurm " + file + " --shards 1001 --out " + out), {"--shards"});
 }
 
 TEST(SweepCli, ExportsReadBackIntoPythonEqualToTheStore) {

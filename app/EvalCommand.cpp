@@ -11,6 +11,8 @@
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
+#include "app/RunSaver.h"
+#include "app/Shard.h"
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
 #include "engine/compress/MethodEvaluator.h"
@@ -19,6 +21,9 @@
 #include "engine/eval/LongBenchRecords.h"
 #include "engine/eval/NeedleTask.h"
 #include "engine/eval/TokenSpans.h"
+#include "sessions/RunRecorder.h"
+#include "sessions/SessionStore.h"
+#include "sessions/Sha256.h"
 
 namespace kvlens {
 namespace {
@@ -28,6 +33,7 @@ const char* kDefaultTemplate = "{context}\n\nQuestion: {input}\nAnswer:";
 // One record to score: the prompt's two parts and how to score the answer.
 struct EvalItem {
     std::string where;    // "FILE:N" or "single #3"
+    std::string record;   // as the store keys it: "line N" or "#3"
     std::string dataset;  // as recorded ("" when absent)
     std::string context, question;  // prompt = context + question
     std::vector<std::string> answers, classes;
@@ -58,14 +64,16 @@ int runEval(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
     valueFlags.insert(PressOptions::flags().begin(), PressOptions::flags().end());
     valueFlags.insert({"--data", "--task", "--length", "--samples", "--task-seed", "--template", "--metric", "--limit",
-                       "-n", "--methods", "--budgets"});
-    CommandLine args("eval", argv, valueFlags, {"--csv", "--question-after", "--truncate", "--no-bos", "--help"});
+                       "-n", "--methods", "--budgets", "--shard"});
+    valueFlags.insert(RunSaver::valueFlags().begin(), RunSaver::valueFlags().end());
+    CommandLine args("eval", argv, valueFlags,
+                     {"--csv", "--question-after", "--truncate", "--no-bos", "--save", "--help"});
     if (args.has("--help")) {
         std::fputs(
             "usage: kvlens eval (--data FILE.jsonl | --task single|multikey|multivalue|multiquery|kv|vt\n"
             "       [--length 4k] [--samples 10] [--task-seed S]) [--template FILE] [--metric M] [--limit K]\n"
             "       [--methods ...] [--budgets ...] [method flags as for run] [-n 32] [--question-after]\n"
-            "       [--truncate] [--csv]\n"
+            "       [--truncate] [--csv] [--save [--session NAME] [--store PATH]] [--shard I/N]\n"
             "  task accuracy per method and budget. --data: LongBench-format records (context,\n"
             "  input or question, answers, optional dataset, all_classes, length), each scored\n"
             "  with its dataset's metric (f1 for the QA sets, rouge for summaries, classification\n"
@@ -75,7 +83,11 @@ int runEval(const std::vector<std::string>& argv) {
             "  generated needle task at --length, depths spread evenly, scored with contains.\n"
             "  --question-after: compress the context alone, then append the question (as in niah).\n"
             "  A prompt over the model's context is an error naming its line; --truncate cuts its\n"
-            "  middle instead, as LongBench does. --csv: one row per record and run.\n",
+            "  middle instead, as LongBench does. --csv: one row per record and run.\n"
+            "  --save: every run into the session store (session 'eval' by default) as it is\n"
+            "  measured; run again, it skips what the session holds (a killed eval resumes).\n"
+            "  --shard I/N: only records I, I+N, I+2N, ... (1-based), e.g. one store per shard,\n"
+            "  joined by 'kvlens sessions merge'.\n",
             stdout);
         return 0;
     }
@@ -88,6 +100,17 @@ int runEval(const std::vector<std::string>& argv) {
         PressOptions::sweepFromCommandLine(args, "full,snapkv,pyramidkv,streamingllm,h2o,random", "64,128,256");
     const int64_t n = args.getInt("-n", 32, 1, 1 << 16);
     const bool csv = args.has("--csv"), questionAfter = args.has("--question-after");
+    const Shard shard = args.has("--shard") ? Shard::parse(args.get("--shard"), "--shard") : Shard{};
+    // The store opens before the model loads, so a bad store fails first.
+    if (!args.has("--save")) {
+        for (const char* flag : {"--session", "--store"})
+            if (args.has(flag)) throw Error(std::string(flag) + " goes with --save (kvlens eval ... --save)");
+    }
+    if (args.has("--session") && args.get("--session").empty()) throw Error("--session: the name is empty");
+    std::unique_ptr<sessions::SessionStore> store;
+    if (args.has("--save"))
+        store = std::make_unique<sessions::SessionStore>(RunSaver::storePath(args),
+                                                         sessions::SessionStore::Access::ReadWrite);
     std::vector<EvalItem> items;
     std::vector<LongBenchRecord> records;
     if (args.has("--data")) {
@@ -95,6 +118,21 @@ int runEval(const std::vector<std::string>& argv) {
         EvalItem probe;
         fill(tmpl, LongBenchRecord{}, probe);  // a bad template fails before the model loads
     }
+    // What the records come from, as the store keys them: the data file's bytes or the
+    // generated task's settings, with the template, truncation and BOS that make the prompts.
+    sessions::Sha256 sourceHash;
+    std::string sourceName;
+    if (args.has("--data")) {
+        sourceHash.update("data\n" + readFlagFile(args, "--data", "file"));
+        sourceName = std::filesystem::path(args.get("--data")).filename().string();
+    } else {
+        sourceHash.update("task\n" + args.get("--task") + "\n" + args.get("--length", "4k") + "\n" +
+                          args.get("--samples", "10") + "\n" + args.get("--task-seed", "1") + "\n");
+        sourceName = args.get("--task");
+    }
+    sourceHash.update("\ntemplate\n" + tmpl + (args.has("--truncate") ? "\ntruncate" : "") +
+                      (args.has("--no-bos") ? "\nno-bos" : "") + "\nlimit " + std::to_string(limit));
+    const std::string source = sourceHash.finishHex();
     const ModelOptions modelOptions = ModelOptions::fromCommandLine(args);
     LoadedModel loaded = modelOptions.load();
     const bool bos = !args.has("--no-bos") && loaded.tokenizer->addBosByDefault();
@@ -103,6 +141,7 @@ int runEval(const std::vector<std::string>& argv) {
             if (limit && static_cast<int64_t>(items.size()) >= limit) break;
             EvalItem item;
             item.where = args.get("--data") + ":" + std::to_string(r.line);
+            item.record = "line " + std::to_string(r.line);
             item.dataset = r.dataset;
             fill(tmpl, r, item);
             item.answers = r.answers;
@@ -130,6 +169,7 @@ int runEval(const std::vector<std::string>& argv) {
             const NeedleSample s = makeNeedleSample(spec, *loaded.tokenizer);
             EvalItem item;
             item.where = std::string(needleKindName(kind)) + " #" + std::to_string(i);
+            item.record = "#" + std::to_string(i);
             item.dataset = needleKindName(kind);
             item.context = s.context;
             item.question = s.question;
@@ -141,11 +181,48 @@ int runEval(const std::vector<std::string>& argv) {
     if (items.empty()) throw Error(args.get("--data") + ": no records");
 
     const int64_t context = loaded.model->config().contextLength;
+    int64_t sessionId = 0, modelId = 0, stored = 0, skipped = 0, captures = 0;
+    std::set<std::string> saved;  // keys of the runs the session holds
+    if (store) {
+        sessions::ModelRecord mr;
+        mr.spec = modelOptions.model;
+        mr.isFile = loaded.spec.kind == ModelSpec::Kind::File;
+        mr.path = mr.isFile ? loaded.spec.path : "";
+        static_cast<ModelShape&>(mr) = loaded.model->config().shape();
+        sessions::RunRecorder recorder(*store);
+        modelId = store->saveModel(recorder.describeFile(mr));
+        sessionId = store->openSession(args.get("--session", "eval")).id;
+        for (const sessions::EvalRunRecord& r : store->evalRuns(sessionId)) saved.insert(r.key());
+    }
     if (csv) std::printf("record,dataset,metric,tokens,method,budget,params,score,agreement,mean_kl,answer\n");
     std::map<std::tuple<std::string, std::string, std::string>, Totals> totals;
     std::vector<std::tuple<std::string, std::string, std::string>> order;
     double captureSeconds = 0, runSeconds = 0;
+    int64_t index = 0;
     for (const EvalItem& item : items) {
+        if (!shard.holds(index++)) continue;
+        // Each run's record as the store keys it; a record whose runs are all saved is skipped
+        // whole (no prefill).
+        auto recordOf = [&](const PressParams& p) {
+            sessions::EvalRunRecord r;
+            r.sessionId = sessionId;
+            r.modelId = modelId;
+            r.source = source;
+            r.sourceName = sourceName;
+            r.record = item.record;
+            r.dataset = item.dataset;
+            r.metric = item.metric;
+            r.questionAfter = questionAfter;
+            r.newTokens = n;
+            r.method = p.method;
+            r.params = p.describe();
+            return r;
+        };
+        std::vector<const PressParams*> pending;
+        for (const PressParams& p : runs)
+            if (!store || !saved.count(recordOf(p).key())) pending.push_back(&p);
+        skipped += static_cast<int64_t>(runs.size() - pending.size());
+        if (pending.empty()) continue;
         std::vector<int32_t> ids = loaded.tokenizer->encode(item.context + item.question, bos);
         const std::vector<int64_t> inContext = tokensCovering(*loaded.tokenizer, ids, item.context + item.question,
                                                               {{0, item.context.size()}});
@@ -168,13 +245,20 @@ int runEval(const std::vector<std::string>& argv) {
         const std::vector<int32_t> prompt(ids.begin(), at), question(at, ids.end());
         // Every run's settings against this prompt, before its prefill.
         const int64_t T = static_cast<int64_t>(prompt.size());
-        for (const PressParams& p : runs) p.validate(T, Capture::windowCapacityFor(T));
+        for (const PressParams* p : pending) {
+            if (!p->isFull() && p->budget > 0 && p->budget >= T)
+                throw Error(item.where + ": " + p->describe() + ": a budget of " + std::to_string(p->budget) +
+                            " entries holds the whole " + std::to_string(T) + "-token prompt (a budget must be under "
+                            "the prompt's tokens)");
+            p->validate(T, Capture::windowCapacityFor(T));
+        }
         const auto t0 = std::chrono::steady_clock::now();
         auto capture = captureTokens(loaded, prompt, n + static_cast<int64_t>(question.size()));
         MethodEvaluator evaluator(*loaded.model, capture, n, {}, question);
         captureSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        for (const PressParams& p0 : runs) {
-            PressParams p = p0;
+        ++captures;
+        for (const PressParams* p0 : pending) {
+            PressParams p = *p0;
             const auto r0 = std::chrono::steady_clock::now();
             prepareMethod(loaded, *capture, p);
             const RunMetrics m = evaluator.evaluate(Press::create(p.method)->select(*capture, p));
@@ -194,6 +278,17 @@ int runEval(const std::vector<std::string>& argv) {
             t.agreement += m.tokenAgreement;
             t.kl += m.meanKl;
             ++t.runs;
+            if (store) {
+                sessions::EvalRunRecord r = recordOf(*p0);
+                r.tokens = static_cast<int64_t>(ids.size());
+                r.budget = budget;
+                r.score = score;
+                r.agreement = m.tokenAgreement;
+                r.meanKl = m.meanKl;
+                r.answer = answer;
+                r.expected = item.answers;
+                if (store->saveEvalRun(r)) ++stored;
+            }
             if (csv) {
                 std::string quoted;
                 for (char c : answer) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -216,8 +311,13 @@ int runEval(const std::vector<std::string>& argv) {
                         t.kl / t.runs);
         }
     }
-    std::fprintf(stderr, "eval: %zu captures in %.1f s, %zu runs re-selected on them in %.1f s\n", items.size(),
-                 captureSeconds, items.size() * runs.size(), runSeconds);
+    if (store) {
+        std::fprintf(stderr, "eval: saved %lld runs to session '%s' of %s%s\n", (long long)stored,
+                     args.get("--session", "eval").c_str(), store->path().c_str(),
+                     skipped ? (", skipped " + std::to_string(skipped) + " already saved").c_str() : "");
+    }
+    std::fprintf(stderr, "eval: %lld captures in %.1f s, %lld runs re-selected on them in %.1f s\n",
+                 (long long)captures, captureSeconds, (long long)(captures * int64_t(runs.size())), runSeconds);
     return 0;
 }
 

@@ -88,6 +88,28 @@ json niahRunJson(const sessions::NiahRunRecord& r) {
             {"created_ms", r.createdMs}};
 }
 
+json evalRunJson(const sessions::EvalRunRecord& r) {
+    return {{"id", r.id},
+            {"model_id", r.modelId},
+            {"source", r.source},
+            {"source_name", r.sourceName},
+            {"record", r.record},
+            {"dataset", r.dataset},
+            {"metric", r.metric},
+            {"tokens", r.tokens},
+            {"question_after", r.questionAfter},
+            {"new_tokens", r.newTokens},
+            {"method", r.method},
+            {"budget", r.budget},
+            {"params", r.params},
+            {"score", real(r.score)},
+            {"agreement", real(r.agreement)},
+            {"mean_kl", real(r.meanKl)},
+            {"answer", r.answer},
+            {"expected", r.expected},
+            {"created_ms", r.createdMs}};
+}
+
 SessionRows::Format SessionRows::parseFormat(const std::string& text) {
     if (text == "jsonl") return Format::Jsonl;
     if (text == "csv") return Format::Csv;
@@ -125,6 +147,11 @@ int64_t SessionRows::write(sessions::SessionStore& store, const std::string& nam
     for (const auto& r : store.niahRuns(info.id)) {
         json row = {{"kind", "niah"}, {"session", info.name}};
         row.update(niahRunJson(r));
+        rows.push_back(withModel(std::move(row), r.modelId));
+    }
+    for (const auto& r : store.evalRuns(info.id)) {
+        json row = {{"kind", "eval"}, {"session", info.name}};
+        row.update(evalRunJson(r));
         rows.push_back(withModel(std::move(row), r.modelId));
     }
 

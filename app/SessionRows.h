@@ -22,6 +22,7 @@ std::string csvCell(const std::string& text);
 // The fields of one run / needle run, as `sessions show --json` prints them.
 nlohmann::json runJson(const sessions::RunSummary& r);
 nlohmann::json niahRunJson(const sessions::NiahRunRecord& r);
+nlohmann::json evalRunJson(const sessions::EvalRunRecord& r);
 
 class SessionRows {
 public:

@@ -111,6 +111,7 @@ int listSessions(SessionStore& store, bool json) {
                          {"runs", s.runCount},
                          {"prompts", s.promptCount},
                          {"niah_runs", s.niahRunCount},
+                         {"eval_runs", s.evalRunCount},
                          {"created_ms", s.createdMs},
                          {"updated_ms", s.updatedMs},
                          {"notes", s.notes}});
@@ -143,6 +144,7 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
     const auto prompts = store.prompts(info.id);
     const auto runs = store.runs(info.id);
     const auto niah = store.niahRuns(info.id);
+    const auto evals = store.evalRuns(info.id);
     std::map<int64_t, std::string> modelStatus;
     for (const auto& m : models) {
         ProgressBar bar("checking " + m.path);
@@ -193,6 +195,8 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
         for (const auto& r : runs) j["runs"].push_back(runJson(r));
         j["niah_runs"] = nlohmann::json::array();
         for (const auto& r : niah) j["niah_runs"].push_back(niahRunJson(r));
+        j["eval_runs"] = nlohmann::json::array();
+        for (const auto& r : evals) j["eval_runs"].push_back(evalRunJson(r));
         std::printf("%s\n",
                     j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return 0;
@@ -242,8 +246,27 @@ int showSession(SessionStore& store, const std::string& name, bool json, bool ve
                         (long long)m.runs, 100.0 * m.contains / double(m.runs), 100.0 * m.kept / double(m.runs));
         }
     }
+    if (!evals.empty()) {
+        // The mean score per dataset, method and budget, as kvlens eval prints it.
+        using Kind = std::tuple<std::string, std::string, std::string>;
+        std::map<Kind, std::pair<double, int64_t>> means;
+        std::vector<Kind> order;
+        for (const auto& r : evals) {
+            const Kind kind{r.dataset.empty() ? "-" : r.dataset, r.method, r.budget};
+            if (!means.count(kind)) order.push_back(kind);
+            means[kind].first += r.score;
+            ++means[kind].second;
+        }
+        std::printf("\n%zu eval runs (sessions export --format csv for every row)\n%-16s %-15s %7s %5s %8s\n",
+                    evals.size(), "dataset", "method", "budget", "runs", "score");
+        for (const Kind& kind : order) {
+            const auto& [dataset, method, budget] = kind;
+            std::printf("%-16s %-15s %7s %5lld %7.1f%%\n", dataset.c_str(), method.c_str(), budget.c_str(),
+                        (long long)means[kind].second, 100.0 * means[kind].first / double(means[kind].second));
+        }
+    }
     if (runs.empty()) {
-        std::printf("\nno %sruns\n", niah.empty() ? "" : "other ");
+        std::printf("\nno %sruns\n", niah.empty() && evals.empty() ? "" : "other ");
         return 0;
     }
     std::printf("\n%5s %6s %-13s %7s %4s %10s %7s %10s %9s %10s %7s %6s  %s\n", "run", "prompt",
@@ -388,6 +411,10 @@ int runSessions(const std::vector<std::string>& argv) {
         std::printf("merged %zu stores into %s: %lld runs and %lld niah runs in %lld sessions", sources.size(),
                     args.get("--into").c_str(), (long long)r.runs, (long long)r.niahRuns, (long long)r.sessions);
         if (r.niahDuplicates > 0) std::printf(" (%lld niah runs already there)", (long long)r.niahDuplicates);
+        if (r.evalRuns + r.evalDuplicates > 0) {
+            std::printf("; %lld eval runs", (long long)r.evalRuns);
+            if (r.evalDuplicates > 0) std::printf(" (%lld already there)", (long long)r.evalDuplicates);
+        }
         std::printf("\n");
         return 0;
     }

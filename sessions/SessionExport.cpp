@@ -55,6 +55,14 @@ SessionExport::Copied SessionExport::copyInto(SessionStore& from, int64_t source
         else
             ++n.niahDuplicates;
     }
+    for (EvalRunRecord r : from.evalRuns(sourceId)) {
+        r.sessionId = targetId;
+        r.modelId = modelFor(r.modelId);
+        if (to.saveEvalRun(r))
+            ++n.evalRuns;
+        else
+            ++n.evalDuplicates;
+    }
     return n;
 }
 

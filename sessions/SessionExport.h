@@ -31,11 +31,11 @@ public:
     static SessionInfo copySession(SessionStore& from, const std::string& name, SessionStore& to,
                                    const std::string& newName);
 
-    // Copies the prompts, runs and needle-in-a-haystack runs of session `sourceId` of
+    // Copies the prompts, runs, needle-in-a-haystack runs and eval runs of session `sourceId` of
     // `from` into the existing session `targetId` of `to` (inside the caller's
-    // transaction, if any). A niah run `to` already holds is not copied again.
+    // transaction, if any). A niah or eval run `to` already holds is not copied again.
     struct Copied {
-        int64_t runs = 0, niahRuns = 0, niahDuplicates = 0;
+        int64_t runs = 0, niahRuns = 0, niahDuplicates = 0, evalRuns = 0, evalDuplicates = 0;
     };
     static Copied copyInto(SessionStore& from, int64_t sourceId, SessionStore& to, int64_t targetId);
 };

@@ -57,7 +57,9 @@ SessionMerge::Result SessionMerge::merge(const std::vector<std::string>& sources
                     r.runs += c.runs;
                     r.niahRuns += c.niahRuns;
                     r.niahDuplicates += c.niahDuplicates;
-                    if (c.runs + c.niahRuns > 0) touched.insert(info.name);
+                    r.evalRuns += c.evalRuns;
+                    r.evalDuplicates += c.evalDuplicates;
+                    if (c.runs + c.niahRuns + c.evalRuns > 0) touched.insert(info.name);
                 }
             }
             r.sessions = static_cast<int64_t>(touched.size());

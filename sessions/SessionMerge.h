@@ -21,6 +21,8 @@ public:
         int64_t runs = 0;
         int64_t niahRuns = 0;
         int64_t niahDuplicates = 0;  // already there, not copied
+        int64_t evalRuns = 0;
+        int64_t evalDuplicates = 0;  // already there, not copied
     };
     // Throws kvlens::Error for no sources, a source given twice, the target among
     // the sources, or a source that cannot be read.

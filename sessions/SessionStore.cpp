@@ -151,11 +151,14 @@ ModelRecord readModel(const Statement& s) {
     return m;
 }
 
-const char* kSessionSelect =
-    "SELECT s.id, s.name, s.notes, s.created_ms, s.updated_ms, s.ui_state, "
-    "(SELECT count(*) FROM runs r WHERE r.session_id = s.id), "
-    "(SELECT count(*) FROM prompts p WHERE p.session_id = s.id), "
-    "(SELECT count(*) FROM niah_runs n WHERE n.session_id = s.id) FROM sessions s ";
+// A store of schema 10 or older read as it is has no eval_runs: none counted.
+std::string sessionSelect(bool evalRuns) {
+    return std::string("SELECT s.id, s.name, s.notes, s.created_ms, s.updated_ms, s.ui_state, "
+                       "(SELECT count(*) FROM runs r WHERE r.session_id = s.id), "
+                       "(SELECT count(*) FROM prompts p WHERE p.session_id = s.id), "
+                       "(SELECT count(*) FROM niah_runs n WHERE n.session_id = s.id), ") +
+           (evalRuns ? "(SELECT count(*) FROM eval_runs e WHERE e.session_id = s.id)" : "0") + " FROM sessions s ";
+}
 
 SessionInfo readSession(const Statement& s) {
     SessionInfo info;
@@ -168,6 +171,7 @@ SessionInfo readSession(const Statement& s) {
     info.runCount = s.getInt(6);
     info.promptCount = s.getInt(7);
     info.niahRunCount = s.getInt(8);
+    info.evalRunCount = s.getInt(9);
     return info;
 }
 
@@ -314,6 +318,7 @@ void SessionStore::open(Access access) {
             db_->exec("PRAGMA synchronous = FULL", "set synchronous writes");
         }
         StoreSchema::checkTables(*db_);
+        evalRuns_ = db_->hasTable("eval_runs");
         if (!noModelFiles_ && !db_->hasTable("model_files")) {
             db_->leaveFileAsIs();
             throw Error(path_ + ": the store is damaged (table 'model_files' is missing)");
@@ -328,14 +333,14 @@ void SessionStore::open(Access access) {
 // ---- sessions ----
 
 std::vector<SessionInfo> SessionStore::sessions() {
-    Statement s(*db_, std::string(kSessionSelect) + "ORDER BY s.name", "list sessions");
+    Statement s(*db_, sessionSelect(evalRuns_) + "ORDER BY s.name", "list sessions");
     std::vector<SessionInfo> out;
     while (s.step()) out.push_back(readSession(s));
     return out;
 }
 
 std::optional<SessionInfo> SessionStore::findSession(const std::string& name) {
-    Statement s(*db_, std::string(kSessionSelect) + "WHERE s.name = ?",
+    Statement s(*db_, sessionSelect(evalRuns_) + "WHERE s.name = ?",
                 "find session '" + name + "'");
     s.bind(1, name);
     if (!s.step()) return std::nullopt;
@@ -354,7 +359,7 @@ SessionInfo SessionStore::session(const std::string& name) {
 }
 
 SessionInfo SessionStore::session(int64_t id) {
-    Statement s(*db_, std::string(kSessionSelect) + "WHERE s.id = ?", "read session");
+    Statement s(*db_, sessionSelect(evalRuns_) + "WHERE s.id = ?", "read session");
     s.bind(1, id);
     if (!s.step()) throw Error(path_ + ": no session with id " + std::to_string(id));
     return readSession(s);
@@ -460,7 +465,7 @@ void SessionStore::deleteSession(const std::string& name) {
     Statement del(*db_, "DELETE FROM sessions WHERE id = ?", "delete session '" + name + "'");
     del.bind(1, info.id).run();
     db_->exec("DELETE FROM models WHERE id NOT IN (SELECT model_id FROM prompts) AND "
-              "id NOT IN (SELECT model_id FROM niah_runs)",
+              "id NOT IN (SELECT model_id FROM niah_runs) AND id NOT IN (SELECT model_id FROM eval_runs)",
               "delete unused models");
     tx.commit();
 }
@@ -527,7 +532,9 @@ std::vector<ModelRecord> SessionStore::models(int64_t sessionId) {
     Statement s(*db_,
                 std::string("SELECT id, ") + kModelColumns +
                     " FROM models WHERE id IN (SELECT model_id FROM prompts WHERE session_id = ?1) "
-                    "OR id IN (SELECT model_id FROM niah_runs WHERE session_id = ?1) ORDER BY id",
+                    "OR id IN (SELECT model_id FROM niah_runs WHERE session_id = ?1) " +
+                    (evalRuns_ ? "OR id IN (SELECT model_id FROM eval_runs WHERE session_id = ?1) " : "") +
+                    "ORDER BY id",
                 "list the models of a session");
     s.bind(1, sessionId);
     std::vector<ModelRecord> out;
@@ -652,6 +659,11 @@ std::string fullRunParams(const std::string& method, const std::string& params) 
 
 }  // namespace
 
+std::string EvalRunRecord::key() const {
+    return std::to_string(modelId) + "|" + source + "|" + record + "|" + (questionAfter ? "1" : "0") + "|" +
+           std::to_string(newTokens) + "|" + metric + "|" + fullRunParams(method, params);
+}
+
 std::string NiahRunRecord::key() const {
     char depthText[32];
     std::snprintf(depthText, sizeof depthText, "%.17g", depth);
@@ -766,6 +778,101 @@ std::vector<NiahRunRecord> SessionStore::niahRuns(int64_t sessionId) {
         if (std::isinf(r.meanKl)) damaged("mean_kl", "is infinite");
         for (const int32_t p : r.needlePositions)
             if (p < 0 || p >= r.tokens) range("needle_positions", p, 0, r.tokens - 1);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+bool SessionStore::saveEvalRun(const EvalRunRecord& run) {
+    const int64_t now = nowMs();
+    Transaction tx(*db_, Transaction::Kind::Write);
+    Statement insert(*db_,
+                     "INSERT OR IGNORE INTO eval_runs (session_id, model_id, created_ms, source, source_name, record, "
+                     "dataset, metric, tokens, question_after, new_tokens, method, budget, params, score, agreement, "
+                     "mean_kl, answer, expected) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "save the eval run");
+    const nlohmann::json expected = run.expected;
+    insert.bind(1, run.sessionId)
+        .bind(2, run.modelId)
+        .bind(3, run.createdMs ? run.createdMs : now)
+        .bind(4, run.source)
+        .bind(5, run.sourceName)
+        .bind(6, run.record)
+        .bind(7, run.dataset)
+        .bind(8, run.metric)
+        .bind(9, run.tokens)
+        .bind(10, int64_t(run.questionAfter ? 1 : 0))
+        .bind(11, run.newTokens)
+        .bind(12, run.method)
+        .bind(13, run.budget)
+        .bind(14, run.params)
+        .bind(15, run.score)
+        .bind(16, run.agreement)
+        .bind(17, run.meanKl)
+        .bind(18, run.answer)
+        .bind(19, expected.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    insert.run();
+    const bool added = db_->changes() > 0;
+    if (added) touchSession(run.sessionId, now);
+    tx.commit();
+    return added;
+}
+
+std::vector<EvalRunRecord> SessionStore::evalRuns(int64_t sessionId) {
+    std::vector<EvalRunRecord> out;
+    if (!evalRuns_) return out;  // a store of schema 10 or older, read as it is
+    Statement s(*db_,
+                "SELECT id, session_id, model_id, created_ms, source, source_name, record, dataset, metric, tokens, "
+                "question_after, new_tokens, method, budget, params, score, agreement, mean_kl, answer, expected "
+                "FROM eval_runs WHERE session_id = ? ORDER BY id",
+                "read the eval runs");
+    s.bind(1, sessionId);
+    while (s.step()) {
+        EvalRunRecord r;
+        r.id = s.getInt(0);
+        r.sessionId = s.getInt(1);
+        r.modelId = s.getInt(2);
+        r.createdMs = s.getInt(3);
+        r.source = s.getText(4);
+        r.sourceName = s.getText(5);
+        r.record = s.getText(6);
+        r.dataset = s.getText(7);
+        r.metric = s.getText(8);
+        r.tokens = s.getInt(9);
+        r.questionAfter = s.getInt(10) != 0;
+        r.newTokens = s.getInt(11);
+        r.method = s.getText(12);
+        r.budget = s.getText(13);
+        r.params = s.getText(14);
+        r.score = s.getDouble(15);
+        r.agreement = s.getDouble(16);
+        r.meanKl = s.getDouble(17);
+        r.answer = s.getText(18);
+        const std::string what = path_ + ": eval run " + std::to_string(r.id);
+        auto damaged = [&](const std::string& field, const std::string& why) {
+            throw Error(what + ": field " + field + " " + why + " (the store is damaged)");
+        };
+        const nlohmann::json expected = nlohmann::json::parse(s.getText(19), nullptr, false);
+        if (!expected.is_array()) damaged("expected", "is not a JSON list");
+        for (const auto& e : expected) {
+            if (!e.is_string()) damaged("expected", "holds " + std::string(e.type_name()) + ", not only strings");
+            r.expected.push_back(e.get<std::string>());
+        }
+        constexpr int64_t kMaxTokens = int64_t(1) << 31;
+        auto range = [&](const std::string& field, int64_t v, int64_t lo, int64_t hi) {
+            if (v < lo || v > hi)
+                damaged(field, "is " + std::to_string(v) + ", outside " + std::to_string(lo) + ".." + std::to_string(hi));
+        };
+        if (r.source.empty()) damaged("source", "is empty");
+        if (r.record.empty()) damaged("record", "is empty");
+        if (r.method.empty()) damaged("method", "is empty");
+        if (r.metric.empty()) damaged("metric", "is empty");
+        range("tokens", r.tokens, 1, kMaxTokens);
+        range("new_tokens", r.newTokens, 0, kMaxTokens);
+        range("question_after", s.getInt(10), 0, 1);
+        for (const auto& [field, v] : {std::pair<const char*, double>{"score", r.score}, {"agreement", r.agreement}})
+            if (!std::isnan(v) && !(v >= 0.0 && v <= 1.0)) damaged(field, "is " + std::to_string(v) + ", outside 0..1");
+        if (std::isinf(r.meanKl)) damaged("mean_kl", "is infinite");
         out.push_back(std::move(r));
     }
     return out;

@@ -89,6 +89,10 @@ public:
     // already holds the same run (NiahRunRecord::key).
     bool saveNiahRun(const NiahRunRecord& run);
     std::vector<NiahRunRecord> niahRuns(int64_t sessionId);  // in the order saved
+    // Saves a task evaluation's run; false (nothing written) when the session already holds
+    // the same run (EvalRunRecord::key).
+    bool saveEvalRun(const EvalRunRecord& run);
+    std::vector<EvalRunRecord> evalRuns(int64_t sessionId);  // in the order saved; none in a schema <= 10 store read as it is
     RunRecord run(int64_t id);  // read in one snapshot
     std::vector<RunSummary> runs(int64_t sessionId);
     // Runs of the session whose prompt the store does not hold (run id, prompt id): a
@@ -117,6 +121,7 @@ private:
     // Attention settings (schema 3), which read as their defaults.
     int64_t runsSchema_ = 0;  // the schema the runs table is read as (older when read-only)
     bool noModelFiles_ = false;  // a read-only store of schema 2 or 3
+    bool evalRuns_ = true;       // false: a store of schema 10 or older read as it is (no eval_runs)
     void readModelFiles(ModelRecord& m);
 };
 

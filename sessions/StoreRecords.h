@@ -24,6 +24,7 @@ struct SessionInfo {
     int64_t runCount = 0;
     int64_t promptCount = 0;
     int64_t niahRunCount = 0;  // needle-in-a-haystack runs (kvlens niah --save)
+    int64_t evalRunCount = 0;  // task evaluations (kvlens eval --save)
 };
 
 // One file of a Hugging Face folder model (a weight shard, config.json, a tokenizer
@@ -121,6 +122,29 @@ struct NiahRunRecord {
     // What makes two records the same run (the table's UNIQUE key, but the model by id).
     // A full-cache run is one run whatever budget its sweep was given: its budget word is
     // left out (sweeps before the fix stored the first of --budgets with it).
+    std::string key() const;
+};
+
+// One record of a task evaluation (kvlens eval --save): a LongBench-format record or a
+// generated sample, one method and budget on its capture, and the score.
+struct EvalRunRecord {
+    int64_t id = 0;
+    int64_t sessionId = 0;
+    int64_t modelId = 0;
+    int64_t createdMs = 0;
+    std::string source;      // what the records came from, hashed: the data file's bytes, or
+                             // the generated task's settings, with the template and truncation
+    std::string sourceName;  // as shown: the data file's name, or the task's
+    std::string record;      // "line 12", "#3"
+    std::string dataset, metric;
+    int64_t tokens = 0;
+    bool questionAfter = false;
+    int64_t newTokens = 0;
+    std::string method, budget, params;
+    double score = 0.0, agreement = 0.0, meanKl = 0.0;
+    std::string answer;
+    std::vector<std::string> expected;
+    // What makes two records the same run (the table's UNIQUE key, but the model by id).
     std::string key() const;
 };
 

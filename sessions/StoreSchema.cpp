@@ -264,6 +264,35 @@ void moveKnobsToJson(Database& db) {
     db.exec(drop, "drop the runs' knob columns");
 }
 
+// Version 11: task evaluations (kvlens eval --save), one row per record and run. IF NOT
+// EXISTS: a store a test wound back to an older version keeps the table.
+const char* kVersion11 = R"SQL(
+CREATE TABLE IF NOT EXISTS eval_runs (
+  id           INTEGER PRIMARY KEY,
+  session_id   INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  model_id     INTEGER NOT NULL REFERENCES models (id),
+  created_ms   INTEGER NOT NULL,
+  source       TEXT NOT NULL,          -- SHA-256 (hex) of what the records came from
+  source_name  TEXT NOT NULL,          -- the data file's name, or the generated task's
+  record       TEXT NOT NULL,          -- 'line 12', '#3'
+  dataset      TEXT NOT NULL,
+  metric       TEXT NOT NULL,
+  tokens       INTEGER NOT NULL,
+  question_after INTEGER NOT NULL,
+  new_tokens   INTEGER NOT NULL,
+  method       TEXT NOT NULL,
+  budget       TEXT NOT NULL,
+  params       TEXT NOT NULL,          -- PressParams::describe()
+  score        REAL,
+  agreement    REAL,
+  mean_kl      REAL,
+  answer       TEXT NOT NULL,
+  expected     TEXT NOT NULL CHECK (json_valid(expected)),
+  UNIQUE (session_id, model_id, source, record, question_after, new_tokens, metric, params)
+);
+CREATE INDEX IF NOT EXISTS eval_runs_by_session ON eval_runs (session_id);
+)SQL";
+
 const char* kTables[] = {"sessions",   "models",          "prompts", "runs",
                          "selections", "selection_heads", "metrics", "layer_stats", "niah_runs"};
 
@@ -285,6 +314,7 @@ const std::vector<Migrations::Step>& StoreSchema::steps() {
         [](Database& db) { db.exec(kVersion8, "add Finch's chunk"); },
         [](Database& db) { db.exec(kVersion9, "add the runs' convention (paper or kvpress)"); },
         moveKnobsToJson,
+        [](Database& db) { db.exec(kVersion11, "add the task evaluations"); },
     };
     return all;
 }

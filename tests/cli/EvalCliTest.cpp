@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cli/CliHarness.h"
@@ -100,6 +102,58 @@ TEST(EvalCli, BadRecordsAndFlagsAreOneLine) {
     expectOneLineError(runKvlens(base + "--data " + cls),
                        {cls + ":1: the classification metric needs the record's all_classes"});
     expectOneLineError(runKvlens(base + "--task single --length 2x"), {"--length: '2x' is not a token count"});
+}
+
+}  // namespace
+
+namespace {
+
+// Each eval run of a session's JSONL export, without what differs between stores.
+std::multiset<std::string> evalRows(const std::string& store) {
+    const std::string file = store + ".jsonl";
+    const auto r = runKvlens("sessions export eval " + file + " --format jsonl --store " + store);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    std::multiset<std::string> rows;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+        nlohmann::json j = nlohmann::json::parse(line);
+        EXPECT_EQ(j["kind"], "eval");
+        for (const char* k : {"id", "created_ms", "model_id"}) j.erase(k);
+        rows.insert(j.dump());
+    }
+    return rows;
+}
+
+TEST(EvalCli, SavedEvalsResumeAndShardsMergeIntoTheWholeEval) {
+    const std::string base = "eval --model " + kStories +
+                             " --task single --length 300 --samples 3 --methods full,snapkv --budgets 48 -n 4 --save ";
+    const std::string whole = testOutputPath("eval_whole.db"), a = testOutputPath("eval_a.db"),
+                      b = testOutputPath("eval_b.db"), merged = testOutputPath("eval_merged.db");
+    for (const std::string& f : {whole, a, b, merged}) std::remove(f.c_str());
+    auto r = runKvlens(base + "--store " + whole);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("eval: saved 6 runs to session 'eval' of " + whole), std::string::npos) << r.err;
+    r = runKvlens(base + "--store " + whole);  // again: every run skipped, with its prefill
+    EXPECT_NE(r.err.find("eval: saved 0 runs to session 'eval' of " + whole + ", skipped 6 already saved"),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("eval: 0 captures"), std::string::npos) << r.err;
+    for (const auto& [shard, store] : {std::make_pair("1/2", a), std::make_pair("2/2", b)}) {
+        r = runKvlens(base + "--shard " + shard + " --store " + store);
+        ASSERT_EQ(r.exitCode, 0) << r.err;
+    }
+    EXPECT_EQ(evalRows(a).size(), 4u);  // records #0 and #2
+    EXPECT_EQ(evalRows(b).size(), 2u);  // record #1
+    r = runKvlens("sessions merge " + a + " " + b + " --into " + merged);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("; 6 eval runs"), std::string::npos) << r.out;
+    EXPECT_EQ(evalRows(merged), evalRows(whole));
+    r = runKvlens("sessions show eval --store " + merged);
+    EXPECT_NE(r.out.find("6 eval runs"), std::string::npos) << r.out;
+    // The flags of saving and sharding.
+    expectOneLineError(runKvlens("eval --model " + kStories + " --task single --session x"),
+                       {"--session goes with --save"});
+    expectOneLineError(runKvlens("eval --model " + kStories + " --task single --shard 3/2"),
+                       {"--shard: '3/2' is not I/N with 1 <= I <= N"});
 }
 
 }  // namespace

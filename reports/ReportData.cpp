@@ -28,7 +28,11 @@ ReportData ReportData::load(sessions::SessionStore& store, const std::string& na
         }
         if (ids.empty()) {
             throw Error(where + (summaries.empty() ? ": has no runs" : ": has no complete runs") +
-                        " (save some with kvlens run/compare --save)");
+                        " (save some with kvlens run/compare --save)" +
+                        (d.session.evalRunCount > 0
+                             ? "; its " + std::to_string(d.session.evalRunCount) +
+                                   " eval runs: kvlens sessions show, or export --format csv"
+                             : std::string()));
         }
     } else {
         std::set<int64_t> seen;

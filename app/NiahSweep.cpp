@@ -12,6 +12,7 @@
 
 #include "app/ModelOptions.h"
 #include "app/PressOptions.h"
+#include "app/RunSaver.h"
 #include "app/ProgressBar.h"
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
@@ -106,13 +107,7 @@ NiahSweep::NiahSweep(LoadedModel& loaded, const std::string& modelSpec, sessions
                      const std::string& sessionName)
     : loaded_(loaded), store_(store) {
     if (!store_) return;
-    sessions::ModelRecord m;
-    m.spec = modelSpec;
-    m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
-    m.path = m.isFile ? loaded.spec.path : "";
-    static_cast<ModelShape&>(m) = loaded.model->config().shape();
-    sessions::RunRecorder recorder(*store_);
-    modelId_ = store_->saveModel(recorder.describeFile(m));
+    modelId_ = RunSaver::saveModel(*store_, loaded, modelSpec);
     sessionId_ = store_->openSession(sessionName).id;
     for (const sessions::NiahRunRecord& r : store_->niahRuns(sessionId_)) saved_.insert(r.key());
 }

@@ -76,6 +76,19 @@ std::unique_ptr<RunSaver> RunSaver::fromCommandLine(const CommandLine& args) {
     return std::unique_ptr<RunSaver>(new RunSaver(std::move(state)));
 }
 
+int64_t RunSaver::saveModel(sessions::SessionStore& store, const LoadedModel& loaded, const std::string& spec) {
+    sessions::ModelRecord m;
+    m.spec = spec;
+    m.isFile = loaded.spec.kind == ModelSpec::Kind::File;
+    m.path = m.isFile ? loaded.spec.path : "";
+    static_cast<ModelShape&>(m) = loaded.model->config().shape();
+    sessions::RunRecorder recorder(store);
+    ProgressBar bar("hashing " + m.path);  // silent when the store knows the file
+    const sessions::ModelRecord described = recorder.describeFile(m, [&](double f) { bar.update(f, "SHA-256"); });
+    bar.finish();
+    return store.saveModel(described);
+}
+
 void RunSaver::begin(const LoadedModel& loaded, const ModelOptions& options,
                      const std::string& prompt, bool addBos, int64_t newTokens,
                      const Capture& capture) {

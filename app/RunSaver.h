@@ -11,6 +11,9 @@
 namespace kvlens {
 
 class Capture;
+namespace sessions {
+class SessionStore;
+}
 class CommandLine;
 struct LoadedModel;
 struct ModelOptions;
@@ -24,6 +27,9 @@ struct Selection;
 class RunSaver {
 public:
     static const std::set<std::string>& valueFlags();  // --session, --store
+    // Saves the loaded model's record (a file hashed once per path, size and mtime, with a
+    // progress bar) in `store`; returns its id. The sweeps' models go in so.
+    static int64_t saveModel(sessions::SessionStore& store, const LoadedModel& loaded, const std::string& spec);
     // --store PATH, or the default store (SessionStore::defaultPath).
     static std::string storePath(const CommandLine& args);
     // Null without --save; throws kvlens::Error for --session or --store

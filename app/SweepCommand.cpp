@@ -19,6 +19,7 @@
 #include "app/CommandLine.h"
 #include "app/Commands.h"
 #include "app/ModelOptions.h"
+#include "app/EvalSweep.h"
 #include "app/NiahSweep.h"
 #include "app/PressOptions.h"
 #include "app/ProgressBar.h"
@@ -97,7 +98,14 @@ int runPlan(const SweepFile& file, const CommandLine& args) {
     for (const std::string& m : file.models) std::printf(" %s", m.c_str());
     std::printf("\n  %zu tasks:\n", file.tasks.size());
     for (size_t i = 0; i < file.tasks.size(); ++i) {
-        const NiahTask& t = file.tasks[i];
+        if (file.tasks[i].isEval) {
+            const EvalTask& e = file.tasks[i].eval;
+            std::printf("    tasks[%zu] eval %s: %lld %s, %lld answer tokens, question %s\n", i, e.sourceName().c_str(),
+                        (long long)e.count(), e.data.empty() ? "samples" : "records", (long long)e.newTokens,
+                        e.questionAfter ? "after" : "inside");
+            continue;
+        }
+        const NiahTask& t = file.tasks[i].niah;
         std::printf("    tasks[%zu] niah %s: %zu lengths x %zu depths x %lld samples = %lld captures, %lld answer tokens, "
                     "question %s\n",
                     i, needleKindName(t.kind), t.lengths.size(), t.depths.size(), (long long)t.samples,
@@ -132,21 +140,55 @@ int runPlan(const SweepFile& file, const CommandLine& args) {
         LoadedModel loaded = loadModel(file, file.models[m], threads, options);
         const double load = std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count();
         NiahSweep sweep(loaded, options.model, nullptr, file.session);
+        EvalSweep evals(loaded, options.model, nullptr, file.session);
         int64_t first = int64_t(m) * perModel;
         for (int64_t s = 1; s <= shards; ++s)
             if (Shard{s, shards}.of(first, perModel) > 0) shardSeconds[size_t(s - 1)] += load;
         total += load;
         bool warm = false;
         for (size_t t = 0; t < file.tasks.size(); ++t) {
+            if (file.tasks[t].isEval) continue;
             try {
-                sweep.checkContext(file.tasks[t]);
-                sweep.checkPrompts(file.tasks[t], file.runs);
+                sweep.checkContext(file.tasks[t].niah);
+                sweep.checkPrompts(file.tasks[t].niah, file.runs);
             } catch (const Error& e) {
                 throw Error(file.path + ": models[" + std::to_string(m) + "] (" + file.models[m] + "), tasks[" +
                             std::to_string(t) + "]: " + e.what());
             }
         }
-        for (const NiahTask& task : file.tasks) {
+        for (size_t ti = 0; ti < file.tasks.size(); ++ti) {
+            if (file.tasks[ti].isEval) {
+                // The first record (or sample), every run on it, for each of the task's records.
+                const EvalTask& task = file.tasks[ti].eval;
+                EvalTask one = task;
+                if (one.data.empty())
+                    one.samples = 1;
+                else
+                    one.limit = 1;
+                ProgressBar bar("sweep plan: calibrating " + file.models[m] + " on " + task.sourceName());
+                double t = 0.0;
+                for (int pass = warm ? 1 : 0; pass < 2; ++pass) {
+                    int64_t done = 0;
+                    const auto t0 = std::chrono::steady_clock::now();
+                    try {
+                        evals.run(one, file.runs, 0, Shard{}, {}, &bar, done, 1);
+                    } catch (const Error& e) {
+                        throw Error(file.path + ": models[" + std::to_string(m) + "] (" + file.models[m] + "), tasks[" +
+                                    std::to_string(ti) + "]: " + e.what());
+                    }
+                    t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                }
+                warm = true;
+                bar.finish();
+                for (int64_t s = 1; s <= shards; ++s)
+                    shardSeconds[size_t(s - 1)] += t * double(Shard{s, shards}.of(first, task.count()));
+                total += t * double(task.count());
+                std::printf("  calibration: %s on %s: %.2f s per record (%zu runs)\n", file.models[m].c_str(),
+                            task.sourceName().c_str(), t, file.runs.size());
+                first += task.count();
+                continue;
+            }
+            const NiahTask& task = file.tasks[ti].niah;
             for (size_t li = 0; li < task.lengths.size(); ++li) {
                 NiahTask one = task;
                 one.lengths = {task.lengths[li]};
@@ -202,8 +244,7 @@ int measureSweep(const SweepFile& file, const CommandLine& args) {
     for (size_t m = 0; m < file.models.size(); ++m) planned += shard.of(int64_t(m) * perModel, perModel);
     const bool csv = args.has("--csv");
     if (csv)
-        std::printf("model,task,length,tokens,depth,sample,method,budget,params,contains,exact,needle_kept,agreement,"
-                    "mean_kl\n");
+        std::printf("model,task,record,tokens,method,budget,params,score,agreement,mean_kl\n");
     int64_t done = 0, stored = 0, skipped = 0, captures = 0;
     const auto t0 = std::chrono::steady_clock::now();
     ProgressBar bar("sweep: " + std::to_string(planned) + " samples" +
@@ -225,30 +266,44 @@ int measureSweep(const SweepFile& file, const CommandLine& args) {
         std::unique_ptr<LoadedModel> loaded;
         in("", [&] { loaded = std::make_unique<LoadedModel>(loadModel(file, file.models[m], threads, options)); });
         NiahSweep sweep(*loaded, options.model, &store, file.session);
-        // Every task's lengths against the context, and every run against its prompts, before
-        // the first prefill.
+        EvalSweep evals(*loaded, options.model, &store, file.session);
+        // Every needle task's lengths against the context, and every run against its prompts,
+        // before the first prefill (an eval task's records, each before its own).
         for (size_t t = 0; t < file.tasks.size(); ++t) {
+            if (file.tasks[t].isEval) continue;
             in(", tasks[" + std::to_string(t) + "]", [&] {
-                sweep.checkContext(file.tasks[t]);
-                sweep.checkPrompts(file.tasks[t], file.runs);
+                sweep.checkContext(file.tasks[t].niah);
+                sweep.checkPrompts(file.tasks[t].niah, file.runs);
             });
         }
+        auto row = [&](size_t t, const std::string& record, int64_t tokens, const PressParams& p,
+                       const std::string& budget, double score, double agreement, double kl) {
+            if (!csv) return;
+            std::printf("%s,%zu,%s,%lld,%s,%s,%s,%.6f,%.6f,%.8g\n", csvCell(file.models[m]).c_str(), t,
+                        csvCell(record).c_str(), (long long)tokens, p.method.c_str(), csvCell(budget).c_str(),
+                        csvCell(p.describe()).c_str(), score, agreement, kl);
+            std::fflush(stdout);
+        };
         for (size_t t = 0; t < file.tasks.size(); ++t) {
-            const NiahTask& task = file.tasks[t];
-            in(", tasks[" + std::to_string(t) + "]", [&] { sweep.run(task, file.runs, first, shard, [&](const NiahRunResult& r) {
-                if (!csv) return;
-                std::printf("%s,%zu,%lld,%lld,%g,%lld,%s,%s,%s,%.6f,%.6f,%.6f,%.6f,%.8g\n",
-                            csvCell(file.models[m]).c_str(), t, (long long)r.length, (long long)r.tokens, r.depth,
-                            (long long)r.sample, r.params.method.c_str(), csvCell(r.budget).c_str(),
-                            csvCell(r.params.describe()).c_str(), r.contains, r.exact, r.needleKept, r.agreement,
-                            r.meanKl);
-                std::fflush(stdout);
-            }, bar, done, planned); });
-            first += task.captures();
+            in(", tasks[" + std::to_string(t) + "]", [&] {
+                if (file.tasks[t].isEval) {
+                    evals.run(file.tasks[t].eval, file.runs, first, shard, [&](const EvalRunResult& r) {
+                        row(t, r.where, r.tokens, r.params, r.budget, r.score, r.agreement, r.meanKl);
+                    }, &bar, done, planned);
+                } else {
+                    sweep.run(file.tasks[t].niah, file.runs, first, shard, [&](const NiahRunResult& r) {
+                        char where[96];
+                        std::snprintf(where, sizeof where, "length %lld, depth %g%%, sample %lld", (long long)r.length,
+                                      r.depth, (long long)r.sample);
+                        row(t, where, r.tokens, r.params, r.budget, r.contains, r.agreement, r.meanKl);
+                    }, bar, done, planned);
+                }
+            });
+            first += file.tasks[t].captures();
         }
-        stored += sweep.stored();
-        skipped += sweep.skipped();
-        captures += sweep.captures();
+        stored += sweep.stored() + evals.stored();
+        skipped += sweep.skipped() + evals.skipped();
+        captures += sweep.captures() + evals.captures();
     }
     bar.finish();
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -332,6 +387,8 @@ int runSlurm(const SweepFile& file, const CommandLine& args) {
         if (!f) throw Error("--out: cannot write " + mark.string());
     }
     const std::string n = std::to_string(shards);
+    const bool hasNiah =
+        std::any_of(file.tasks.begin(), file.tasks.end(), [](const SweepTask& t) { return !t.isEval; });
     // A shard is complete when its .done holds this sweep's fingerprint.
     const std::string complete = "[[ \"$(cat shard-$i.done 2>/dev/null)\" == " + fingerprint + " ]]";
 
@@ -372,8 +429,10 @@ int runSlurm(const SweepFile& file, const CommandLine& args) {
         kvlens + " sessions merge \"${stores[@]}\" --into merged.db.part || failed \"the merge failed (logs/merge.log)\"\n"
         "rm -f merged.db-wal merged.db-shm\n"
         "mv merged.db.part merged.db || failed \"cannot move merged.db.part to merged.db\"\n" +
-        kvlens + " report --session " + quoted(file.session) + " --store merged.db --out report ||"
-        " failed \"the report failed (logs/merge.log)\"\n"
+        // The report draws needle runs (eval runs go out through sessions export).
+        (hasNiah ? kvlens + " report --session " + quoted(file.session) + " --store merged.db --out report ||"
+                            " failed \"the report failed (logs/merge.log)\"\n"
+                 : std::string()) +
         "echo \"sweep: merged " + n + " shards into " + dir + "/merged.db\" | tee merge.status\n";
     std::string submitScript =
         "#!/bin/bash\n"

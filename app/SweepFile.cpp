@@ -182,6 +182,60 @@ NiahTask readNiahTask(const Reader& in, const json& t, const std::string& field,
     return task;
 }
 
+EvalTask readEvalTask(const Reader& in, const json& t, const std::string& field, int64_t newTokens) {
+    in.keys(t, field, {"kind", "data", "task", "length", "samples", "task_seed", "template", "metric", "limit",
+                       "truncate", "question_after", "no_bos", "new_tokens"});
+    EvalTask task;
+    task.newTokens = t.contains("new_tokens") ? in.integer(t["new_tokens"], Reader::join(field, "new_tokens"), 1, 1 << 16)
+                                              : (newTokens > 0 ? newTokens : 32);
+    if (t.contains("data") == t.contains("task")) in.fail(field, "give \"data\" (a .jsonl file) or \"task\" (a generated one)");
+    auto readFile = [&](const std::string& key) {
+        const std::string f = Reader::join(field, key);
+        const std::string file = in.string(t[key], f);
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(file, ec)) in.fail(f, file + ": no such file");
+        return file;
+    };
+    if (t.contains("data")) {
+        task.data = readFile("data");
+        for (const char* generated : {"length", "samples", "task_seed"})
+            if (t.contains(generated)) in.fail(Reader::join(field, generated), "is for a generated \"task\", not \"data\"");
+    } else {
+        const std::string f = Reader::join(field, "task");
+        try {
+            task.kind = needleKindNamed(in.string(t["task"], f));
+        } catch (const Error& e) {
+            in.fail(f, e.what());
+        }
+        if (t.contains("length")) {
+            const std::string lf = Reader::join(field, "length");
+            task.length = t["length"].is_string() ? parseTokenCount(t["length"].get<std::string>(), lf)
+                                                  : in.integer(t["length"], lf, 1, int64_t(1) << 40);
+        }
+        if (t.contains("samples")) task.samples = in.integer(t["samples"], Reader::join(field, "samples"), 1, 1 << 20);
+        if (t.contains("task_seed")) task.taskSeed = in.seed(t["task_seed"], Reader::join(field, "task_seed"));
+    }
+    if (t.contains("template")) {
+        const std::string file = readFile("template");
+        std::ifstream s(file, std::ios::binary);
+        std::ostringstream text;
+        text << s.rdbuf();
+        task.templateText = text.str();
+    }
+    if (t.contains("metric")) task.metric = in.string(t["metric"], Reader::join(field, "metric"));
+    if (t.contains("limit")) task.limit = in.integer(t["limit"], Reader::join(field, "limit"), 1, 1 << 30);
+    if (t.contains("truncate")) task.truncate = in.boolean(t["truncate"], Reader::join(field, "truncate"));
+    if (t.contains("question_after"))
+        task.questionAfter = in.boolean(t["question_after"], Reader::join(field, "question_after"));
+    if (t.contains("no_bos")) task.noBos = in.boolean(t["no_bos"], Reader::join(field, "no_bos"));
+    try {
+        task.prepare();
+    } catch (const Error& e) {
+        in.fail(field, e.what());
+    }
+    return task;
+}
+
 // One entry of "methods": a name, or an object with "method", knob keys and "budgets".
 std::vector<PressParams> readMethod(const Reader& in, const json& m, const std::string& field,
                                     const std::vector<std::string>& budgets) {
@@ -320,20 +374,35 @@ SweepFile SweepFile::readFields(const std::string& path) {
         in.fail("device", e.what());
     }
     if (root.contains("threads")) s.threads = in.integer(root["threads"], "threads", 1, 1024);
-    const int64_t newTokens = root.contains("new_tokens") ? in.integer(root["new_tokens"], "new_tokens", 1, 1 << 16) : 16;
+    // The answer tokens: niah's default is 16, eval's 32, unless the file says.
+    const int64_t newTokens = root.contains("new_tokens") ? in.integer(root["new_tokens"], "new_tokens", 1, 1 << 16) : 0;
 
     const json& tasks = in.array(root["tasks"], "tasks");
     for (size_t i = 0; i < tasks.size(); ++i) {
         const std::string f = "tasks[" + std::to_string(i) + "]";
         if (!tasks[i].is_object()) in.fail(f, "expected an object, got " + Reader::text(tasks[i]));
-        if (!tasks[i].contains("kind")) in.fail(f, "'kind' is missing (\"niah\")");
+        if (!tasks[i].contains("kind")) in.fail(f, "'kind' is missing (\"niah\" or \"eval\")");
         const std::string kind = in.string(tasks[i]["kind"], f + ".kind");
-        if (kind != "niah")
-            in.fail(f + ".kind", "'" + kind + "' is not a task a sweep runs (niah; `kvlens eval` runs .jsonl tasks)");
-        s.tasks.push_back(readNiahTask(in, tasks[i], f, newTokens));
-        const NiahTask& t = s.tasks.back();
+        if (kind != "niah" && kind != "eval") in.fail(f + ".kind", "'" + kind + "' is not niah or eval");
+        SweepTask task;
+        task.isEval = kind == "eval";
+        if (task.isEval) {
+            task.eval = readEvalTask(in, tasks[i], f, newTokens);
+            for (size_t j = 0; j < i; ++j)
+                if (s.tasks[j].isEval && s.tasks[j].eval.source() == task.eval.source() &&
+                    s.tasks[j].eval.metric == task.eval.metric &&
+                    s.tasks[j].eval.questionAfter == task.eval.questionAfter &&
+                    s.tasks[j].eval.newTokens == task.eval.newTokens)
+                    in.fail(f, "is tasks[" + std::to_string(j) + "] again (the same records twice)");
+            s.tasks.push_back(std::move(task));
+            continue;
+        }
+        task.niah = readNiahTask(in, tasks[i], f, newTokens > 0 ? newTokens : 16);
+        s.tasks.push_back(std::move(task));
+        const NiahTask& t = s.tasks.back().niah;
         for (size_t j = 0; j < i; ++j) {
-            const NiahTask& u = s.tasks[j];
+            if (s.tasks[j].isEval) continue;
+            const NiahTask& u = s.tasks[j].niah;
             if (NeedleTaskName::of(t.kind, t.filler, t.noBos).str() == NeedleTaskName::of(u.kind, u.filler, u.noBos).str() &&
                 t.taskSeed == u.taskSeed && t.questionAfter == u.questionAfter && t.newTokens == u.newTokens) {
                 for (int64_t L : t.lengths)
@@ -373,7 +442,11 @@ SweepFile SweepFile::readFields(const std::string& path) {
     }
     // A budget no prompt of the sweep fits: the shortest prompt of each task decides.
     for (size_t i = 0; i < s.tasks.size(); ++i) {
-        const int64_t shortest = *std::min_element(s.tasks[i].lengths.begin(), s.tasks[i].lengths.end());
+        // A data file's records are as long as they are: checked against each prompt later.
+        if (s.tasks[i].isEval && !s.tasks[i].eval.data.empty()) continue;
+        const int64_t shortest =
+            s.tasks[i].isEval ? s.tasks[i].eval.length
+                              : *std::min_element(s.tasks[i].niah.lengths.begin(), s.tasks[i].niah.lengths.end());
         for (size_t r = 0; r < s.runs.size(); ++r) {
             const PressParams& p = s.runs[r];
             if (p.budget >= shortest)
@@ -394,7 +467,7 @@ SweepFile SweepFile::readFields(const std::string& path) {
 
 int64_t SweepFile::capturesPerModel() const {
     int64_t n = 0;
-    for (const NiahTask& t : tasks) n += t.captures();
+    for (const SweepTask& t : tasks) n += t.captures();
     return n;
 }
 

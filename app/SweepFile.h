@@ -7,7 +7,10 @@
 //    "models": ["models/kvlens-testbed.gguf"],       --model specs: GGUF files, HF folders, random:<preset>
 //    "tasks": [{"kind": "niah", "lengths": ["1k", 2048], "depths": "0:100:50", "samples": 2,
 //               "task": "single", "task_seed": 1, "question_after": false, "filler": "FILE",
-//               "no_bos": false, "new_tokens": 16}],
+//               "no_bos": false, "new_tokens": 16},
+//              {"kind": "eval", "data": "qa.jsonl", "template": "FILE", "metric": "f1", "limit": 100,
+//               "truncate": true, "question_after": false, "no_bos": false, "new_tokens": 32},
+//              {"kind": "eval", "task": "multikey", "length": "4k", "samples": 10, "task_seed": 1}],
 //    "methods": ["full", {"method": "snapkv", "window": 16}, {"method": "pyramidkv", "budgets": [64]}],
 //    "budgets": [32, 64, "25%"],                     entries per head, or a share of the prompt
 //    "new_tokens": 16, "dtype": "auto", "device": "cpu", "threads": 2}
@@ -22,16 +25,26 @@
 #include <string>
 #include <vector>
 
+#include "app/EvalTask.h"
 #include "app/NiahSweep.h"
 #include "core/PressParams.h"
 
 namespace kvlens {
 
+// One task of a sweep: a needle grid, or a task evaluation.
+struct SweepTask {
+    bool isEval = false;
+    NiahTask niah;
+    EvalTask eval;
+    // Its captures (prefills) per model: samples, or records.
+    int64_t captures() const { return isEval ? eval.count() : niah.captures(); }
+};
+
 struct SweepFile {
     std::string path;
     std::string session;
     std::vector<std::string> models;
-    std::vector<NiahTask> tasks;
+    std::vector<SweepTask> tasks;
     std::vector<PressParams> runs;  // every method entry at each of its budgets, in the file's order
     std::string dtype = "auto", device = "cpu";
     int64_t threads = 0;  // 0: LibTorch's default

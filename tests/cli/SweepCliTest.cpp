@@ -114,6 +114,63 @@ TEST(SweepCli, AKilledShardResumesFromItsFirstUnsavedRun) {
     EXPECT_EQ(niahRows(store, "grid"), niahRows(whole, "grid"));
 }
 
+TEST(SweepCli, EvalTasksShardAndMergeWithTheNeedlesIntoTheUnshardedSweep) {
+    // A needle task, a generated eval task and a .jsonl of LongBench records, in one sweep.
+    std::string story;
+    for (int i = 0; i < 6; ++i) story += "Lily went to the park with her dog. They played with a red ball all day. ";
+    const std::string data = testOutputPath("sweep_eval.jsonl");
+    std::ofstream(data) << "{\"context\": \"" << story << "\", \"input\": \"Who went to the park?\", "
+                           "\"answers\": [\"Lily\"], \"dataset\": \"hotpotqa\"}\n"
+                        << "{\"context\": \"" << story << story << "\", \"input\": \"What was red?\", "
+                           "\"answers\": [\"the ball\"], \"dataset\": \"narrativeqa\"}\n";
+    const std::string file = writeSweep("sweep_eval.json", R"({"session": "mixed", "models": [")" + kStories + R"("],
+  "tasks": [{"kind": "niah", "lengths": [200], "depths": [0, 100], "new_tokens": 4},
+            {"kind": "eval", "task": "single", "length": 250, "samples": 2, "new_tokens": 4},
+            {"kind": "eval", "data": ")" + data + R"(", "new_tokens": 4}],
+  "methods": ["full", {"method": "snapkv", "window": 8}], "budgets": [48], "threads": 2})");
+    auto r = runKvlens("sweep plan " + file + " --no-calibrate");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("tasks[1] eval single: 2 samples"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("tasks[2] eval sweep_eval.jsonl: 2 records"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("6 captures (prefills), 12 runs in all"), std::string::npos) << r.out;
+    const std::string whole = testOutputPath("sweep_eval_whole.db"), s1 = testOutputPath("sweep_eval_1.db"),
+                      s2 = testOutputPath("sweep_eval_2.db"), merged = testOutputPath("sweep_eval_merged.db");
+    for (const std::string& f : {whole, s1, s2, merged}) std::remove(f.c_str());
+    r = runKvlens("sweep run " + file + " --store " + whole);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("sweep: 6 captures, 12 runs saved to session 'mixed'"), std::string::npos) << r.err;
+    for (const auto& [shard, store] : {std::make_pair("1/2", s1), std::make_pair("2/2", s2)}) {
+        r = runKvlens("sweep run " + file + " --store " + store + " --shard " + shard);
+        ASSERT_EQ(r.exitCode, 0) << r.err;
+        EXPECT_NE(r.err.find("sweep: 3 captures, 6 runs saved"), std::string::npos) << r.err;
+    }
+    r = runKvlens("sweep run " + file + " --store " + s2 + " --shard 2/2");  // resumes: nothing left
+    EXPECT_NE(r.err.find("sweep: 0 captures, 0 runs saved to session 'mixed' of " + s2 + ", 6 already saved"),
+              std::string::npos) << r.err;
+    r = runKvlens("sessions merge " + s1 + " " + s2 + " --into " + merged);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const auto sharded = niahRows(merged, "mixed"), unsharded = niahRows(whole, "mixed");
+    EXPECT_EQ(sharded.size(), 12u);  // 4 needle runs and 8 eval runs
+    EXPECT_EQ(sharded, unsharded);
+    int evals = 0;
+    for (const std::string& row : sharded) evals += row.find("\"kind\":\"eval\"") != std::string::npos;
+    EXPECT_EQ(evals, 8);
+    // An eval task's own fields.
+    const std::string models = R"({"models": [")" + kStories + R"("], "methods": ["full"], )";
+    for (const auto& [json, part] : std::vector<std::pair<std::string, std::string>>{
+             {R"("tasks": [{"kind": "eval"}]})", "tasks[0]: give \"data\" (a .jsonl file) or \"task\""},
+             {R"("tasks": [{"kind": "eval", "data": "/nonexistent.jsonl"}]})", "tasks[0].data: /nonexistent.jsonl: no such file"},
+             {R"("tasks": [{"kind": "eval", "data": ")" + data + R"(", "length": 300}]})",
+              "tasks[0].length: is for a generated \"task\", not \"data\""},
+             {R"("tasks": [{"kind": "eval", "task": "single", "metric": "bleu"}]})", "tasks[0]: "},
+             {R"("tasks": [{"kind": "eval", "task": "single"}, {"kind": "eval", "task": "single"}]})",
+              "tasks[1]: is tasks[0] again"},
+             {R"("tasks": [{"kind": "quiz"}]})", "tasks[0].kind: 'quiz' is not niah or eval"}}) {
+        const std::string bad = writeSweep("sweep_bad_eval.json", models + json);
+        expectOneLineError(runKvlens("sweep plan " + bad + " --no-calibrate"), {bad + ": " + part});
+    }
+}
+
 TEST(SweepCli, BadSweepFilesAreOneLineErrorsNamingTheField) {
     const std::string models = R"("models": [")" + kStories + R"("], )";
     const std::string task = R"("tasks": [{"kind": "niah", "lengths": [200], "depths": [50]}], )";
@@ -147,7 +204,7 @@ TEST(SweepCli, BadSweepFilesAreOneLineErrorsNamingTheField) {
          {"methods[0]", "a grid point given twice"}},
         {"{" + models + task + R"("methods": ["snapkv"]})", {"methods[0]: no budgets"}},
         {"{" + models + R"("tasks": [{"kind": "eval", "lengths": [200]}], "methods": ["full"]})",
-         {"tasks[0].kind: 'eval' is not a task a sweep runs"}},
+         {"tasks[0].lengths: unknown key"}},
         {"{" + models + R"("tasks": [{"kind": "niah", "lengths": [200, 200]}], "methods": ["full"]})",
          {"tasks[0].lengths[1]: 200 is given twice"}},
         {"{" + models + R"("tasks": [{"kind": "niah", "lengths": [200], "depths": [50, 120]}], "methods": ["full"]})",

@@ -151,13 +151,7 @@ void EvalSweep::run(const EvalTask& task, const std::vector<PressParams>& runs, 
         const std::vector<int32_t> prompt(ids.begin(), at), question(at, ids.end());
         // Every run's settings against this prompt, before its prefill.
         const int64_t T = static_cast<int64_t>(prompt.size());
-        for (const PressParams* p : pending) {
-            if (!p->isFull() && p->budget > 0 && p->budget >= T)
-                throw Error(item.where + ": " + p->describe() + ": a budget of " + std::to_string(p->budget) +
-                            " entries holds the whole " + std::to_string(T) + "-token prompt (a budget must be under "
-                            "the prompt's tokens)");
-            p->validate(T, Capture::windowCapacityFor(T));
-        }
+        checkRunsFit(pending, T, item.where);
         const auto t0 = std::chrono::steady_clock::now();
         std::function<void(double, const std::string&)> progress;
         if (bar) {

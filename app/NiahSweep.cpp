@@ -122,18 +122,6 @@ void NiahSweep::checkContext(const NiahTask& task) const {
     }
 }
 
-void NiahSweep::checkRuns(const std::vector<const PressParams*>& runs, int64_t T, const std::string& where) {
-    for (const PressParams* run : runs) {
-        // A budget that holds the whole prompt keeps everything: a run measured so would be
-        // saved under its budget as if it had compressed.
-        if (!run->isFull() && run->budget > 0 && run->budget >= T) {
-            throw Error(run->describe() + ": a budget of " + std::to_string(run->budget) + " entries holds the whole " +
-                        std::to_string(T) + "-token prompt of " + where + " (a budget must be under the prompt's tokens)");
-        }
-        run->validate(T, Capture::windowCapacityFor(T));
-    }
-}
-
 void NiahSweep::checkPrompts(const NiahTask& task, const std::vector<PressParams>& runs) const {
     const NeedleTaskName name = NeedleTaskName::of(task.kind, task.filler, task.noBos);
     std::vector<const PressParams*> all;
@@ -146,7 +134,7 @@ void NiahSweep::checkPrompts(const NiahTask& task, const std::vector<PressParams
         const int64_t T = task.questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size());
         char where[96];
         std::snprintf(where, sizeof where, "length %lld, depth %g%%, sample 0", (long long)L, task.depths.front());
-        checkRuns(all, T, where);
+        checkRunsFit(all, T, where);
     }
 }
 
@@ -202,7 +190,7 @@ void NiahSweep::run(const NiahTask& task, const std::vector<PressParams>& runs, 
                     (task.questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size()));
                 const std::vector<int32_t> prompt(sample.tokens.begin(), split), question(split, sample.tokens.end());
                 // Every pending run's settings against this prompt, before its prefill.
-                checkRuns(pending, static_cast<int64_t>(prompt.size()), where);
+                checkRunsFit(pending, static_cast<int64_t>(prompt.size()), where);
                 auto capture = captureTokens(loaded_, prompt, n + static_cast<int64_t>(question.size()), {},
                                              [&](double f, const std::string&) {
                                                  bar.update((double(done - 1) + f) /

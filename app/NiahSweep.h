@@ -83,8 +83,6 @@ public:
     double runSeconds() const { return runSeconds_; }
 
 private:
-    static void checkRuns(const std::vector<const PressParams*>& runs, int64_t promptTokens, const std::string& where);
-
     LoadedModel& loaded_;
     sessions::SessionStore* store_;
     int64_t sessionId_ = 0, modelId_ = 0;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/Error.h"
+#include "engine/compress/Capture.h"
 
 namespace kvlens {
 
@@ -216,6 +217,18 @@ std::vector<PressParams> PressOptions::sweepOf(const PressParams& base, const st
         throw Error("--scorer is for " + methods::listWhere([](const MethodInfo& m) { return m.takesScorer; }) +
                     ", and " + methodsField + " names none of them");
     return runs;
+}
+
+void checkRunsFit(const std::vector<const PressParams*>& runs, int64_t T, const std::string& where) {
+    for (const PressParams* run : runs) {
+        // A budget that holds the whole prompt keeps everything: a run measured so would be
+        // saved under its budget as if it had compressed.
+        if (!run->isFull() && run->budget > 0 && run->budget >= T) {
+            throw Error(run->describe() + ": a budget of " + std::to_string(run->budget) + " entries holds the whole " +
+                        std::to_string(T) + "-token prompt of " + where + " (a budget must be under the prompt's tokens)");
+        }
+        run->validate(T, Capture::windowCapacityFor(T));
+    }
 }
 
 std::string budgetLabel(const PressParams& p) {

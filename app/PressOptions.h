@@ -42,6 +42,11 @@ std::vector<std::string> splitList(const std::string& text, const std::string& f
 // kvlens::Error naming `flag`.
 void parseBudget(const std::string& text, const std::string& flag, PressParams& params);
 
+// Each run against a prompt of `promptTokens` before its prefill: a budget that holds the whole
+// prompt (it would keep everything, saved as if it had compressed) or a setting that does not
+// fit throws kvlens::Error naming the run and `where` (the prompt's sample or record).
+void checkRunsFit(const std::vector<const PressParams*>& runs, int64_t promptTokens, const std::string& where);
+
 // A run's budget as the tables show it: "-" for full, the entries, or the ratio ("12.5%").
 std::string budgetLabel(const PressParams& params);
 

@@ -424,9 +424,11 @@ SweepFile SweepFile::readFields(const std::string& path) {
     std::vector<std::string> origin;  // each run's entry, for a duplicate's message
     for (size_t i = 0; i < methodList.size(); ++i) {
         const std::string f = "methods[" + std::to_string(i) + "]";
-        const bool full = (methodList[i].is_string() && methodList[i].get<std::string>() == "full") ||
-                          (methodList[i].is_object() && methodList[i].contains("method") &&
-                           methodList[i]["method"] == "full");
+        // The entry's method, as the method table knows it: full needs no budget.
+        const json& named = methodList[i].is_object() && methodList[i].contains("method") ? methodList[i]["method"]
+                                                                                          : methodList[i];
+        const MethodInfo* method = named.is_string() ? methods::find(named.get<std::string>()) : nullptr;
+        const bool full = method && method->id == MethodId::Full;
         if (budgets.empty() && !full && !(methodList[i].is_object() && methodList[i].contains("budgets")))
             in.fail(f, "no budgets (give \"budgets\" in the file or in the entry)");
         if (!methodList[i].is_string() && !methodList[i].is_object())

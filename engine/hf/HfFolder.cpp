@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/Error.h"
+#include "engine/hf/HfSentencePieceJson.h"
 #include "engine/hf/HfTokenizerJson.h"
 #include "engine/hf/Quoted.h"
 #include "engine/tokenizer/SentencePieceTokenizer.h"
@@ -217,30 +218,26 @@ std::unique_ptr<Tokenizer> HfFolder::tokenizer() const {
     }
     const bool haveJson = exists(file("tokenizer.json")), haveModel = exists(file("tokenizer.model"));
     const std::string jsonText = haveJson ? readText(file("tokenizer.json")) : std::string();
-    // tokenizer.json is parsed once; only beside a tokenizer.model is it first asked
-    // whether it is SentencePiece-style (then the model file is read instead).
-    if (haveJson && !(haveModel && HfTokenizerJson::sentencePieceStyle(jsonText))) {
-        try {
-            HfTokenizerJson::Extras e;
-            e.bosToken = tokenText(tokConfig, "bos_token", file("tokenizer_config.json"));
-            e.eosToken = tokenText(tokConfig, "eos_token", file("tokenizer_config.json"));
-            e.addBos = addBos;
-            e.endIds = endIds;
-            e.vocabSize = config_.model.vocabSize;
-            auto t = HfTokenizerJson::parse(jsonText, file("tokenizer.json"), e);
-            if (t->vocabSize() != config_.model.vocabSize) {
-                throw Error(file("tokenizer.json") + ": " + std::to_string(t->vocabSize()) +
-                            " tokens, more than config.json's vocab_size " + std::to_string(config_.model.vocabSize));
-            }
-            return t;
-        } catch (const Error&) {
-            if (!haveModel && HfTokenizerJson::sentencePieceStyle(jsonText)) {
-                throw Error(file("tokenizer.json") + ": a SentencePiece-style tokenizer (byte_fallback or Metaspace) and the "
-                                                     "folder has no tokenizer.model, which KV Lens reads for it");
-            }
-            throw;
-        }
+    // A SentencePiece-style tokenizer.json beside a tokenizer.model: the model file is read
+    // (libsentencepiece itself); without one, tokenizer.json is read as Hugging Face runs it.
+    const bool sentencePieceStyle = haveJson && HfTokenizerJson::sentencePieceStyle(jsonText);
+    HfTokenizerJson::Extras e;
+    if (haveJson && !(sentencePieceStyle && haveModel)) {
+        e.bosToken = tokenText(tokConfig, "bos_token", file("tokenizer_config.json"));
+        e.eosToken = tokenText(tokConfig, "eos_token", file("tokenizer_config.json"));
+        e.addBos = addBos;
+        e.endIds = endIds;
+        e.vocabSize = config_.model.vocabSize;
     }
+    auto checkSize = [&](auto t) {
+        if (t->vocabSize() != config_.model.vocabSize) {
+            throw Error(file("tokenizer.json") + ": " + std::to_string(t->vocabSize()) +
+                        " tokens, more than config.json's vocab_size " + std::to_string(config_.model.vocabSize));
+        }
+        return std::unique_ptr<Tokenizer>(std::move(t));
+    };
+    if (haveJson && !sentencePieceStyle) return checkSize(HfTokenizerJson::parse(jsonText, file("tokenizer.json"), e));
+    if (haveJson && !haveModel) return checkSize(HfSentencePieceJson::parse(jsonText, file("tokenizer.json"), e));
     if (haveModel) {
         SentencePieceTokenizer::Options o;
         o.addBos = addBos;
@@ -257,11 +254,13 @@ std::unique_ptr<Tokenizer> HfFolder::tokenizer() const {
 }
 
 std::string HfFolder::tokenizerDescription() const {
+    const bool haveModel = exists(file("tokenizer.model"));
     if (exists(file("tokenizer.json"))) {
         const std::string text = readText(file("tokenizer.json"));
         if (!HfTokenizerJson::sentencePieceStyle(text)) return "tokenizer.json (" + HfTokenizerJson::describe(text) + ")";
+        if (!haveModel) return "tokenizer.json (" + HfSentencePieceJson::describe(text) + ")";
     }
-    if (exists(file("tokenizer.model"))) return "tokenizer.model (SentencePiece)";
+    if (haveModel) return "tokenizer.model (SentencePiece)";
     return "none";
 }
 

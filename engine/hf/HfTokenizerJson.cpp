@@ -7,46 +7,25 @@
 
 #include "core/Error.h"
 #include "engine/hf/Quoted.h"
+#include "engine/hf/TokenizerJsonFields.h"
 #include "engine/tokenizer/PreTokenizer.h"
 
 namespace kvlens {
 namespace {
 
 using json = nlohmann::json;
-
-// Largest vocabulary accepted (the biggest real ones are ~260k): a hostile id
-// must not make us allocate gigabytes.
-constexpr int64_t kMaxVocab = int64_t(1) << 22;
+using Fields = TokenizerJsonFields;
 
 const char* kGpt2Regex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
 // Hugging Face's punctuation: ASCII punctuation or a Unicode P* character.
 const char* kPunctuation = "[\\p{P}!-/:-@\\[-`{-~]";
 
-json parseJson(const std::string& text, const std::string& source) {
-    try {
-        json j = json::parse(text);
-        if (!j.is_object()) throw Error(source + ": not a JSON object");
-        return j;
-    } catch (const json::exception& e) {
-        std::string what = e.what();
-        if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-        throw Error(source + ": not valid JSON: " + what);
-    }
-}
-
-// Typed fields of an object; a wrong type is one line naming `field`.key.
 std::string textField(const json& o, const char* key, const std::string& fallback, const std::string& field,
                       const std::string& source) {
-    const auto it = o.find(key);
-    if (it == o.end() || it->is_null()) return fallback;
-    if (!it->is_string()) throw Error(source + ": " + field + "." + key + " is not a string");
-    return it->get<std::string>();
+    return Fields::text(o, key, fallback, field, source);
 }
 bool flagField(const json& o, const char* key, bool fallback, const std::string& field, const std::string& source) {
-    const auto it = o.find(key);
-    if (it == o.end() || it->is_null()) return fallback;
-    if (!it->is_boolean()) throw Error(source + ": " + field + "." + key + " is not true or false");
-    return it->get<bool>();
+    return Fields::flag(o, key, fallback, field, source);
 }
 
 // A literal string as a PCRE2 pattern.
@@ -112,7 +91,7 @@ public:
                 fail(field + ".behavior", "is '" + behavior + "'; Isolated and Contiguous are supported");
             }
         } else if (type == "Metaspace") {
-            fail(field, "is Metaspace: a SentencePiece-style tokenizer; put its tokenizer.model in the folder");
+            fail(field, "is Metaspace: a SentencePiece-style tokenizer, not byte-level");
         } else {
             fail(field, "has type '" + type +
                             "', which KV Lens does not run (Split, ByteLevel, Digits, Punctuation, Sequence)");
@@ -154,30 +133,7 @@ bool nfcNormalizer(const json& n, const std::string& field, const std::string& s
         return nfc;
     }
     throw Error(source + ": " + field + " has type '" + type + "', which KV Lens does not apply (NFC is supported)" +
-                (type == "Prepend" || type == "Replace" ? "; a SentencePiece-style tokenizer: put its tokenizer.model in the folder" : ""));
-}
-
-// The first special token a TemplateProcessing's single template starts with, or "".
-std::string leadingSpecial(const json& post) {
-    if (!post.is_object()) return "";
-    const std::string type = post.contains("type") && post["type"].is_string() ? post["type"].get<std::string>() : "";
-    if (type == "Sequence" && post.contains("processors") && post["processors"].is_array()) {
-        for (const json& p : post["processors"]) {
-            const std::string s = leadingSpecial(p);
-            if (!s.empty()) return s;
-        }
-        return "";
-    }
-    if (type != "TemplateProcessing" || !post.contains("single") || !post["single"].is_array() ||
-        post["single"].empty()) {
-        return "";
-    }
-    const json& first = post["single"][0];
-    if (first.is_object() && first.contains("SpecialToken") && first["SpecialToken"].is_object() &&
-        first["SpecialToken"].contains("id") && first["SpecialToken"]["id"].is_string()) {
-        return first["SpecialToken"]["id"].get<std::string>();
-    }
-    return "";
+                (type == "Prepend" || type == "Replace" ? "; a SentencePiece-style tokenizer, not byte-level" : ""));
 }
 
 }  // namespace
@@ -200,7 +156,7 @@ bool HfTokenizerJson::sentencePieceStyle(const std::string& text) {
 }
 
 std::string HfTokenizerJson::describe(const std::string& text) {
-    const json j = parseJson(text, "tokenizer.json");
+    const json j = Fields::parseObject(text, "tokenizer.json");
     PreTokenizerJson pre("tokenizer.json");
     pre.add(j.value("pre_tokenizer", json()), "pre_tokenizer");
     return "byte-level BPE, pre-tokenizer " + pre.describe() +
@@ -209,60 +165,16 @@ std::string HfTokenizerJson::describe(const std::string& text) {
 
 std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, const std::string& source,
                                                      const Extras& extras) {
-    const json j = parseJson(text, source);
+    const json j = Fields::parseObject(text, source);
     auto fail = [&](const std::string& field, const std::string& what) -> void {
         throw Error(source + ": " + field + " " + what);
     };
-    const auto modelIt = j.find("model");
-    if (modelIt == j.end() || !modelIt->is_object()) fail("model", "is missing");
-    const json& model = *modelIt;
-    const std::string type = textField(model, "type", "BPE", "model", source);
-    if (type != "BPE") {
-        fail("model.type", "is '" + type + "'; KV Lens reads byte-level BPE tokenizer.json files" +
-                               (type == "Unigram" ? " (and SentencePiece ones through tokenizer.model)" : ""));
-    }
+    const json& model = Fields::bpeModel(j, source);
     if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean() && model["byte_fallback"].get<bool>()) {
-        fail("model.byte_fallback", "is true: a SentencePiece-style BPE; KV Lens reads its tokenizer.model");
+        fail("model.byte_fallback", "is true: a SentencePiece-style BPE, not byte-level");
     }
-    if (model.contains("dropout") && !model["dropout"].is_null()) fail("model.dropout", "is set; BPE dropout is not supported");
-    for (const char* f : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-        if (model.contains(f) && model[f].is_string() && !model[f].get<std::string>().empty()) {
-            fail(std::string("model.") + f, "is set; KV Lens reads byte-level BPE without affixes");
-        }
-    }
-    const auto vocabIt = model.find("vocab");
-    if (vocabIt == model.end() || !vocabIt->is_object()) fail("model.vocab", "is missing or not an object");
-
-    // Ids of the vocabulary and of the added tokens.
-    std::map<int64_t, std::pair<std::string, LlamaTokenType>> byId;
-    auto checkId = [&](const json& id, const std::string& field) -> int64_t {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxVocab) {
-            fail(field, "is not a token id below " + std::to_string(kMaxVocab) + ": " + id.dump());
-        }
-        return id.get<int64_t>();
-    };
-    // Hugging Face's loader refuses an empty vocabulary (every text would be BOS alone).
-    if (vocabIt->empty()) fail("model.vocab", "is empty");
-    for (auto it = vocabIt->begin(); it != vocabIt->end(); ++it) {
-        const int64_t id = checkId(it.value(), "model.vocab entry " + quotedText(it.key()));
-        if (!byId.emplace(id, std::make_pair(it.key(), LlamaTokenType::Normal)).second) {
-            fail("model.vocab", "gives id " + std::to_string(id) + " to both " + quotedText(byId[id].first) + " and " + quotedText(it.key()));
-        }
-    }
-    if (const auto added = j.find("added_tokens"); added != j.end() && !added->is_null()) {
-        if (!added->is_array()) fail("added_tokens", "is not a list");
-        for (size_t i = 0; i < added->size(); ++i) {
-            const json& a = (*added)[i];
-            const std::string field = "added_tokens[" + std::to_string(i) + "]";
-            if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["content"].is_string()) {
-                fail(field, "has no id and content");
-            }
-            const int64_t id = checkId(a["id"], field + ".id");
-            const bool special = flagField(a, "special", false, field, source);
-            byId[id] = {a["content"].get<std::string>(), special ? LlamaTokenType::Control : LlamaTokenType::UserDefined};
-        }
-    }
-    if (byId.empty()) fail("model.vocab", "is empty");
+    const Fields::Vocabulary vocabulary = Fields::vocabulary(j, model, source);
+    const auto& byId = vocabulary.byId;
 
     BpeVocab v;
     const int64_t n = std::max<int64_t>(byId.rbegin()->first + 1, extras.vocabSize);
@@ -273,50 +185,15 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
         v.tokens[size_t(id)] = entry.first;
         v.types[size_t(id)] = entry.second;
     }
-
-    const auto mergesIt = model.find("merges");
-    if (mergesIt == model.end() || !mergesIt->is_array()) fail("model.merges", "is missing or not a list");
-    v.merges.reserve(mergesIt->size());
-    // Each merge's two parts and what they make are tokens of model.vocab, as Hugging
-    // Face's BPE loader demands (MergeTokenOutOfVocabulary): a merge into an unknown token
-    // would change how words split.
-    for (size_t i = 0; i < mergesIt->size(); ++i) {
-        const json& m = (*mergesIt)[i];
-        const std::string field = "model.merges[" + std::to_string(i) + "]";
-        std::string a, b;
-        if (m.is_string()) {
-            const std::string text = m.get<std::string>();
-            const size_t space = text.find(' ');
-            if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) {
-                fail(field, quotedText(text) + " is not two tokens parted by one space");
-            }
-            a = text.substr(0, space);
-            b = text.substr(space + 1);
-        } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-            a = m[0].get<std::string>();
-            b = m[1].get<std::string>();
-        } else {
-            fail(field, "is neither \"a b\" nor [\"a\", \"b\"]");
-        }
-        for (const std::string& token : {a, b, a + b}) {
-            if (!vocabIt->contains(token)) {
-                fail(field, "(" + quotedText(a) + " + " + quotedText(b) + ") needs " + quotedText(token) +
-                                ", which is not in model.vocab");
-            }
-        }
-        v.merges.push_back(a + " " + b);
-    }
+    for (const auto& [a, b] : Fields::merges(model, source)) v.merges.push_back(a + " " + b);
 
     v.nfc = nfcNormalizer(j.value("normalizer", json()), "normalizer", source);
     PreTokenizerJson pre(source);
     pre.add(j.value("pre_tokenizer", json()), "pre_tokenizer");
     const bool ignoreMerges = flagField(model, "ignore_merges", false, "model", source);
 
-    auto idOf = [&](const std::string& token, const std::string& field) -> int32_t {
-        if (token.empty()) return -1;
-        for (auto& [id, entry] : byId)
-            if (entry.first == token) return static_cast<int32_t>(id);
-        throw Error(source + ": " + field + " " + quotedText(token) + " is not in the vocabulary");
+    auto idOf = [&](const std::string& token, const std::string& field) {
+        return Fields::idOf(vocabulary, token, field, source);
     };
     v.bosId = idOf(extras.bosToken, "tokenizer_config.json's bos_token");
     v.eosId = idOf(extras.eosToken, "tokenizer_config.json's eos_token");
@@ -328,7 +205,7 @@ std::unique_ptr<BpeTokenizer> HfTokenizerJson::parse(const std::string& text, co
         v.endIds.push_back(id);
     }
     if (v.eosId < 0 && !extras.endIds.empty()) v.eosId = extras.endIds[0];
-    const std::string lead = leadingSpecial(j.value("post_processor", json()));
+    const std::string lead = Fields::leadingSpecial(j.value("post_processor", json()));
     if (!lead.empty() && v.bosId < 0) v.bosId = idOf(lead, "post_processor's special token");
     v.addBos = extras.addBos >= 0 ? extras.addBos : !lead.empty() ? 1 : 0;
     v.preTokenizer = PreTokenizer::fromSteps(source, pre.steps(), ignoreMerges, v.addBos == 1);

@@ -10,9 +10,9 @@
 // Steps after a ByteLevel step match each piece's byte-level spelling, as
 // Hugging Face runs them (Falcon's Digits see "½" as 'Â' '½').
 //
-// Anything else (a SentencePiece-style model with byte_fallback or Metaspace, a
-// WordPiece model, an unknown component or behaviour) is one line naming the
-// file and the field.
+// Anything else (a SentencePiece-style model with byte_fallback or Metaspace,
+// which HfSentencePieceJson reads; a WordPiece model, an unknown component or
+// behaviour) is one line naming the file and the field.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +38,8 @@ public:
     static std::unique_ptr<BpeTokenizer> parse(const std::string& text, const std::string& source,
                                                const Extras& extras);
     // Whether tokenizer.json's model is SentencePiece-style BPE (byte_fallback, or a
-    // Metaspace pre-tokenizer / Replace normalizer): then tokenizer.model is read.
+    // Metaspace pre-tokenizer / Prepend normalizer): then HfSentencePieceJson reads
+    // it, or the folder's tokenizer.model when it has one.
     static bool sentencePieceStyle(const std::string& text);
     // "byte-level BPE, pre-tokenizer: Split, ByteLevel" for `kvlens info`.
     static std::string describe(const std::string& text);

@@ -7,7 +7,7 @@ namespace kvlens {
 
 std::vector<SpecialTokenSplit::Fragment> SpecialTokenSplit::split(
     std::string_view text, const std::vector<int32_t>& ids, const std::vector<std::string>& texts,
-    const std::vector<bool>& rstrip) {
+    const std::vector<bool>& rstrip, const std::vector<bool>& lstrip) {
     std::vector<Fragment> fragments{{0, text.size(), -1}};
     for (int32_t id : ids) {
         const std::string& needle = texts[size_t(id)];
@@ -25,7 +25,11 @@ std::vector<SpecialTokenSplit::Fragment> SpecialTokenSplit::split(
             while (true) {
                 const size_t hit = area.find(needle, pos);
                 if (hit == std::string_view::npos) break;
-                if (hit > pos) next.push_back(Fragment{pos, hit - pos, -1});
+                size_t before = hit;
+                if (size_t(id) < lstrip.size() && lstrip[size_t(id)]) {
+                    while (before > pos && std::isspace(static_cast<unsigned char>(text[before - 1]))) --before;
+                }
+                if (before > pos) next.push_back(Fragment{pos, before - pos, -1});
                 next.push_back(Fragment{hit, needle.size(), id});
                 pos = hit + needle.size();
                 if (size_t(id) < rstrip.size() && rstrip[size_t(id)]) {

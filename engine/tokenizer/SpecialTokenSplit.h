@@ -18,11 +18,12 @@ public:
         int32_t token = -1;  // -1: text to tokenize
     };
     // `ids` are the tokens to cut out, longest text first; `texts` all token
-    // texts. Whitespace after a token whose `rstrip` entry is set is dropped
-    // (the tokens' rstrip attribute; empty: none has it).
+    // texts. Whitespace after a token whose `rstrip` entry is set is dropped,
+    // and before one whose `lstrip` entry is (the tokens' rstrip and lstrip
+    // attributes; empty: none has it).
     static std::vector<Fragment> split(std::string_view text, const std::vector<int32_t>& ids,
                                        const std::vector<std::string>& texts,
-                                       const std::vector<bool>& rstrip = {});
+                                       const std::vector<bool>& rstrip = {}, const std::vector<bool>& lstrip = {});
 };
 
 }  // namespace kvlens

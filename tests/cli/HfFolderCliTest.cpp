@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/CliHarness.h"
@@ -122,6 +123,37 @@ TEST(HfFolderCli, ATokenizerOnlyFolderTokenizesAndDescribesButDoesNotRun) {
                                  {dir + ": no weights (model.safetensors or model.safetensors.index.json) to run; "
                                         "kvlens tokenize and kvlens info read a tokenizer-only folder"});
     }
+}
+
+TEST(HfFolderCli, ASentencePieceTokenizerJsonAloneTokenizesAsHuggingFace) {
+    // Llama 2's vocabulary as its repository ships it when there is no tokenizer.model:
+    // config.json, tokenizer.json (normalizer Prepend + Replace, byte fallback), tokenizer_config.json.
+    const std::string vocab = std::string(KVLENS_SHARED_DIR) + "/testdata/vocab/ggml-vocab-llama-spm.gguf";
+    if (!fs::exists(vocab)) GTEST_SKIP() << "needs " << vocab;
+    const std::string dir = test::testOutputPath("cli_hf_spm_json");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    json config = json::parse(std::ifstream(llama3().dir + "/config.json"));
+    config["vocab_size"] = 32000;
+    config["bos_token_id"] = 1;
+    config["eos_token_id"] = 2;
+    test::writeText(dir + "/config.json", config.dump());
+    test::writeText(dir + "/tokenizer.json", test::sentencePieceTokenizerJsonFromGguf(GgufFile(vocab)));
+    test::writeText(dir + "/tokenizer_config.json", R"({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": true})");
+    // Hugging Face's ids for " Hello world" (ggml-vocab-llama-spm.gguf.out), after BOS.
+    const test::CliResult t = runKvlens("tokenize --json --model " + dir + " --prompt ' Hello world'");
+    ASSERT_EQ(t.exitCode, 0) << t.err;
+    EXPECT_EQ(json::parse(t.out)["token_ids"], json::parse("[1, 29871, 15043, 3186]"));
+    const test::CliResult info = runKvlens("info --model " + dir);
+    ASSERT_EQ(info.exitCode, 0) << info.err;
+    EXPECT_NE(info.out.find("tokenizer.json (SentencePiece-style BPE, normalizer Prepend, Replace, pre-tokenizer none, byte fallback)"),
+              std::string::npos) << info.out;
+    // A field KV Lens does not run is one line naming the file and the field.
+    json bad = json::parse(std::ifstream(dir + "/tokenizer.json"));
+    bad["pre_tokenizer"] = {{"type", "Metaspace"}, {"prepend_scheme", "sometimes"}};
+    test::writeText(dir + "/tokenizer.json", bad.dump());
+    test::expectOneLineError(runKvlens("tokenize --model " + dir + " --prompt hi"),
+                             {dir + "/tokenizer.json: pre_tokenizer.prepend_scheme is 'sometimes'; one of first, always, never"});
 }
 
 TEST(HfFolderCli, BadFoldersAreOneLine) {

@@ -139,6 +139,28 @@ TEST(HfFolder, Qwen3WithASentencePieceTokenizerEqualsItsGguf) {
     expectSameModel(gguf, dir, "the cat the a cat that hat", 1e-4);
 }
 
+// A folder with a SentencePiece-style tokenizer.json and no tokenizer.model (many Llama 2,
+// Mistral and Gemma repositories ship only that): read from the JSON, the same ids and logits.
+TEST(HfFolder, ATokenizerJsonOnlySentencePieceFolderEqualsItsGguf) {
+    test::TinyModelShape s;
+    s.embed = 64;
+    s.heads = 4;
+    s.kvHeads = 2;
+    s.ffn = 96;
+    test::TinyModelFile m = test::makeTinyModelFile(s);
+    const std::string gguf = test::testOutputPath("hf_spm_json.gguf");
+    m.builder.writeFile(gguf);
+    const std::string dir = test::testOutputPath("hf_spm_json");
+    fs::remove_all(dir);
+    test::HfWriteOptions o;
+    o.sentencePieceJson = true;
+    test::writeHfFolder(GgufFile(gguf), dir, o);
+    EXPECT_FALSE(fs::exists(dir + "/tokenizer.model"));
+    EXPECT_EQ(HfFolder(dir).tokenizerDescription(),
+              "tokenizer.json (SentencePiece-style BPE, normalizer Prepend, Replace, pre-tokenizer none, byte fallback)");
+    expectSameModel(gguf, dir, "the cat the a cat that hat", 1e-4);
+}
+
 TEST(HfFolder, InfoFieldsAndChatTemplate) {
     const GgufFile src(dataFile("tiny-llama3-Q4_K_M.gguf"));
     const std::string dir = test::testOutputPath("hf_llama3_info");
@@ -297,7 +319,7 @@ TEST(HfFolder, BadFoldersAreOneLineEach) {
 
     dir = brokenCopy("bad_tokenizer_json");
     std::ofstream(dir + "/tokenizer.json") << "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {}}}";
-    EXPECT_EQ(loadError(dir), dir + "/tokenizer.json: model.type is 'WordPiece'; KV Lens reads byte-level BPE tokenizer.json files");
+    EXPECT_EQ(loadError(dir), dir + "/tokenizer.json: model.type is 'WordPiece'; KV Lens reads BPE tokenizer.json files");
 }
 
 }  // namespace

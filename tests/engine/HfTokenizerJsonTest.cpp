@@ -133,10 +133,10 @@ TEST(HfTokenizerJson, WhatKvLensDoesNotRunIsOneLineNamingTheField) {
     EXPECT_EQ(errorOf([] { HfTokenizerJson::parse("{", "t/tokenizer.json", {}); }).rfind("t/tokenizer.json: not valid JSON: ", 0), 0u);
     EXPECT_EQ(err([](json& j) { j.erase("model"); }), "t/tokenizer.json: model is missing");
     EXPECT_EQ(err([](json& j) { j["model"]["type"] = "Unigram"; }),
-              "t/tokenizer.json: model.type is 'Unigram'; KV Lens reads byte-level BPE tokenizer.json files (and "
-              "SentencePiece ones through tokenizer.model)");
+              "t/tokenizer.json: model.type is 'Unigram'; KV Lens reads BPE tokenizer.json files (a Unigram model "
+              "through its tokenizer.model)");
     EXPECT_EQ(err([](json& j) { j["model"]["byte_fallback"] = true; }),
-              "t/tokenizer.json: model.byte_fallback is true: a SentencePiece-style BPE; KV Lens reads its tokenizer.model");
+              "t/tokenizer.json: model.byte_fallback is true: a SentencePiece-style BPE, not byte-level");
     EXPECT_EQ(err([](json& j) { j["model"]["dropout"] = 0.1; }), "t/tokenizer.json: model.dropout is set; BPE dropout is not supported");
     EXPECT_EQ(err([](json& j) { j["model"]["vocab"]["dup"] = 256; }),
               "t/tokenizer.json: model.vocab gives id 256 to both 'dup' and '\xc4\xa0t'");
@@ -163,7 +163,7 @@ TEST(HfTokenizerJson, WhatKvLensDoesNotRunIsOneLineNamingTheField) {
               "t/tokenizer.json: pre_tokenizer has type 'Whitespace', which KV Lens does not run (Split, ByteLevel, "
               "Digits, Punctuation, Sequence)");
     EXPECT_EQ(err([](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }),
-              "t/tokenizer.json: pre_tokenizer is Metaspace: a SentencePiece-style tokenizer; put its tokenizer.model in the folder");
+              "t/tokenizer.json: pre_tokenizer is Metaspace: a SentencePiece-style tokenizer, not byte-level");
     EXPECT_EQ(err([](json& j) {
                   j["pre_tokenizer"] = {{"type", "Sequence"},
                                         {"pretokenizers", json::array({{{"type", "Split"},

@@ -4,7 +4,10 @@
 // Hugging Face's token ids for their 43-46 texts, exactly: read from the GGUF
 // file, and written out as a Hugging Face folder would hold the vocabulary
 // (HfFolderWriter: tokenizer.json with the family's own pre_tokenizer, or a
-// SentencePiece tokenizer.model run by libsentencepiece).
+// SentencePiece tokenizer.model run by libsentencepiece). The two SentencePiece
+// vocabularies also as tokenizer.json alone (transformers' LlamaConverter
+// layout, read by HfSentencePieceJson): Hugging Face's ids again, and hard
+// texts tokenized exactly as libsentencepiece tokenizes them from the model file.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,7 +16,9 @@
 #include <vector>
 
 #include "engine/gguf/GgufFile.h"
+#include "engine/hf/HfSentencePieceJson.h"
 #include "engine/hf/HfTokenizerJson.h"
+#include "engine/tokenizer/LlamaTokenizer.h"
 #include "engine/tokenizer/GgufTokenizer.h"
 #include "engine/tokenizer/SentencePieceTokenizer.h"
 #include "support/HfFolderWriter.h"
@@ -109,6 +114,54 @@ INSTANTIATE_TEST_SUITE_P(Vocabularies, VocabParity,
                              for (char& ch : n)
                                  if (ch == '-') ch = '_';
                              return n;
+                         });
+
+class SentencePieceJsonParity : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SentencePieceJsonParity, EveryHuggingFaceCaseFromTokenizerJsonAlone) {
+    const std::string name = std::string("ggml-vocab-") + GetParam() + ".gguf";
+    if (!std::ifstream(vocabDir() + name).good()) GTEST_SKIP() << "needs ../shared/testdata/vocab/" << name;
+    GgufFile file(vocabDir() + name);
+    HfTokenizerJson::Extras extras;
+    extras.addBos = 0;
+    const auto t = HfSentencePieceJson::parse(test::sentencePieceTokenizerJsonFromGguf(file),
+                                              name + " as tokenizer.json", extras);
+    expectEveryCase(name, *t, "tokenizer.json alone");
+}
+
+TEST_P(SentencePieceJsonParity, HardTextsEqualLibsentencepieceOnTheSameModel) {
+    const std::string name = std::string("ggml-vocab-") + GetParam() + ".gguf";
+    if (!std::ifstream(vocabDir() + name).good()) GTEST_SKIP() << "needs ../shared/testdata/vocab/" << name;
+    GgufFile file(vocabDir() + name);
+    const auto json = HfSentencePieceJson::parse(test::sentencePieceTokenizerJsonFromGguf(file), name + " as tokenizer.json", {});
+    const SentencePieceTokenizer model(test::sentencePieceModelFromGguf(file), name + " as tokenizer.model", {});
+    const std::vector<std::string> texts = {
+        "   three leading spaces", "several     spaces   between  words ", " ", "  ", "\n", "a\n\nb\r\n\tc",
+        "trailing newline\n", "emoji 🦙🚀👍🏽 and 👨‍👩‍👧", "rare CJK 𠀀𪚥龘 and 龘龘", "mixed Ελληνικά русский עברית",
+        "zero\u200bwidth and nbsp\u00a0here", "12345 67.89 -0.5e10", "x", "▁ the marker itself ▁▁",
+        "<s> and </s> and <unk> as plain text", "bytes \x7f and \x01 controls"};
+    for (const std::string& text : texts) {
+        for (bool bos : {false, true}) {
+            EXPECT_EQ(json->encode(text, bos), model.encode(text, bos)) << name << ": '" << text << "' bos " << bos;
+        }
+        // Decoding gives the text back, but for '▁' itself, which decodes as a space (as in Hugging Face).
+        if (text.find("\xE2\x96\x81") == std::string::npos) {
+            EXPECT_EQ(json->decode(json->encode(text, true)), text) << name << ": '" << text << "'";
+        }
+    }
+    // Control tokens read with --special: each text run after one gets its own '▁' (the
+    // legacy behaviour), as llama.cpp's tokenizer of the GGUF file does; Phi-3's end-of-turn
+    // tokens also drop the whitespace after them.
+    const auto gguf = LlamaTokenizer::fromGguf(file);
+    for (const std::string& text : {std::string("Hello</s> world<s>x<unk>y"),
+                                    std::string("<|user|>\n  hi<|end|>\n<|assistant|> there<|endoftext|> end")}) {
+        EXPECT_EQ(json->encode(text, true, true), gguf->encode(text, true, true)) << name << ": '" << text << "'";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(SentencePieceVocabularies, SentencePieceJsonParity, ::testing::Values("llama-spm", "phi-3"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                             return std::string(info.param) == "phi-3" ? std::string("phi_3") : std::string("llama_spm");
                          });
 
 }  // namespace

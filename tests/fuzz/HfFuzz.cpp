@@ -1,6 +1,6 @@
 // Mutation fuzzer for what a Hugging Face folder feeds the engine before any
 // weight is used: safetensors headers (SafetensorsFile), config.json (HfConfig)
-// and tokenizer.json (HfTokenizerJson, then a few encodes). Valid seeds are
+// and tokenizer.json (HfTokenizerJson and HfSentencePieceJson, then a few encodes). Valid seeds are
 // corrupted byte- and token-wise; anything but a clean one-line kvlens::Error
 // (or success) fails the run. Built with ASan/UBSan, so an out-of-bounds read
 // or an overflow aborts it too. Deterministic for a given --seed; --verbose
@@ -18,6 +18,7 @@
 
 #include "core/Error.h"
 #include "engine/hf/HfConfig.h"
+#include "engine/hf/HfSentencePieceJson.h"
 #include "engine/hf/HfTokenizerJson.h"
 #include "engine/hf/SafetensorsFile.h"
 #include "support/HfFolderWriter.h"
@@ -65,6 +66,33 @@ std::string tokenizerSeed() {
            vocab + R"(}, "merges": ["\u0120 t", ["h", "e"], "\u0120t he"]}})";
 }
 
+// A small SentencePiece-style tokenizer.json: every step KV Lens runs, byte tokens, added tokens.
+std::string sentencePieceSeed() {
+    std::string vocab = R"("<unk>": 0, "<s>": 1, "</s>": 2)";
+    int id = 3;
+    auto add = [&](const std::string& t) { vocab += ", \"" + t + "\": " + std::to_string(id++); };
+    for (const char* t : {"\u2581", "a", "b", "c", "x", "\u2581a", "ab", "\u2581ab", "bc"}) add(t);
+    char buf[16];
+    for (int b = 0; b < 256; ++b) {
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        add(buf);
+    }
+    return std::string(R"({"version": "1.0", "added_tokens": [{"id": 0, "content": "<unk>", "special": true},
+ {"id": 1, "content": "<s>", "special": true}, {"id": 2, "content": "</s>", "special": true, "rstrip": true},
+ {"id": 300, "content": "<t>", "special": false, "lstrip": true, "normalized": true}],
+ "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+ {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}, {"type": "NFC"}]},
+ "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Metaspace", "replacement": "\u2581",
+ "prepend_scheme": "first", "split": true}, {"type": "Split", "pattern": {"String": "x"}, "behavior": "MergedWithNext",
+ "invert": false}]},
+ "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+ {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+ "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+ {"Sequence": {"id": "A", "type_id": 0}}]},
+ "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true, "vocab": {)") +
+           vocab + R"(}, "merges": ["a b", "\u2581 a", "\u2581a b", ["b", "c"]]}})";
+}
+
 std::vector<uint8_t> safetensorsSeed() {
     std::vector<float> v(64);
     for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * 0.25f - 3.0f;
@@ -99,12 +127,13 @@ int main(int argc, char** argv) {
     const std::vector<uint8_t> st = safetensorsSeed();
     const std::string stSeed(st.begin(), st.end());
     const std::vector<std::string> configs = {kConfig, kQwenConfig};
-    const std::string tok = tokenizerSeed();
+    const std::string tok = tokenizerSeed(), spm = sentencePieceSeed();
     // The seeds themselves must parse.
     try {
         kvlens::SafetensorsFile f(st, "seed.safetensors");
         for (const std::string& c : configs) kvlens::HfConfig::parse(c, "seed/config.json");
         kvlens::HfTokenizerJson::parse(tok, "seed/tokenizer.json", {});
+        kvlens::HfSentencePieceJson::parse(spm, "seed/tokenizer.json", {});
     } catch (const std::exception& e) {
         std::fprintf(stderr, "a seed does not parse: %s\n", e.what());
         return 1;
@@ -112,8 +141,8 @@ int main(int argc, char** argv) {
     kvlens::test::FuzzMutator mut(seed);
     uint64_t accepted = 0, rejected = 0;
     for (uint64_t it = 0; it < iterations; ++it) {
-        const size_t kind = it % 3;
-        std::string input = kind == 0 ? stSeed : kind == 1 ? configs[mut.below(configs.size())] : tok;
+        const size_t kind = it % 4;
+        std::string input = kind == 0 ? stSeed : kind == 1 ? configs[mut.below(configs.size())] : kind == 2 ? tok : spm;
         mut.mutate(input);
         if (verbose) std::printf("iteration %llu kind %zu (%zu bytes)\n", (unsigned long long)it, kind, input.size());
         try {
@@ -124,6 +153,14 @@ int main(int argc, char** argv) {
                     for (uint64_t b = t.begin; b < t.end; ++b) sum = sum + f.data(t)[b - t.begin];
             } else if (kind == 1) {
                 kvlens::HfConfig::parse(input, "fuzz/config.json");
+            } else if (kind == 3) {
+                kvlens::HfTokenizerJson::Extras extras;
+                extras.vocabSize = 320;
+                const auto t = kvlens::HfSentencePieceJson::parse(input, "fuzz/tokenizer.json", extras);
+                for (const char* text : {"ab abc <t> x xa  b", " na\u00efve </s>  caf\u00e9 \xF0\x9F\xA6\x99", ""}) {
+                    const std::vector<int32_t> ids = t->encode(text, true, true);
+                    (void)t->decode(ids);
+                }
             } else {
                 kvlens::HfTokenizerJson::Extras extras;
                 extras.vocabSize = 300;

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -220,6 +222,89 @@ std::string tokenizerJsonFromGguf(const GgufFile& g) {
     return j.dump();
 }
 
+std::string sentencePieceTokenizerJsonFromGguf(const GgufFile& g, SentencePieceJsonStyle style) {
+    const std::vector<std::string> tokens = g.getStringArray("tokenizer.ggml.tokens");
+    const std::vector<double> scores = g.getNumberArray("tokenizer.ggml.scores");
+    const std::vector<double> types = g.getNumberArray("tokenizer.ggml.token_type");
+    size_t n = 0;  // the model's own pieces, as in sentencePieceModelFromGguf
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (types[i] == 1 || types[i] == 6) n = i + 1;
+    std::map<std::string, int64_t> ids;
+    json vocab = json::object();
+    for (size_t i = 0; i < n; ++i) {
+        vocab[tokens[i]] = i;
+        ids.emplace(tokens[i], int64_t(i));
+    }
+    // SentencePieceExtractor: each piece split in two pieces at every character,
+    // a piece's splits by the ids of their parts, then all by score, highest first (stable).
+    struct Merge {
+        std::string left, right;
+        double score;
+    };
+    std::vector<Merge> merges;
+    for (size_t i = 0; i < n; ++i) {
+        const std::string& piece = tokens[i];
+        std::vector<Merge> local;
+        for (size_t at = 1; at < piece.size(); ++at) {
+            if ((static_cast<unsigned char>(piece[at]) & 0xC0) == 0x80) continue;  // inside a character
+            const auto l = ids.find(piece.substr(0, at)), r = ids.find(piece.substr(at));
+            if (l != ids.end() && r != ids.end()) local.push_back({l->first, r->first, scores[i]});
+        }
+        std::stable_sort(local.begin(), local.end(), [&](const Merge& x, const Merge& y) {
+            return std::make_pair(ids[x.left], ids[x.right]) < std::make_pair(ids[y.left], ids[y.right]);
+        });
+        merges.insert(merges.end(), local.begin(), local.end());
+    }
+    std::stable_sort(merges.begin(), merges.end(), [](const Merge& x, const Merge& y) { return x.score > y.score; });
+    json mergeList = json::array();
+    for (const Merge& m : merges) mergeList.push_back(json::array({m.left, m.right}));
+
+    std::string name = g.getStringOr("general.name", "") + g.getStringOr("general.architecture", "");
+    for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const bool phi3 = name.find("phi3") != std::string::npos || name.find("phi-3") != std::string::npos;
+    json added = json::array();
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const int type = static_cast<int>(types[i]);
+        if (type != 2 && type != 3 && type != 4 && type != 5) continue;
+        const bool special = type != 4;
+        // Phi-3's file: every added token but these three strips the whitespace after it.
+        const bool rstrip = phi3 && type != 5 && tokens[i] != "<unk>" && tokens[i] != "<s>" && tokens[i] != "<|endoftext|>";
+        added.push_back({{"id", i}, {"content", tokens[i]}, {"single_word", false}, {"lstrip", false},
+                         {"rstrip", rstrip}, {"normalized", false}, {"special", special}});
+    }
+    const int64_t unk = idOr(g, "tokenizer.ggml.unknown_token_id");
+    json model = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", unk >= 0 ? json(tokens[size_t(unk)]) : json(nullptr)},
+                  {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
+                  {"byte_fallback", true}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", mergeList}};
+    auto replace = [](const std::string& from, const std::string& to) {
+        return json{{"type", "Replace"}, {"pattern", {{"String", from}}}, {"content", to}};
+    };
+    const std::string marker = "\xE2\x96\x81";
+    json j = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added}, {"model", model}};
+    if (style == SentencePieceJsonStyle::Legacy) {
+        j["normalizer"] = {{"type", "Sequence"},
+                           {"normalizers", json::array({json{{"type", "Prepend"}, {"prepend", marker}}, replace(" ", marker)})}};
+        j["pre_tokenizer"] = nullptr;
+        j["decoder"] = {{"type", "Sequence"},
+                        {"decoders", json::array({replace(marker, " "), json{{"type", "ByteFallback"}}, json{{"type", "Fuse"}},
+                                                  json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+    } else {
+        const json metaspace = {{"type", "Metaspace"}, {"replacement", marker}, {"prepend_scheme", "first"}, {"split", false}};
+        j["normalizer"] = nullptr;
+        j["pre_tokenizer"] = metaspace;
+        j["decoder"] = metaspace;
+    }
+    const int64_t bos = idOr(g, "tokenizer.ggml.bos_token_id");
+    if (bos >= 0) {
+        json special = json::object();
+        special["SpecialToken"] = {{"id", tokens[size_t(bos)]}, {"type_id", 0}};
+        json sequenceA = json::object();
+        sequenceA["Sequence"] = {{"id", "A"}, {"type_id", 0}};
+        j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", json::array({special, sequenceA})}};
+    }
+    return j.dump();
+}
+
 std::string sentencePieceModelFromGguf(const GgufFile& g) {
     const std::vector<std::string> tokens = g.getStringArray("tokenizer.ggml.tokens");
     const std::vector<double> scores = g.getNumberArray("tokenizer.ggml.scores");
@@ -357,6 +442,8 @@ void writeHfFolder(const GgufFile& g, const std::string& dir, const HfWriteOptio
     if (g.has("tokenizer.chat_template")) tokConfig["chat_template"] = g.getString("tokenizer.chat_template");
     if (kind == "gpt2") {
         writeText(dir + "/tokenizer.json", tokenizerJsonFromGguf(g));
+    } else if (o.sentencePieceJson) {
+        writeText(dir + "/tokenizer.json", sentencePieceTokenizerJsonFromGguf(g));
     } else if (o.sentencePiece) {
         const std::string proto = sentencePieceModelFromGguf(g);
         writeBytes(dir + "/tokenizer.model", std::vector<uint8_t>(proto.begin(), proto.end()));

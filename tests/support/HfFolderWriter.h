@@ -45,6 +45,7 @@ struct HfWriteOptions {
     std::string dtype = "F32";  // of the weights
     int shards = 1;             // >1: model-0000i-of-0000n.safetensors with an index
     bool sentencePiece = false; // a `llama` vocabulary as tokenizer.model (else no tokenizer written for it)
+    bool sentencePieceJson = false;  // a `llama` vocabulary as tokenizer.json alone (the legacy form)
     Llama3Rope llama3;
 };
 
@@ -55,6 +56,17 @@ void writeHfFolder(const kvlens::GgufFile& gguf, const std::string& dir, const H
 // tokenizer.json for a `gpt2` GGUF vocabulary, with the pre_tokenizer and
 // normalizer the model family's own tokenizer.json has (by tokenizer.ggml.pre).
 std::string tokenizerJsonFromGguf(const kvlens::GgufFile& gguf);
+// tokenizer.json for a `llama` GGUF vocabulary as transformers' LlamaConverter
+// writes it: model.vocab the SentencePiece pieces, merges from them as its
+// SentencePieceExtractor makes them (each piece's splits into two pieces,
+// ordered by the piece's score), byte_fallback, <unk> with fuse_unk, the
+// control and user-defined tokens as added_tokens (Phi-3's rstrip as its own
+// file sets it). Legacy: normalizer Prepend '▁' + Replace ' ' -> '▁' and the
+// Strip decoder (Llama 2's file); Metaspace: the Metaspace pre-tokenizer with
+// prepend_scheme "first" (legacy = false).
+enum class SentencePieceJsonStyle { Legacy, Metaspace };
+std::string sentencePieceTokenizerJsonFromGguf(const kvlens::GgufFile& gguf,
+                                               SentencePieceJsonStyle style = SentencePieceJsonStyle::Legacy);
 // A serialised SentencePiece ModelProto (BPE, byte fallback, identity
 // normalisation, dummy prefix) for a `llama` GGUF vocabulary.
 std::string sentencePieceModelFromGguf(const kvlens::GgufFile& gguf);

@@ -23,10 +23,13 @@ int runGenerate(const std::vector<std::string>& argv) {
             "usage: kvlens generate [--model M] (--prompt TEXT | --prompt-file PATH) [-n N]\n"
             "       [--temperature T] [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--no-bos] [--special]\n"
             "       [--chat [--system TEXT]]\n"
-            "       [--dtype auto|f32|bf16] [--device cpu|cuda] [--threads N] [--json]\n"
+            "       [--dtype auto|f32|bf16] [--device cpu|cuda] [--threads N] [--sliding-window apply|ignore] [--json]\n"
             "  greedy (argmax, ties to the lowest id) unless --temperature > 0; stops at EOS\n"
             "  unless --ignore-eos, after N tokens (default 64), or at the model's context.\n"
-            "  --json prints {\"prompt_token_ids\", \"generated_token_ids\", \"text\"} only.\n",
+            "  --json prints {\"prompt_token_ids\", \"generated_token_ids\", \"text\"} only.\n"
+            "  --sliding-window apply|ignore: a model's sliding window (Phi-3, Mistral v0.1) is applied\n"
+            "  here; the compression commands refuse a prompt + N past it (not applied to their scores\n"
+            "  yet); ignore attends over all (as llama.cpp runs Mistral). Every model command takes it.\n",
             stdout);
         return 0;
     }

@@ -104,15 +104,10 @@ int runInfo(const std::vector<std::string>& argv) {
         j["weight_files"] = folder.weightFiles();
         j["tied_embeddings"] = h.tiedEmbeddings;
         j["rope_scaling"] = h.ropeScalingType;
-        j["sliding_window"] = h.slidingWindow;
         j["torch_dtype"] = h.torchDtype;
         j["end_of_generation"] = tok->endOfGeneration();
         j["chat_template"] = folder.chatTemplate().has_value();
         if (!h.ropeScalingType.empty()) notes.push_back("rope scaling  " + h.ropeScalingType);
-        if (h.slidingWindow > 0) {
-            notes.push_back("sliding window " + std::to_string(h.slidingWindow) +
-                            " in config.json, not applied: KV Lens attends over the whole prompt");
-        }
         notes.push_back(std::string("embeddings    ") + (h.tiedEmbeddings ? "tied to the output" : "separate lm_head"));
     } else if (spec.kind == ModelSpec::Kind::Random) {
         c = spec.randomConfig();
@@ -161,6 +156,11 @@ int runInfo(const std::vector<std::string>& argv) {
     j["eos_id"] = eos;
     j["parameters"] = noWeights ? nlohmann::json(nullptr) : nlohmann::json(parameters);
     j["tensor_types"] = types;
+    j["sliding_window"] = c.slidingWindow;
+    if (c.slidingWindow > 0) {
+        notes.push_back("sliding window " + std::to_string(c.slidingWindow) + " tokens on every layer: applied by generate; "
+                        "the compression methods refuse a sequence past it (--sliding-window ignore attends over all)");
+    }
     j["kv_bytes_per_token"] = {{"f32", c.kvBytesPerToken(4)}, {"bf16", c.kvBytesPerToken(2)},
                                {"f16", c.kvBytesPerToken(2)}};
     if (args.has("--json")) {

@@ -18,7 +18,7 @@
 namespace kvlens {
 
 const std::set<std::string>& ModelOptions::flags() {
-    static const std::set<std::string> f = {"--model", "--dtype", "--device", "--threads"};
+    static const std::set<std::string> f = {"--model", "--dtype", "--device", "--threads", "--sliding-window"};
     return f;
 }
 
@@ -30,6 +30,11 @@ ModelOptions ModelOptions::fromCommandLine(const CommandLine& args) {
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     o.threads = static_cast<int>(args.getInt("--threads", hw, 1, 1024));
     at::set_num_threads(o.threads);
+    const std::string window = args.get("--sliding-window", "apply");
+    if (window != "apply" && window != "ignore") {
+        throw Error("--sliding-window '" + window + "': apply or ignore");
+    }
+    o.ignoreSlidingWindow = window == "ignore";
     return o;
 }
 
@@ -38,6 +43,7 @@ LoadedModel ModelOptions::load() const {
     LoadedModel m = loadModel(model, device, dtype,
                               [&](double f, const std::string& what) { bar.update(f, what); });
     bar.finish();
+    if (ignoreSlidingWindow) m.model->ignoreSlidingWindow();
     return m;
 }
 

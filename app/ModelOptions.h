@@ -1,5 +1,6 @@
 // The flags every model-running command shares (--model, --dtype, --device,
-// --threads) and loading the model they name, with progress on stderr.
+// --threads, --sliding-window) and loading the model they name, with progress
+// on stderr.
 #pragma once
 
 #include <functional>
@@ -17,6 +18,10 @@ struct ModelOptions {
     c10::Device device = c10::Device(c10::kCPU);
     c10::ScalarType dtype = c10::kFloat;
     int threads = 0;
+    // --sliding-window apply (the model's window: applied by a full-cache generation,
+    // refused past by the compression methods) or ignore (attend over the whole
+    // sequence, as llama.cpp runs Mistral).
+    bool ignoreSlidingWindow = false;
 
     static const std::set<std::string>& flags();
     // Applies --threads to LibTorch as a side effect.

@@ -28,7 +28,8 @@ struct Arch {
 const Arch kArchs[] = {{"LlamaForCausalLM", "llama", 0, 0, 2048, 0},
                        {"MistralForCausalLM", "mistral", 8, 0, 131072, 4096},
                        {"Qwen2ForCausalLM", "qwen2", 32, 0, 32768, 4096},
-                       {"Qwen3ForCausalLM", "qwen3", 32, 128, 32768, 4096}};
+                       {"Qwen3ForCausalLM", "qwen3", 32, 128, 32768, 4096},
+                       {"Phi3ForCausalLM", "phi3", 0, 0, 4096, 0}};
 
 // Beyond these a file is hostile or broken: a vocabulary of 4M entries, heads of 4096 dims.
 constexpr int64_t kMaxVocab = int64_t(1) << 22;
@@ -206,6 +207,13 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     c.ropeStyle = RopeStyle::Halves;  // Hugging Face's rotate_half layout
     c.qkvBias = c.architecture == "qwen2";
     c.qkNorm = c.architecture == "qwen3";
+    if (c.architecture == "phi3" && f.find("rope_scaling")) {
+        const json& rs = *f.find("rope_scaling");
+        if (rs.is_object() && (rs.value("type", json()) == "su" || rs.value("type", json()) == "longrope" ||
+                               rs.value("rope_type", json()) == "longrope")) {
+            f.fail("rope_scaling", "is Phi-3's LongRoPE (su / longrope), which KV Lens does not implement");
+        }
+    }
     if (f.flagOr("attention_bias", false)) {
         f.fail("attention_bias", "is true: q/k/v/o projection biases of " + h.hfArchitecture +
                                      " are not supported (only Qwen2's q/k/v biases are)");
@@ -280,15 +288,19 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         std::snprintf(shown, sizeof shown, "%g", c.ropeTheta);
         f.fail("rope_theta", std::string("must be above 1 and at most 1e12, is ") + shown);
     }
-    // Sliding-window attention: recorded, not applied (as llama.cpp runs these models).
+    // Sliding-window attention (Mistral and Phi-3 whenever their config sets one, Qwen2/3
+    // with use_sliding_window): KV Lens does not apply it yet, so LlamaModel refuses a
+    // sequence that reaches past it (--sliding-window ignore attends over everything).
     // The field is checked whether or not a window is used.
     (void)f.countOr("sliding_window", 1);
-    const bool windowUsed = c.architecture == "mistral" ? true : f.flagOr("use_sliding_window", false);
+    const bool windowUsed = c.architecture == "mistral" || c.architecture == "phi3" ? true
+                                                                                     : f.flagOr("use_sliding_window", false);
     if (windowUsed) {
         const bool explicitNull = j.contains("sliding_window") && j["sliding_window"].is_null();
         const int64_t w = explicitNull ? 0 : f.countOr("sliding_window", arch->window);
         if (w > 0 && w < c.contextLength) h.slidingWindow = w;
     }
+    c.slidingWindow = h.slidingWindow;
     if (const json* b = f.find("bos_token_id"); b && b->is_array())
         f.fail("bos_token_id", "must be one token id, is a list");
     const std::vector<int32_t> bos = tokenIds(f, "bos_token_id");

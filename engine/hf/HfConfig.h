@@ -25,7 +25,7 @@ struct HfConfig {
     bool tiedEmbeddings = false;
     std::vector<float> ropeFreqFactors;  // rope_scaling llama3: one per rotated pair; else empty
     std::string ropeScalingType;         // "llama3", "linear", "yarn", or empty
-    int64_t slidingWindow = 0;           // 0: none applies (KV Lens attends over the whole prompt)
+    int64_t slidingWindow = 0;           // 0: none (else also in model.slidingWindow, which LlamaModel guards)
     std::string torchDtype;              // torch_dtype / dtype, when given
     int32_t bosId = -1;
     std::vector<int32_t> eosIds;         // eos_token_id (a number or a list)

@@ -142,15 +142,20 @@ ModelWeights HfWeightLoader::load(const HfFolder& folder, c10::Device device, c1
                               ", head_dim=" + std::to_string(c.headDim);
     const std::string ffnWhy = embedWhy + ", intermediate_size=" + std::to_string(c.ffnDim);
 
+    const bool phi3 = c.architecture == "phi3";
     w.tokenEmbedding = loader.matrix({{"model.embed_tokens.weight", {c.vocabSize, E}, vocabWhy}});
     for (int64_t l = 0; l < c.nLayers; ++l) {
         if (progress) progress(double(l) / double(c.nLayers), "loading layer " + std::to_string(l));
         const std::string p = "model.layers." + std::to_string(l) + ".";
         LayerWeights L;
         L.attnNorm = loader.load({p + "input_layernorm.weight", {E}, embedWhy}, true);
-        L.wqkv = loader.matrix({{p + "self_attn.q_proj.weight", {qd, E}, qWhy},
-                                {p + "self_attn.k_proj.weight", {kvd, E}, kvWhy},
-                                {p + "self_attn.v_proj.weight", {kvd, E}, kvWhy}});
+        if (phi3) {  // Phi3ForCausalLM fuses [q | k | v] and [gate | up]
+            L.wqkv = loader.matrix({{p + "self_attn.qkv_proj.weight", {qd + 2 * kvd, E}, qWhy + ", num_key_value_heads=" + std::to_string(c.nKvHeads)}});
+        } else {
+            L.wqkv = loader.matrix({{p + "self_attn.q_proj.weight", {qd, E}, qWhy},
+                                    {p + "self_attn.k_proj.weight", {kvd, E}, kvWhy},
+                                    {p + "self_attn.v_proj.weight", {kvd, E}, kvWhy}});
+        }
         L.wo = loader.matrix({{p + "self_attn.o_proj.weight", {E, qd}, qWhy}});
         if (c.qkvBias) {
             L.bqkv = at::cat({loader.load({p + "self_attn.q_proj.bias", {qd}, qWhy}, false),
@@ -163,8 +168,12 @@ ModelWeights HfWeightLoader::load(const HfFolder& folder, c10::Device device, c1
             L.kNorm = loader.load({p + "self_attn.k_norm.weight", {c.headDim}, headWhy}, true);
         }
         L.ffnNorm = loader.load({p + "post_attention_layernorm.weight", {E}, embedWhy}, true);
-        L.wGateUp = loader.matrix({{p + "mlp.gate_proj.weight", {c.ffnDim, E}, ffnWhy},
-                                   {p + "mlp.up_proj.weight", {c.ffnDim, E}, ffnWhy}});
+        if (phi3) {
+            L.wGateUp = loader.matrix({{p + "mlp.gate_up_proj.weight", {2 * c.ffnDim, E}, ffnWhy + " (gate and up fused)"}});
+        } else {
+            L.wGateUp = loader.matrix({{p + "mlp.gate_proj.weight", {c.ffnDim, E}, ffnWhy},
+                                       {p + "mlp.up_proj.weight", {c.ffnDim, E}, ffnWhy}});
+        }
         L.wDown = loader.matrix({{p + "mlp.down_proj.weight", {E, c.ffnDim}, ffnWhy}});
         w.layers.push_back(std::move(L));
     }

@@ -14,6 +14,7 @@ const std::vector<ArchitectureTraits>& table() {
         {"mistral", RopeStyle::Adjacent, false, false},
         {"qwen2", RopeStyle::Halves, true, false},
         {"qwen3", RopeStyle::Halves, false, true},
+        {"phi3", RopeStyle::Halves, false, false, true, true, true},
     };
     return t;
 }

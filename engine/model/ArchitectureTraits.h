@@ -1,5 +1,6 @@
 // What sets one Llama-family architecture apart, in one table instead of
-// `arch == "qwen2"` branches: RoPE pairing, q/k/v bias, per-head q/k RMSNorm.
+// `arch == "qwen2"` branches: RoPE pairing, q/k/v bias, per-head q/k RMSNorm,
+// fused projections, a sliding window from the file.
 // An architecture not in the table, or a mixture-of-experts file, is refused
 // with one line before any weight is read.
 #pragma once
@@ -13,7 +14,7 @@ class GgufFile;
 
 enum class RopeStyle {
     Adjacent,  // llama.cpp "normal": rotates pairs (x[2i], x[2i+1]) — llama, mistral
-    Halves,    // "neox": rotates pairs (x[i], x[i + n/2]) — qwen2, qwen3
+    Halves,    // "neox": rotates pairs (x[i], x[i + n/2]) — qwen2, qwen3, phi3
 };
 
 struct ArchitectureTraits {
@@ -21,6 +22,9 @@ struct ArchitectureTraits {
     RopeStyle ropeStyle = RopeStyle::Adjacent;
     bool qkvBias = false;  // attn_q/k/v.bias (qwen2)
     bool qkNorm = false;   // attn_q_norm/attn_k_norm: RMSNorm of each head before RoPE (qwen3)
+    bool fusedQkv = false;     // one attn_qkv tensor [q | k | v] (phi3)
+    bool fusedGateUp = false;  // ffn_up holds [gate | up], 2 x feed_forward_length rows (phi3)
+    bool slidingWindow = false;  // attention.sliding_window is applied (phi3, as llama.cpp does)
 
     // Throws kvlens::Error naming the file for an architecture not in the table.
     static const ArchitectureTraits& of(const std::string& architecture, const std::string& file);

@@ -51,6 +51,16 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device dev
     if (device_.is_cuda()) blockBytes_ = 1ll << 30;
 }
 
+void LlamaModel::requireWithinWindow(int64_t tokens) const {
+    const int64_t w = config_.slidingWindow;
+    if (w > 0 && tokens > w) {
+        throw Error(std::to_string(tokens) + " positions reach past the model's sliding window of " + std::to_string(w) +
+                    " tokens: KV Lens applies the window when it generates with the full cache, not yet to the "
+                    "compression methods; --sliding-window ignore attends over the whole sequence (as llama.cpp runs "
+                    "Mistral; not as the model was trained)");
+    }
+}
+
 KvCache LlamaModel::makeCache(int64_t capacity) const {
     return KvCache(config_.nLayers, config_.nKvHeads, config_.headDim, capacity, dtype_, device_);
 }
@@ -66,10 +76,11 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
     const int64_t KV = k.size(0), G = H / KV;
     const double scale = 1.0 / std::sqrt(double(D));
+    const int64_t W = config_.slidingWindow;  // 0: none
 #if TORCH_VERSION_MAJOR >= 2
     // On a GPU, a plain prefill from position 0 (no H2O sums wanted) is one
     // fused causal attention (LibTorch's flash or memory-efficient kernels).
-    if (!columnSums && q.is_cuda() && firstPosition == 0 && T > 1 && k.size(1) == T) {
+    if (!columnSums && q.is_cuda() && firstPosition == 0 && T > 1 && k.size(1) == T && (W == 0 || T <= W)) {
         const at::Tensor qq = q.permute({1, 0, 2}).unsqueeze(0);  // [1, H, T, D]
         const at::Tensor kk = (G > 1 ? k.repeat_interleave(G, 0) : k).unsqueeze(0);
         const at::Tensor vv = (G > 1 ? v.repeat_interleave(G, 0) : v).unsqueeze(0);
@@ -93,17 +104,29 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
     for (int64_t b0 = 0; b0 < T; b0 += block) {
         const int64_t nb = std::min(block, T - b0);
         const int64_t S = firstPosition + b0 + nb;  // keys the block's last query sees
-        at::Tensor kb = k.narrow(1, 0, S), vb = v.narrow(1, 0, S);
+        // A sliding window W: query position p sees keys after p - W, so the block's keys
+        // start after its first query's position - W, and a query further in the block
+        // masks the keys before its own window.
+        const int64_t first = firstPosition + b0;
+        const int64_t k0 = W > 0 ? std::max<int64_t>(0, first - W + 1) : 0;
+        const int64_t Sk = S - k0;
+        at::Tensor kb = k.narrow(1, k0, Sk), vb = v.narrow(1, k0, Sk);
         // Query i of the block sits at position firstPosition + b0 + i and sees keys up to
         // it: only the block's own last nb keys can lie after one of its queries.
         const at::Tensor later =
             nb > 1 ? at::ones({nb, nb}, posOpts.dtype(at::kBool)).triu(1) : at::Tensor();  // [nb, nb]
-        auto maskLater = [&](at::Tensor logits) {  // [KV, G, nb, S]
-            if (later.defined()) logits.narrow(3, S - nb, nb).masked_fill_(later, -std::numeric_limits<float>::infinity());
+        // Query i masks key column c (position k0 + c) when k0 + c <= first + i - W.
+        const int64_t shift = first - W + 1 - k0;  // column bound of query 0
+        const at::Tensor early = W > 0 && shift + nb - 1 > 0
+                                     ? at::arange(Sk, posOpts).unsqueeze(0).lt(at::arange(nb, posOpts).unsqueeze(1) + shift)
+                                     : at::Tensor();  // [nb, Sk]
+        auto maskLater = [&](at::Tensor logits) {  // [KV, G, nb, Sk]
+            if (later.defined()) logits.narrow(3, Sk - nb, nb).masked_fill_(later, -std::numeric_limits<float>::infinity());
+            if (early.defined()) logits.masked_fill_(early, -std::numeric_limits<float>::infinity());
             return logits;
         };
         at::Tensor logits = at::bmm(qScaled.narrow(2, b0, nb).reshape({KV, G * nb, D}), kb.transpose(1, 2));
-        at::Tensor probs = at::softmax(maskLater(logits.view({KV, G, nb, S})), -1, at::kFloat);
+        at::Tensor probs = at::softmax(maskLater(logits.view({KV, G, nb, Sk})), -1, at::kFloat);
         if (columnSums) {
             // H2O's scores come from fp32 logits, like the SnapKV votes, so its
             // ranking does not inherit bf16 rounding; the attention output keeps
@@ -112,13 +135,13 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
                 dtype_ == at::kFloat
                     ? probs
                     : at::softmax(maskLater(at::bmm(qg.narrow(2, b0, nb).reshape({KV, G * nb, D}).to(at::kFloat),
-                                                    keys32.narrow(1, 0, S).transpose(1, 2))
+                                                    keys32.narrow(1, k0, Sk).transpose(1, 2))
                                                 .mul_(scale)
-                                                .view({KV, G, nb, S})),
+                                                .view({KV, G, nb, Sk})),
                                   -1);
-            sums.narrow(2, 0, S).add_(exact.sum(2));
+            sums.narrow(2, k0, Sk).add_(exact.sum(2));
         }
-        probs = probs.to(dtype_).view({KV, G * nb, S});
+        probs = probs.to(dtype_).view({KV, G * nb, Sk});
         out.narrow(2, b0, nb).copy_(at::bmm(probs, vb).view({KV, G, nb, D}));
     }
     if (columnSums) *columnSums = sums.view({H, firstPosition + T});
@@ -191,6 +214,16 @@ at::Tensor LlamaModel::observedAttention(int64_t layer, const at::Tensor& q, con
         observer->onAttentionColumnSums(layer, sums);
         return a;
     }
+    const int64_t W = config_.slidingWindow, T = q.size(0);
+    if (W > 0 && firstPosition + T > W) {
+        // Keys before the first query's window are seen by no query: left out. What is
+        // left is masked by attention() when a later query's window starts further on;
+        // a decode step (one query) sees exactly the last W keys, through the fused kernel.
+        const int64_t start = std::max<int64_t>(0, firstPosition - W + 1);
+        const at::Tensor k = keys.narrow(1, start, keys.size(1) - start), v = values.narrow(1, start, values.size(1) - start);
+        const int64_t p = firstPosition - start;
+        return p + T <= W && kernels::useFusedAttention(q, k) ? kernels::causalAttention(q, k, v, p) : attention(q, k, v, p);
+    }
     return kernels::useFusedAttention(q, keys) ? kernels::causalAttention(q, keys, values, firstPosition)
                                                : attention(q, keys, values, firstPosition);
 }
@@ -221,6 +254,7 @@ at::Tensor LlamaModel::runChunked(const std::vector<int32_t>& tokens, int64_t p0
 
 at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
     const int64_t position = cache.nextPosition();
+    requireWithinWindow(position + 1);  // a compressed cache's decode does not apply the window yet
     return run({token}, position, false, {},
                [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
                    if (observer) observer->onQueries(l, q, position);

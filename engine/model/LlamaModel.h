@@ -74,6 +74,15 @@ public:
     KvCache makeCache(int64_t capacity) const;
 
     const ModelConfig& config() const { return config_; }
+    // Throws kvlens::Error (one line) when a sequence of `tokens` positions would reach
+    // past the model's sliding window. forward() applies the window (a query at
+    // position p attends to keys after p - W, as llama.cpp and Hugging Face do), so a
+    // full-cache generation runs past it; the compression methods (the capture's
+    // scores, a compressed cache's decode) do not apply it yet and ask this first.
+    void requireWithinWindow(int64_t tokens) const;
+    // Attend over the whole sequence whatever the window (--sliding-window ignore: as
+    // llama.cpp runs Mistral, for parity runs).
+    void ignoreSlidingWindow() { config_.slidingWindow = 0; }
     const ModelWeights& weights() const { return weights_; }
     c10::Device device() const { return device_; }
     c10::ScalarType dtype() const { return dtype_; }

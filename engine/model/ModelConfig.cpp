@@ -53,6 +53,21 @@ ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
         throw Error(file.path() + ": " + p + "rope.scaling.type '" + scaling +
                     "' is not supported (none, linear, yarn and Llama 3's rope_freqs are)");
     }
+    if (traits.slidingWindow) {
+        // As llama.cpp c392e50 reads phi3: the key, else its defaults for the Phi-3 files
+        // written before the key existed, else the file is refused (0 in the key: no window).
+        int64_t window = 0;
+        if (c.contextLength == 4096 && (c.nLayers == 32 || c.nLayers == 40)) window = 2047;
+        if (c.contextLength == 131072 && c.nLayers == 32 && c.nKvHeads == 32) window = 262144;
+        if (c.contextLength == 131072 && c.nLayers == 40) window = 131072;
+        const std::string key = p + "attention.sliding_window";
+        if (file.has(key)) {
+            window = static_cast<int64_t>(file.getUInt(key));
+        } else if (window == 0) {
+            throw Error(file.path() + ": " + key + " is missing (llama.cpp refuses such a " + arch + " file too)");
+        }
+        c.slidingWindow = window;
+    }
     if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens")) {
         c.vocabSize = static_cast<int64_t>(tokens->array.size());
     }
@@ -102,6 +117,7 @@ void ModelConfig::validate(const std::string& source) const {
     }
     if (!(ropeTheta > 0.0)) bad("rope.freq_base must be positive");
     if (!(rmsEps > 0.0)) bad("attention.layer_norm_rms_epsilon must be positive");
+    if (slidingWindow < 0 || slidingWindow > (int64_t(1) << 31)) bad("attention.sliding_window is " + std::to_string(slidingWindow));
 }
 
 }  // namespace kvlens

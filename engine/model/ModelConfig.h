@@ -15,7 +15,7 @@ class GgufFile;
 enum class RopeScaling { None, Linear, Yarn };
 
 struct ModelConfig {
-    std::string architecture = "llama";  // llama | mistral | qwen2
+    std::string architecture = "llama";  // llama | mistral | qwen2 | qwen3 | phi3
     std::string name;                    // general.name or the preset
     int64_t nLayers = 0;
     int64_t nHeads = 0;
@@ -38,6 +38,11 @@ struct ModelConfig {
     double ropeScaleFactor = 1.0;
     int64_t ropeOriginalContext = 0;
     double ropeAttnFactor = 1.0;
+    // A sliding window of attention (Phi-3's attention.sliding_window, a Hugging Face
+    // config's sliding_window where it applies): a query at position p attends to keys
+    // after p - slidingWindow, on every layer. 0: none. LlamaModel's forward applies it;
+    // the compression methods refuse a sequence past it (LlamaModel::requireWithinWindow).
+    int64_t slidingWindow = 0;
 
     // Bytes of K and V for one token over all layers, at `bytesPerElement`.
     int64_t kvBytesPerToken(int64_t bytesPerElement) const {

@@ -160,15 +160,26 @@ ModelWeights ModelWeights::fromGguf(const std::shared_ptr<const GgufFile>& fileP
                               ", head_dim=" + std::to_string(c.headDim);
     const std::string ffnWhy = embedWhy + ", feed_forward_length=" + std::to_string(c.ffnDim);
 
+    const ArchitectureTraits& traits = ArchitectureTraits::of(c.architecture, file.path());
+    // Phi-3's LongRoPE (the 128k files' per-frequency factors, long and short) is not implemented.
+    for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+        if (file.findTensor(t)) {
+            throw Error(file.path() + ": tensor '" + t + "': LongRoPE scaling is not supported (none, linear, yarn and Llama 3's rope_freqs are)");
+        }
+    }
     w.tokenEmbedding = loader.matrix({{"token_embd.weight", {E, c.vocabSize}, vocabWhy}});
     for (int64_t l = 0; l < c.nLayers; ++l) {
         if (progress) progress(double(l) / double(c.nLayers), "loading layer " + std::to_string(l));
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights L;
         L.attnNorm = loader.load(p + "attn_norm.weight", {E}, true, embedWhy);
-        L.wqkv = loader.matrix({{p + "attn_q.weight", {E, qd}, qWhy},
-                                {p + "attn_k.weight", {E, kvd}, kvWhy},
-                                {p + "attn_v.weight", {E, kvd}, kvWhy}});
+        if (traits.fusedQkv) {
+            L.wqkv = loader.matrix({{p + "attn_qkv.weight", {E, qd + 2 * kvd}, qWhy + ", head_count_kv=" + std::to_string(c.nKvHeads)}});
+        } else {
+            L.wqkv = loader.matrix({{p + "attn_q.weight", {E, qd}, qWhy},
+                                    {p + "attn_k.weight", {E, kvd}, kvWhy},
+                                    {p + "attn_v.weight", {E, kvd}, kvWhy}});
+        }
         L.wo = loader.matrix({{p + "attn_output.weight", {qd, E}, qWhy}});
         if (c.qkvBias) {
             L.bqkv = at::cat({loader.load(p + "attn_q.bias", {qd}, false, qWhy),
@@ -181,8 +192,12 @@ ModelWeights ModelWeights::fromGguf(const std::shared_ptr<const GgufFile>& fileP
             L.kNorm = loader.load(p + "attn_k_norm.weight", {c.headDim}, true, headWhy);
         }
         L.ffnNorm = loader.load(p + "ffn_norm.weight", {E}, true, embedWhy);
-        L.wGateUp = loader.matrix({{p + "ffn_gate.weight", {E, c.ffnDim}, ffnWhy},
-                                   {p + "ffn_up.weight", {E, c.ffnDim}, ffnWhy}});
+        if (traits.fusedGateUp) {  // [gate | up] in one tensor, gate first (llama.cpp's LLM_FFN_SWIGLU split)
+            L.wGateUp = loader.matrix({{p + "ffn_up.weight", {E, 2 * c.ffnDim}, ffnWhy + " (gate and up fused)"}});
+        } else {
+            L.wGateUp = loader.matrix({{p + "ffn_gate.weight", {E, c.ffnDim}, ffnWhy},
+                                       {p + "ffn_up.weight", {E, c.ffnDim}, ffnWhy}});
+        }
         L.wDown = loader.matrix({{p + "ffn_down.weight", {c.ffnDim, E}, ffnWhy}});
         w.layers.push_back(std::move(L));
     }

@@ -139,6 +139,31 @@ TEST(HfConfig, QwenAndMistralShapes) {
     EXPECT_EQ(parse(noWindow).slidingWindow, 0);
 }
 
+// Phi-3-mini-4k-instruct's config.json: fused projections in the weights, sliding_window 2047
+// (guarded by the model), LongRoPE refused in one line.
+TEST(HfConfig, Phi3MiniMapsOntoTheEngineShape) {
+    const json phi3 = json::parse(R"({
+      "architectures": ["Phi3ForCausalLM"], "bos_token_id": 1, "eos_token_id": 32000, "hidden_act": "silu",
+      "hidden_size": 3072, "intermediate_size": 8192, "max_position_embeddings": 4096, "model_type": "phi3",
+      "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+      "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000.0, "sliding_window": 2047,
+      "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32064})");
+    const HfConfig h = parse(phi3);
+    EXPECT_EQ(h.model.architecture, "phi3");
+    EXPECT_EQ(h.model.headDim, 96);
+    EXPECT_EQ(h.model.ropeDim, 96);
+    EXPECT_EQ(h.model.slidingWindow, 2047);
+    EXPECT_EQ(h.slidingWindow, 2047);
+    json partial = phi3;
+    partial["partial_rotary_factor"] = 0.5;
+    EXPECT_EQ(parse(partial).model.ropeDim, 48);
+    json longRope = phi3;
+    longRope["rope_scaling"] = {{"type", "longrope"}, {"long_factor", {1.0}}, {"short_factor", {1.0}}};
+    EXPECT_EQ(errorFor(longRope), "m/config.json: field 'rope_scaling' is Phi-3's LongRoPE (su / longrope), which KV Lens does not implement");
+    longRope["rope_scaling"]["type"] = "su";
+    EXPECT_EQ(errorFor(longRope), "m/config.json: field 'rope_scaling' is Phi-3's LongRoPE (su / longrope), which KV Lens does not implement");
+}
+
 TEST(HfConfig, FieldsLeftOutTakeTheirClassesDefaults) {
     json q3 = qwen3();
     q3.erase("head_dim");
@@ -190,7 +215,7 @@ TEST(HfConfig, EveryBadFieldIsOneLineNamingIt) {
     j["architectures"] = {"GemmaForCausalLM"};
     EXPECT_EQ(errorFor(j),
               "m/config.json: architecture 'GemmaForCausalLM' in field 'architectures' is not supported (supported: "
-              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM)");
     j["architectures"] = {"MixtralForCausalLM"};
     EXPECT_NE(errorFor(j).find("(a mixture-of-experts model; KV Lens runs dense models)"), std::string::npos);
     j = llama31();

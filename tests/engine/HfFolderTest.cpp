@@ -161,6 +161,26 @@ TEST(HfFolder, ATokenizerJsonOnlySentencePieceFolderEqualsItsGguf) {
     expectSameModel(gguf, dir, "the cat the a cat that hat", 1e-4);
 }
 
+// Phi3ForCausalLM: qkv_proj and gate_up_proj fused, RoPE on 24 of 32 head dimensions
+// (partial_rotary_factor), sliding_window, a tokenizer.json-only SentencePiece vocabulary;
+// written from the phi3 test file in F32.
+TEST(HfFolder, Phi3WithFusedProjectionsAndPartialRopeEqualsItsGguf) {
+    const std::string gguf = test::testOutputPath("hf_phi3.gguf");
+    test::writeDenseGguf(GgufFile(dataFile("tiny-phi3-F16.gguf")), gguf, "F32");
+    const std::string dir = test::testOutputPath("hf_phi3");
+    fs::remove_all(dir);
+    test::HfWriteOptions o;
+    o.sentencePieceJson = true;  // its SentencePiece vocabulary as tokenizer.json alone
+    test::writeHfFolder(GgufFile(gguf), dir, o);
+    const json config = json::parse(std::ifstream(dir + "/config.json"));
+    EXPECT_EQ(config["partial_rotary_factor"], 0.75);
+    EXPECT_EQ(config["sliding_window"], 64);
+    const HfFolder f(dir);
+    EXPECT_EQ(f.config().model.ropeDim, 24);
+    EXPECT_EQ(f.config().model.slidingWindow, 64);
+    expectSameModel(gguf, dir, "Once upon a time, there was a little girl named Lily.", 1e-4);
+}
+
 TEST(HfFolder, InfoFieldsAndChatTemplate) {
     const GgufFile src(dataFile("tiny-llama3-Q4_K_M.gguf"));
     const std::string dir = test::testOutputPath("hf_llama3_info");
@@ -225,7 +245,7 @@ TEST(HfFolder, BadFoldersAreOneLineEach) {
     editConfig(dir, [](json& j) { j["architectures"] = {"GPT2LMHeadModel"}; });
     EXPECT_EQ(loadError(dir), dir + "/config.json: architecture 'GPT2LMHeadModel' in field 'architectures' is not "
                                     "supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                                    "Qwen3ForCausalLM)");
+                                    "Qwen3ForCausalLM, Phi3ForCausalLM)");
 
     dir = brokenCopy("shard", 3);
     fs::remove(dir + "/model-00002-of-00003.safetensors");

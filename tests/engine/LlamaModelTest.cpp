@@ -10,6 +10,7 @@
 #include "engine/model/Generator.h"
 #include "engine/gguf/GgufFile.h"
 #include "engine/model/ModelLoader.h"
+#include "support/GgufBuilder.h"
 #include "support/TinyModelFile.h"
 
 namespace kvlens {
@@ -331,6 +332,39 @@ TEST(LlamaModelLoad, UnknownArchitectureNamesIt) {
 
 // Mixture-of-experts files are refused before a weight is read: by their
 // expert count, by an expert tensor, or by an architecture that is one.
+// The phi3 test file copied with one thing changed: what KV Lens cannot run faithfully is
+// one line naming the key or tensor (LongRoPE's factors; no sliding window where llama.cpp
+// requires one), and a window of 0 is none (Phi-4).
+TEST(LlamaModelLoad, Phi3FilesKvLensCannotRunAreOneLine) {
+    const GgufFile phi3(std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-phi3-F16.gguf");
+    auto copy = [&](const std::string& skipKey, uint32_t window) {
+        test::GgufBuilder b;
+        for (const auto& [key, value] : phi3.metadata()) {
+            if (key == "general.alignment" || key == skipKey) continue;
+            if (key == "phi3.attention.sliding_window") {
+                b.addUInt32(key, window);
+            } else {
+                b.addValue(key, value);
+            }
+        }
+        for (const GgufTensorInfo& t : phi3.tensors()) b.addTensorF32(t.name, t.shape, phi3.dequantize(t));
+        return b;
+    };
+    test::GgufBuilder longRope = copy("", 64);
+    longRope.addTensorF32("rope_factors_long.weight", {16}, std::vector<float>(16, 1.0f));
+    EXPECT_EQ(loadError(longRope, "phi3_longrope.gguf"),
+              test::testOutputPath("phi3_longrope.gguf") +
+                  ": tensor 'rope_factors_long.weight': LongRoPE scaling is not supported (none, linear, yarn and "
+                  "Llama 3's rope_freqs are)");
+    test::GgufBuilder noWindow = copy("phi3.attention.sliding_window", 0);
+    EXPECT_EQ(loadError(noWindow, "phi3_nowindow.gguf"),
+              test::testOutputPath("phi3_nowindow.gguf") +
+                  ": phi3.attention.sliding_window is missing (llama.cpp refuses such a phi3 file too)");
+    const std::string none = test::testOutputPath("phi3_window0.gguf");
+    copy("", 0).writeFile(none);
+    EXPECT_EQ(loadModel(none, c10::Device(c10::kCPU), c10::kFloat).model->config().slidingWindow, 0);
+}
+
 TEST(LlamaModelLoad, MixtureOfExpertsIsOneLineNamingWhatSaysSo) {
     {
         TinyModelFile m = test::makeTinyModelFile({});
@@ -351,7 +385,7 @@ TEST(LlamaModelLoad, MixtureOfExpertsIsOneLineNamingWhatSaysSo) {
     b.addString("general.architecture", "qwen2moe");
     const std::string msg = loadError(b, "arch_qwen2moe.gguf");
     EXPECT_NE(msg.find("unknown architecture 'qwen2moe' in general.architecture (a mixture-of-experts "
-                       "architecture; KV Lens runs dense models) (supported: llama, mistral, qwen2, qwen3)"),
+                       "architecture; KV Lens runs dense models) (supported: llama, mistral, qwen2, qwen3, phi3)"),
               std::string::npos)
         << msg;
 }

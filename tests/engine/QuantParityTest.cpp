@@ -1,6 +1,7 @@
 // Files of every common quant type (tests/data/gguf, made by llama-quantize;
 // make.sh), and of real architectures with byte-level BPE vocabularies (a
-// Llama-3-style llama with rope_freqs in Q4_K_M, a qwen2 with biases in Q8_0),
+// Llama-3-style llama with rope_freqs in Q4_K_M, a qwen2 with biases in Q8_0, a
+// phi3 with fused projections and partial RoPE in F16 and Q4_K_M),
 // against llama.cpp's own run of them (llamacpp-reference, kept as
 // JSON beside each file): the prompt's token ids are identical, and KV Lens's
 // greedy tokens equal llama.cpp's up to the first near-tie, where the two
@@ -24,13 +25,14 @@ constexpr double kNearTie = 1e-3;
 
 class QuantParity : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(QuantParity, PromptIdsAndGreedyTokensEqualLlamaCpps) {
-    const std::string stem = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-" + GetParam();
-    std::ifstream in(stem + ".llamacpp.json");
-    ASSERT_TRUE(in.good()) << stem << ".llamacpp.json";
+// llama.cpp's greedy run (`reference`, a llamacpp-reference JSON) of `prompt` on `file`:
+// the same prompt ids, and the same tokens up to llama.cpp's first near-tie.
+void expectLlamaCppsTokens(LoadedModel& loaded, const std::string& reference, const std::string& prompt,
+                           const std::string& what) {
+    std::ifstream in(reference);
+    ASSERT_TRUE(in.good()) << reference;
     const nlohmann::json ref = nlohmann::json::parse(in, nullptr, true, true);
-    LoadedModel loaded = loadModel(stem + ".gguf", c10::Device(c10::kCPU), c10::kFloat);
-    const std::vector<int32_t> ids = loaded.tokenizer->encode(kPrompt, loaded.tokenizer->addBosByDefault());
+    const std::vector<int32_t> ids = loaded.tokenizer->encode(prompt, loaded.tokenizer->addBosByDefault());
     ASSERT_EQ(ids, ref["prompt_token_ids"].get<std::vector<int32_t>>());
     const auto expected = ref["generated_token_ids"].get<std::vector<int32_t>>();
     const auto top1 = ref["step_top1_logit"].get<std::vector<double>>();
@@ -45,16 +47,56 @@ TEST_P(QuantParity, PromptIdsAndGreedyTokensEqualLlamaCpps) {
     size_t agreed = 0;
     for (; agreed < expected.size(); ++agreed) {
         if (top1[agreed] - top2[agreed] < kNearTie) break;  // a near-tie: later steps may differ
-        ASSERT_EQ(result.tokens[agreed], expected[agreed]) << GetParam() << " step " << agreed;
+        ASSERT_EQ(result.tokens[agreed], expected[agreed]) << what << " step " << agreed;
     }
-    RecordProperty("steps_compared",
-                   std::to_string(agreed) + "/" + std::to_string(expected.size()));
+    ::testing::Test::RecordProperty("steps_compared", std::to_string(agreed) + "/" + std::to_string(expected.size()));
     EXPECT_GE(agreed, 4u) << "too few steps before a near-tie to say anything";
+}
+
+TEST_P(QuantParity, PromptIdsAndGreedyTokensEqualLlamaCpps) {
+    const std::string stem = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-" + GetParam();
+    LoadedModel loaded = loadModel(stem + ".gguf", c10::Device(c10::kCPU), c10::kFloat);
+    expectLlamaCppsTokens(loaded, stem + ".llamacpp.json", kPrompt, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(QuantTypes, QuantParity,
                          ::testing::Values("Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q5_K_M",
-                                           "IQ4_NL", "IQ4_XS", "llama3-Q4_K_M", "qwen2-Q8_0"));
+                                           "IQ4_NL", "IQ4_XS", "llama3-Q4_K_M", "qwen2-Q8_0", "phi3-F16",
+                                           "phi3-Q4_K_M"));
+
+// Phi-3's sliding window (64 in the test files) applied as llama.cpp applies it: a
+// 106-token prompt and 16 greedy steps, every one past the window, give llama.cpp's
+// tokens; attending over the whole sequence instead moves the logits.
+class SlidingWindowParity : public ::testing::TestWithParam<const char*> {};
+
+constexpr char kLongPrompt[] =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun with her friends. "
+    "One day, she found a big red ball in the park. She ran to her mom and said, look what I found! Her mom smiled "
+    "and said they could play with it together after lunch. Lily was very happy.";
+
+TEST_P(SlidingWindowParity, PastTheWindowGreedyTokensEqualLlamaCpps) {
+    const std::string stem = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-" + GetParam();
+    LoadedModel loaded = loadModel(stem + ".gguf", c10::Device(c10::kCPU), c10::kFloat);
+    ASSERT_EQ(loaded.model->config().slidingWindow, 64);
+    const std::vector<int32_t> ids = loaded.tokenizer->encode(kLongPrompt, true);
+    ASSERT_GT(ids.size(), 64u + 32u);  // the window cuts inside the prefill, not only in decode
+    expectLlamaCppsTokens(loaded, stem + ".window.llamacpp.json", kLongPrompt, GetParam());
+    KvCache applied = loaded.model->makeCache(int64_t(ids.size()));
+    const at::Tensor a = loaded.model->forward(ids, applied, false);
+    // In chunks of 40 tokens and blocks of a few queries, the window cuts inside chunks and
+    // blocks: the same logits.
+    loaded.model->setPrefillChunk(40);
+    loaded.model->setAttentionBlockBytes(int64_t(loaded.model->config().nHeads) * 128 * 4 * 3);
+    KvCache chunked = loaded.model->makeCache(int64_t(ids.size()));
+    const at::Tensor c = loaded.model->forward(ids, chunked, false);
+    EXPECT_LT((a - c).abs().max().item<double>(), 1e-4);
+    loaded.model->ignoreSlidingWindow();
+    KvCache ignored = loaded.model->makeCache(int64_t(ids.size()));
+    const at::Tensor b = loaded.model->forward(ids, ignored, false);
+    EXPECT_GT((a - b).abs().max().item<double>(), 1e-2) << "the window changed nothing";
+}
+
+INSTANTIATE_TEST_SUITE_P(Phi3, SlidingWindowParity, ::testing::Values("phi3-F16", "phi3-Q4_K_M"));
 
 }  // namespace
 }  // namespace kvlens

@@ -111,7 +111,8 @@ std::string hfName(const std::string& gguf) {
         {"attn_k.bias", "self_attn.k_proj.bias"},         {"attn_v.bias", "self_attn.v_proj.bias"},
         {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
         {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
-        {"ffn_up.weight", "mlp.up_proj.weight"},          {"ffn_down.weight", "mlp.down_proj.weight"}};
+        {"ffn_up.weight", "mlp.up_proj.weight"},          {"ffn_down.weight", "mlp.down_proj.weight"},
+        {"attn_qkv.weight", "self_attn.qkv_proj.weight"}};
     if (gguf.rfind("blk.", 0) == 0) {
         const size_t dot = gguf.find('.', 4);
         const std::string n = gguf.substr(4, dot - 4), rest = gguf.substr(dot + 1);
@@ -356,7 +357,8 @@ void writeHfFolder(const GgufFile& g, const std::string& dir, const HfWriteOptio
     static const std::map<std::string, std::string> classes = {{"llama", "LlamaForCausalLM"},
                                                                {"mistral", "MistralForCausalLM"},
                                                                {"qwen2", "Qwen2ForCausalLM"},
-                                                               {"qwen3", "Qwen3ForCausalLM"}};
+                                                               {"qwen3", "Qwen3ForCausalLM"},
+                                                               {"phi3", "Phi3ForCausalLM"}};
     if (!classes.count(arch)) throw std::runtime_error("HfFolderWriter: architecture " + arch);
     const std::string p = arch + ".";
     const int64_t heads = static_cast<int64_t>(g.getUInt(p + "attention.head_count"));
@@ -379,6 +381,13 @@ void writeHfFolder(const GgufFile& g, const std::string& dir, const HfWriteOptio
                    {"tie_word_embeddings", g.findTensor("output.weight") == nullptr},
                    {"torch_dtype", o.dtype == "F32" ? "float32" : o.dtype == "F16" ? "float16" : "bfloat16"}};
     if (arch == "qwen2") config["use_sliding_window"] = false;
+    if (arch == "phi3") {
+        const int64_t window = static_cast<int64_t>(g.getUIntOr(p + "attention.sliding_window", 0));
+        config["sliding_window"] = window > 0 ? json(window) : json(nullptr);
+        const int64_t headDim = config["head_dim"].get<int64_t>();
+        const int64_t ropeDim = static_cast<int64_t>(g.getUIntOr(p + "rope.dimension_count", uint64_t(headDim)));
+        if (ropeDim != headDim) config["partial_rotary_factor"] = double(ropeDim) / double(headDim);
+    }
     if (g.findTensor("rope_freqs.weight")) {
         config["rope_scaling"] = {{"rope_type", "llama3"},
                                   {"factor", o.llama3.factor},
@@ -413,7 +422,11 @@ void writeHfFolder(const GgufFile& g, const std::string& dir, const HfWriteOptio
         const bool k = t.name.find(".attn_k.weight") != std::string::npos;
         if (permuted && (q || k)) values = unpermute(values, shape[0], shape[1], q ? heads : kvHeads);
         const std::string dtype = shape.size() >= 2 ? o.dtype : "F32";
-        entries.push_back({hfName(t.name), dtype, shape, encodeValues(values, dtype)});
+        std::string name = hfName(t.name);
+        if (arch == "phi3" && name.size() > 18 && name.compare(name.size() - 18, 18, "mlp.up_proj.weight") == 0) {
+            name = name.substr(0, name.size() - 18) + "mlp.gate_up_proj.weight";  // Phi-3's ffn_up is [gate | up]
+        }
+        entries.push_back({name, dtype, shape, encodeValues(values, dtype)});
     }
     if (o.shards <= 1) {
         writeBytes(dir + "/model.safetensors", buildSafetensors(entries, "{\"format\": \"pt\"}"));

@@ -65,3 +65,20 @@ model() {  # name vocab type make_random_gguf-flags...
 model llama3 dbrx-1k Q4_K_M --arch llama --llama3-rope --rope-base 500000 --seed 11
 model qwen2 gpt2-1k Q8_0 --arch qwen2 --rope-base 1000000 --seed 12
 rm -rf "$work"
+
+# Phi-3 (make_phi3.py: fused attn_qkv, ffn_up holding [gate | up], RoPE on 24 of 32 head
+# dimensions, attention.sliding_window 64) with stories260K's vocabulary, 2 layers, width
+# 128, in F16 and Q4_K_M: llama.cpp's greedy run of the usual prompt (21 tokens, inside the
+# window) and of a 106-token one (past it: *.window.llamacpp.json). QuantParityTest checks
+# the first; SlidingWindowTest the refusal past the window.
+work=$(mktemp -d)
+PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/make_phi3.py" "$work/phi3-f32.gguf" --vocab "$shared/models/stories260K.gguf"
+P2="$P outside in the sun with her friends. One day, she found a big red ball in the park. She ran to her mom and said, look what I found! Her mom smiled and said they could play with it together after lunch. Lily was very happy."
+for t in F16 Q4_K_M; do
+  "$bin/llama-quantize" "$work/phi3-f32.gguf" "$here/tiny-phi3-$t.gguf" "$t" 1 >/dev/null
+  ids=$("$bin/llamacpp-reference" "$here/tiny-phi3-$t.gguf" --tokenize "$P" | tr -d "[] ")
+  "$bin/llamacpp-reference" "$here/tiny-phi3-$t.gguf" 16 "$ids" >"$here/tiny-phi3-$t.llamacpp.json"
+  ids=$("$bin/llamacpp-reference" "$here/tiny-phi3-$t.gguf" --tokenize "$P2" | tr -d "[] ")
+  "$bin/llamacpp-reference" "$here/tiny-phi3-$t.gguf" 16 "$ids" >"$here/tiny-phi3-$t.window.llamacpp.json"
+done
+rm -rf "$work"

@@ -293,8 +293,19 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     // sequence that reaches past it (--sliding-window ignore attends over everything).
     // The field is checked whether or not a window is used.
     (void)f.countOr("sliding_window", 1);
-    const bool windowUsed = c.architecture == "mistral" || c.architecture == "phi3" ? true
-                                                                                     : f.flagOr("use_sliding_window", false);
+    bool windowUsed = c.architecture == "mistral" || c.architecture == "phi3" ? true
+                                                                               : f.flagOr("use_sliding_window", false);
+    if (windowUsed && (c.architecture == "qwen2" || c.architecture == "qwen3")) {
+        // Hugging Face slides only layers from max_window_layers on (default 28): none when that
+        // is past the last layer; a window on some layers only is not supported.
+        const int64_t from = f.countOr("max_window_layers", 28);
+        if (from >= c.nLayers) {
+            windowUsed = false;
+        } else {
+            f.fail("max_window_layers", "(" + std::to_string(from) + ", with use_sliding_window true) puts a sliding window on some of the " +
+                                            std::to_string(c.nLayers) + " layers only, which KV Lens does not run");
+        }
+    }
     if (windowUsed) {
         const bool explicitNull = j.contains("sliding_window") && j["sliding_window"].is_null();
         const int64_t w = explicitNull ? 0 : f.countOr("sliding_window", arch->window);

@@ -21,6 +21,20 @@ struct Reader {
     std::string source;
     Vocab& v;
     std::vector<std::string> normalizerParts, preParts;
+    int depth = 0;  // Sequences inside Sequences: bounded, so a hostile file cannot exhaust the stack
+
+    // Enters a Sequence at `field`; the returned guard leaves it.
+    struct Nesting {
+        int& depth;
+        ~Nesting() { --depth; }
+    };
+    Nesting enter(const std::string& field) {
+        if (++depth > 16) {
+            --depth;
+            fail(field, "nests Sequences deeper than 16");
+        }
+        return Nesting{depth};
+    }
 
     [[noreturn]] void fail(const std::string& field, const std::string& what) const {
         throw Error(source + ": " + field + " " + what);
@@ -44,6 +58,7 @@ struct Reader {
         const std::string t = type(n, field, "normalizer");
         normalizerParts.push_back(t);
         if (t == "Sequence") {
+            const Nesting in = enter(field);
             normalizerParts.pop_back();
             const auto items = n.find("normalizers");
             if (items == n.end() || !items->is_array()) fail(field + ".normalizers", "is not a list");
@@ -59,7 +74,7 @@ struct Reader {
         } else if (t == "NFC") {
             v.normalizer.push_back({Vocab::NormalizerStep::Kind::Nfc, "", ""});
         } else {
-            fail(field, "has type '" + t + "', which KV Lens does not apply (Prepend, Replace, NFC, Sequence)");
+            fail(field, "has type " + quotedText(t) + ", which KV Lens does not apply (Prepend, Replace, NFC, Sequence)");
         }
     }
 
@@ -69,6 +84,7 @@ struct Reader {
         preParts.push_back(t);
         Vocab::PreTokenizerStep step;
         if (t == "Sequence") {
+            const Nesting in = enter(field);
             preParts.pop_back();
             const auto items = p.find("pretokenizers");
             if (items == p.end() || !items->is_array()) fail(field + ".pretokenizers", "is not a list");
@@ -96,7 +112,7 @@ struct Reader {
             }
             step.behavior = it->second;
         } else {
-            fail(field, "has type '" + t + "', which KV Lens does not run in a SentencePiece-style tokenizer (Metaspace, Split, Sequence)");
+            fail(field, "has type " + quotedText(t) + ", which KV Lens does not run in a SentencePiece-style tokenizer (Metaspace, Split, Sequence)");
         }
         v.preTokenizer.push_back(step);
     }
@@ -123,6 +139,7 @@ struct Reader {
         if (d.is_null()) return;
         const std::string t = type(d, field, "decoder");
         if (t == "Sequence") {
+            const Nesting in = enter(field);
             const auto items = d.find("decoders");
             if (items == d.end() || !items->is_array()) fail(field + ".decoders", "is not a list");
             for (size_t i = 0; i < items->size(); ++i) decoder((*items)[i], field + ".decoders[" + std::to_string(i) + "]");
@@ -144,7 +161,7 @@ struct Reader {
             v.decodeMarker = true;
             if (prependScheme(d, field) != Vocab::Prepend::Never) v.stripLeading = 1;
         } else if (t != "ByteFallback" && t != "Fuse") {
-            fail(field, "has type '" + t + "', which KV Lens does not decode with (Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)");
+            fail(field, "has type " + quotedText(t) + ", which KV Lens does not decode with (Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)");
         }
     }
     std::string replacementChar_ = "\xE2\x96\x81";

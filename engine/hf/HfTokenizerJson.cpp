@@ -59,7 +59,7 @@ public:
         } else if (type == "Split") {
             const std::string behavior = textField(p, "behavior", "Isolated", field, source_);
             if (behavior != "Isolated") {
-                fail(field + ".behavior", "is '" + behavior + "'; KV Lens splits with Isolated only");
+                fail(field + ".behavior", "is " + quotedText(behavior) + "; KV Lens splits with Isolated only");
             }
             if (flagField(p, "invert", false, field, source_)) fail(field + ".invert", "is true; inverted splits are not supported");
             const auto pattern = p.find("pattern");
@@ -88,13 +88,13 @@ public:
             } else if (behavior == "Contiguous") {
                 steps_.push_back({std::string(kPunctuation) + "+", afterByteLevel_, field});
             } else {
-                fail(field + ".behavior", "is '" + behavior + "'; Isolated and Contiguous are supported");
+                fail(field + ".behavior", "is " + quotedText(behavior) + "; Isolated and Contiguous are supported");
             }
         } else if (type == "Metaspace") {
             fail(field, "is Metaspace: a SentencePiece-style tokenizer, not byte-level");
         } else {
-            fail(field, "has type '" + type +
-                            "', which KV Lens does not run (Split, ByteLevel, Digits, Punctuation, Sequence)");
+            fail(field, "has type " + quotedText(type) +
+                            ", which KV Lens does not run (Split, ByteLevel, Digits, Punctuation, Sequence)");
         }
     }
 
@@ -132,7 +132,7 @@ bool nfcNormalizer(const json& n, const std::string& field, const std::string& s
         }
         return nfc;
     }
-    throw Error(source + ": " + field + " has type '" + type + "', which KV Lens does not apply (NFC is supported)" +
+    throw Error(source + ": " + field + " has type " + quotedText(type) + ", which KV Lens does not apply (NFC is supported)" +
                 (type == "Prepend" || type == "Replace" ? "; a SentencePiece-style tokenizer, not byte-level" : ""));
 }
 

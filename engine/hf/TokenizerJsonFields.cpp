@@ -45,7 +45,7 @@ const json& TokenizerJsonFields::bpeModel(const json& root, const std::string& s
     const json& model = *modelIt;
     const std::string type = text(model, "type", "BPE", "model", source);
     if (type != "BPE") {
-        fail("model.type", "is '" + type + "'; KV Lens reads BPE tokenizer.json files" +
+        fail("model.type", "is " + quotedText(type) + "; KV Lens reads BPE tokenizer.json files" +
                                (type == "Unigram" ? " (a Unigram model through its tokenizer.model)" : ""));
     }
     if (model.contains("dropout") && !model["dropout"].is_null()) fail("model.dropout", "is set; BPE dropout is not supported");

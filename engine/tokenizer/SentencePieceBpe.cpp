@@ -190,17 +190,21 @@ SentencePieceBpe::SentencePieceBpe(SentencePieceBpeVocab vocab, const std::strin
 
     lstrip_.assign(n, false);
     rstrip_.assign(n, false);
+    // A normalized added token is matched in the normalized text by its content normalized
+    // too, as Hugging Face's added vocabulary does (with Prepend, "<tool>" is "▁<tool>").
+    normalizedTexts_ = vocab_.tokens;
     for (const auto& [id, a] : vocab_.added) {
         if (id < 0 || size_t(id) >= n) throw Error(name_ + ": added token id " + std::to_string(id) + " is outside the vocabulary");
         const bool control = vocab_.types[size_t(id)] == LlamaTokenType::Control;
         (a.normalized ? normAddedControl_ : rawAddedControl_).push_back(id);
         if (!control) (a.normalized ? normAdded_ : rawAdded_).push_back(id);
+        if (a.normalized) normalizedTexts_[size_t(id)] = normalize(vocab_.tokens[size_t(id)]);
         lstrip_[size_t(id)] = a.lstrip;
         rstrip_[size_t(id)] = a.rstrip;
     }
     for (std::vector<int32_t>* list : {&rawAdded_, &rawAddedControl_, &normAdded_, &normAddedControl_}) {
         std::stable_sort(list->begin(), list->end(), [&](int32_t x, int32_t y) {
-            return vocab_.tokens[size_t(x)].size() > vocab_.tokens[size_t(y)].size();
+            return normalizedTexts_[size_t(x)].size() > normalizedTexts_[size_t(y)].size();
         });
     }
     eog_ = SpecialTokens::endOfGeneration(vocab_.tokens, vocab_.types, {vocab_.eosId});
@@ -249,6 +253,7 @@ std::vector<SentencePieceBpe::Word> SentencePieceBpe::preTokenize(Word fragment)
         std::vector<Word> next;
         for (Word& w : words) {
             Vocab::SplitBehavior behavior = step.behavior;
+            if (w.text.empty()) continue;  // Hugging Face drops empty splits (and prepends nothing to them)
             if (step.kind == Vocab::PreTokenizerStep::Kind::Metaspace) {
                 w.text = replaceAll(w.text, " ", step.text);
                 const bool needsPrefix = w.text.compare(0, step.text.size(), step.text) != 0;
@@ -351,7 +356,7 @@ void SentencePieceBpe::encodeFragment(std::string_view fragment, bool atStart, b
     const std::string normalized = normalize(fragment);
     const std::vector<int32_t>& added = parseSpecial ? normAddedControl_ : normAdded_;
     for (const SpecialTokenSplit::Fragment& f :
-         SpecialTokenSplit::split(normalized, added, vocab_.tokens, rstrip_, lstrip_)) {
+         SpecialTokenSplit::split(normalized, added, normalizedTexts_, rstrip_, lstrip_)) {
         if (f.token >= 0) {
             out.push_back(f.token);
             continue;

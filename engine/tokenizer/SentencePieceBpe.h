@@ -108,6 +108,7 @@ private:
     std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left id, right id) -> (rank, merged id)
     std::array<int32_t, 256> byteToId_{};  // -1: no <0xNN> token
     std::vector<std::string> bytes_;       // what each id decodes to
+    std::vector<std::string> normalizedTexts_;  // each token's text; normalized added tokens' normalized
     std::vector<int32_t> rawAdded_, rawAddedControl_;    // matched in the raw text, longest first
     std::vector<int32_t> normAdded_, normAddedControl_;  // matched in the normalized text
     std::vector<bool> lstrip_, rstrip_;

@@ -64,6 +64,15 @@ TEST(SlidingWindowCli, GenerateAppliesItCompressionRefusesPastIt) {
     const test::CliResult runIgnored = runKvlens("run --method snapkv --budget 40 --window 8 -n 4 --sliding-window ignore --model " +
                                                  kPhi3 + " --prompt " + kLong);
     EXPECT_EQ(runIgnored.exitCode, 0) << runIgnored.err;
+    // KVzip's reconstruction runs the repeated prompt after it: 33 prompt tokens fit, their
+    // repeat does not (its position count named).
+    const test::CliResult kvzip = runKvlens("run --method kvzip --budget 16 -n 2 --model " + kPhi3 +
+                                            " --prompt 'Once upon a time, there was a little girl named Lily. She loved "
+                                            "to play outside in the sun with her friends. One day, she found a big'");
+    EXPECT_EQ(kvzip.exitCode, 1);
+    EXPECT_NE(kvzip.err.find(" positions reach past the model's sliding window of 64 tokens: KV Lens applies the window"),
+              std::string::npos)
+        << kvzip.err;
     test::expectOneLineError(runKvlens("generate --sliding-window refuse --model " + kPhi3 + " --prompt " + kShort),
                              {"--sliding-window 'refuse': apply or ignore"});
 }

@@ -120,6 +120,16 @@ TEST(HfConfig, QwenAndMistralShapes) {
     EXPECT_EQ(q.model.headDim, 128);
     EXPECT_EQ(q.model.vocabSize, 152064);
     EXPECT_EQ(q.slidingWindow, 0);  // use_sliding_window false
+    // Hugging Face slides the layers from max_window_layers on: none of Qwen2.5-7B's 28; a
+    // window on some layers only is refused, not applied to all.
+    json sliding = qwen25();
+    sliding["use_sliding_window"] = true;
+    EXPECT_EQ(parse(sliding).model.slidingWindow, 0);
+    sliding["max_window_layers"] = 4;
+    EXPECT_EQ(errorFor(sliding), "m/config.json: field 'max_window_layers' (4, with use_sliding_window true) puts a sliding window on some of the 28 "
+                                 "layers only, which KV Lens does not run");
+    sliding["max_window_layers"] = "x";
+    EXPECT_EQ(errorFor(sliding), "m/config.json: field 'max_window_layers' must be a positive integer, is \"x\"");
     EXPECT_EQ(q.eosIds, (std::vector<int32_t>{151645}));
     EXPECT_TRUE(q.ropeFreqFactors.empty());
 
@@ -295,7 +305,7 @@ TEST(HfConfig, EveryFieldGivenEveryBadValueIsRefusedNamingItOrMeansWhatItSays) {
         {"max_position_embeddings", "null"}, {"num_key_value_heads", "null"},  {"rms_norm_eps", "null"},
         {"rms_norm_eps", "0.5"},           {"rope_theta", "null"},             {"rope_theta", "2^31"},
         {"rope_scaling.low_freq_factor", "0.5"},
-        // Qwen's window is recorded and not applied, as llama.cpp runs it (issue 39 applies it).
+        // Qwen2.5's max_window_layers (28 of 28 layers) leaves no layer sliding.
         {"use_sliding_window", "true"},
     };
     std::vector<std::string> silent;

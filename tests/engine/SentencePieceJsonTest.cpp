@@ -8,6 +8,7 @@
 // VocabParityTest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -158,6 +159,29 @@ TEST(SentencePieceJson, AddedTokensStripWhitespaceAndControlTokensNeedSpecial) {
     EXPECT_NE(t->encode("a</s>", false), (Ids{id(kMarker + "a"), 2}));
 }
 
+TEST(SentencePieceJson, ANormalizedAddedTokenIsMatchedByItsNormalizedContent) {
+    // normalized: true (the default for a non-special token): Hugging Face normalizes the
+    // content too, so under Prepend the pattern is "▁<tool>": it takes the space before it,
+    // and "x<tool>" (no space) holds no such token.
+    json j = legacyFile();
+    j["added_tokens"][3]["normalized"] = true;
+    const auto t = parse(j);
+    EXPECT_EQ(t->encode("a <tool>", false), (Ids{id(kMarker + "a"), id("<tool>")}));
+    const Ids glued = t->encode("x<tool>", false);
+    EXPECT_EQ(std::count(glued.begin(), glued.end(), id("<tool>")), 0);
+    // normalized: false matches the raw text: the space before it is a run of its own.
+    EXPECT_EQ(parse(legacyFile())->encode("a <tool>", false), (Ids{id(kMarker + "a"), id(kMarker), id("<tool>")}));
+}
+
+TEST(SentencePieceJson, AnEmptyTextIsNoTokens) {
+    for (const json& j : {legacyFile(), metaspaceFile("first", false), metaspaceFile("always", true)}) {
+        const auto t = parse(j);
+        EXPECT_EQ(t->encode("", false), Ids{});
+        EXPECT_EQ(t->encode("", true), Ids{1});
+        EXPECT_EQ(t->encode("<tool>", false), Ids{id("<tool>")});
+    }
+}
+
 TEST(SentencePieceJson, DecodeDropsThePrefixAfterBos) {
     const auto t = parse(legacyFile());
     EXPECT_TRUE(t->addBosByDefault());
@@ -227,6 +251,22 @@ TEST(SentencePieceJson, WhatKvLensDoesNotRunIsOneLineNamingTheField) {
               "t/tokenizer.json: added_tokens[3].single_word is true; KV Lens does not match single-word tokens");
     EXPECT_EQ(err([](json& j) { j["added_tokens"][3]["rstrip"] = "no"; }), "t/tokenizer.json: added_tokens[3].rstrip is not true or false");
     EXPECT_EQ(errorOf([] { HfSentencePieceJson::parse("[1]", "t/tokenizer.json", {}); }), "t/tokenizer.json: not a JSON object");
+    // A type with a line break in it stays one line; Sequences nest at most 16 deep.
+    EXPECT_EQ(err([](json& j) { j["decoder"] = {{"type", "Odd\nType"}}; }),
+              "t/tokenizer.json: decoder has type 'Odd\\x0aType', which KV Lens does not decode with (Replace, "
+              "ByteFallback, Fuse, Strip, Metaspace, Sequence)");
+    EXPECT_EQ(err([](json& j) {
+                  json n = {{"type", "NFC"}};
+                  for (int i = 0; i < 20; ++i) n = {{"type", "Sequence"}, {"normalizers", json::array({n})}};
+                  j["normalizer"] = n;
+              }).rfind("t/tokenizer.json: normalizer.normalizers[0]", 0),
+              0u);
+    EXPECT_NE(err([](json& j) {
+                  json n = {{"type", "NFC"}};
+                  for (int i = 0; i < 20; ++i) n = {{"type", "Sequence"}, {"normalizers", json::array({n})}};
+                  j["normalizer"] = n;
+              }).find("nests Sequences deeper than 16"),
+              std::string::npos);
     HfTokenizerJson::Extras e;
     e.endIds = {5000};
     EXPECT_EQ(errorOf([&] { parse(legacyFile(), e); }),

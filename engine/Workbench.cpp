@@ -93,6 +93,7 @@ WorkbenchModel Workbench::load(const LoadOptions& options, const Progress& progr
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(threads);
     LoadedModel loaded = loadModel(options.model, device, dtype, checked(progress, cancel));
+    if (options.ignoreSlidingWindow) loaded.model->ignoreSlidingWindow();
 
     WorkbenchModel m;
     const ModelConfig& c = loaded.model->config();

@@ -96,6 +96,9 @@ public:
         std::string device = "cpu";
         std::string dtype = "auto";
         int threads = 0;  // 0: all cores
+        // Attend over the whole sequence whatever the model's sliding window (the CLI's
+        // --sliding-window ignore); else a capture past the window is refused.
+        bool ignoreSlidingWindow = false;
     };
 
     Workbench();

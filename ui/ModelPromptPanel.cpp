@@ -56,6 +56,13 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     dtype_->setObjectName("dtype");
     dtype_->addItems({"auto", "f32", "bf16", "f16"});
     dtype_->setToolTip("auto: bf16 on CUDA and on CPUs with AVX512-BF16 or AMX, else f32");
+    window_ = new QComboBox;
+    window_->setObjectName("slidingWindow");
+    window_->addItems({"window: apply", "window: ignore"});
+    window_->setToolTip(
+        "A model's sliding window (Phi-3, Mistral v0.1): the compression methods do not apply it yet, so a "
+        "prompt plus the tokens asked for past it is refused; ignore attends over the whole sequence "
+        "(as llama.cpp runs Mistral; not as the model was trained). Read when the model loads.");
     threads_ = new QSpinBox;
     threads_->setObjectName("threads");
     threads_->setRange(1, 1024);
@@ -63,6 +70,7 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     auto* deviceRow = new QHBoxLayout;
     deviceRow->addWidget(device_);
     deviceRow->addWidget(dtype_);
+    deviceRow->addWidget(window_);
     deviceRow->addWidget(new QLabel("threads"));
     deviceRow->addWidget(threads_);
     form->addRow("Device", deviceRow);
@@ -172,6 +180,7 @@ Workbench::LoadOptions ModelPromptPanel::loadOptions() const {
     o.device = device_->currentText().toStdString();
     o.dtype = dtype_->currentText().toStdString();
     o.threads = threads_->value();
+    o.ignoreSlidingWindow = window_->currentIndex() == 1;
     return o;
 }
 

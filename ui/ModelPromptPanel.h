@@ -70,6 +70,7 @@ private:
     QComboBox* recent_;
     QComboBox* device_;
     QComboBox* dtype_;
+    QComboBox* window_;  // the model's sliding window: apply, or ignore (attend over all)
     QSpinBox* threads_;
     QPushButton* load_;
     QLabel* modelInfo_;

@@ -56,8 +56,8 @@ void LlamaModel::requireWithinWindow(int64_t tokens) const {
     if (w > 0 && tokens > w) {
         throw Error(std::to_string(tokens) + " positions reach past the model's sliding window of " + std::to_string(w) +
                     " tokens: KV Lens applies the window when it generates with the full cache, not yet to the "
-                    "compression methods; --sliding-window ignore attends over the whole sequence (as llama.cpp runs "
-                    "Mistral; not as the model was trained)");
+                    "compression methods; --sliding-window ignore (the window's 'window: ignore') attends over the whole "
+                    "sequence (as llama.cpp runs Mistral; not as the model was trained)");
     }
 }
 

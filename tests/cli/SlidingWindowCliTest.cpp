@@ -27,8 +27,8 @@ const std::string kLong =
 std::string refusal(int positions) {
     return std::to_string(positions) +
            " positions reach past the model's sliding window of 64 tokens: KV Lens applies the window when it "
-           "generates with the full cache, not yet to the compression methods; --sliding-window ignore attends over "
-           "the whole sequence (as llama.cpp runs Mistral; not as the model was trained)";
+           "generates with the full cache, not yet to the compression methods; --sliding-window ignore (the window's "
+           "'window: ignore') attends over the whole sequence (as llama.cpp runs Mistral; not as the model was trained)";
 }
 
 TEST(SlidingWindowCli, InfoNamesTheWindow) {

@@ -69,6 +69,25 @@ TEST(WorkbenchTest, ModelFiguresMatchTheConfig) {
     EXPECT_FALSE(m.isFile);
 }
 
+// A model with a sliding window (the phi3 test file, 64): a capture past it is refused in one
+// line; loaded with ignoreSlidingWindow it goes.
+TEST(WorkbenchTest, ACapturePastASlidingWindowIsRefusedUnlessIgnored) {
+    Workbench::LoadOptions o;
+    o.model = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-phi3-F16.gguf";
+    o.dtype = "f32";
+    o.threads = 2;
+    const std::string text = "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun "
+                             "with her friends. One day, she found a big red ball in the park.";
+    Workbench w;
+    w.load(o, {}, nullptr);
+    EXPECT_NE(errorOf([&] { w.capture(plain(text), 32, {}, nullptr); })
+                  .find("positions reach past the model's sliding window of 64 tokens"),
+              std::string::npos);
+    o.ignoreSlidingWindow = true;
+    w.load(o, {}, nullptr);
+    EXPECT_GT(w.capture(plain(text), 32, {}, nullptr).tokenIds.size(), 40u);
+}
+
 TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {
     Workbench w;
     w.load(tiny(), {}, nullptr);

@@ -1,7 +1,9 @@
 // The Model & prompt panel's "compress every" tooltip names the methods from the method
-// table's decode forms: every method that compresses while decoding, and no other.
+// table's decode forms: every method that compresses while decoding, and no other; its
+// sliding-window choice reaches the load options.
 #include <gtest/gtest.h>
 
+#include <QComboBox>
 #include <QSpinBox>
 
 #include "core/Methods.h"
@@ -29,6 +31,17 @@ TEST(ModelPromptPanelTest, TheDecodeTooltipNamesExactlyTheMethodsWithADecodeForm
     }
     // The scorers a wrapper decodes by: those with a decode form of their own.
     EXPECT_NE(tip.find("with --scorer snapkv, h2o, tova, knorm, keydiff, lagkv, expected or cur"), std::string::npos) << tip;
+}
+
+// The sliding-window choice reaches the load options (the CLI's --sliding-window).
+TEST(ModelPromptPanelTest, TheSlidingWindowChoiceReachesTheLoadOptions) {
+    ModelPromptPanel panel;
+    auto* window = panel.findChild<QComboBox*>("slidingWindow");
+    ASSERT_NE(window, nullptr);
+    EXPECT_EQ(window->currentText().toStdString(), "window: apply");
+    EXPECT_FALSE(panel.loadOptions().ignoreSlidingWindow);
+    window->setCurrentIndex(1);
+    EXPECT_TRUE(panel.loadOptions().ignoreSlidingWindow);
 }
 
 }  // namespace

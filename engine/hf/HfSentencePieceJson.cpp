@@ -123,16 +123,27 @@ struct Reader {
         if (r.empty() || Utf8::decode(r, 0, cp) != r.size()) fail(field + ".replacement", "is not one character");
         return r;
     }
+    // As Hugging Face reads Metaspace: prepend_scheme (default always); add_prefix_space false
+    // (the older field) means never, and contradicts a scheme that prepends.
     Vocab::Prepend prependScheme(const json& o, const std::string& field) const {
+        const bool prefix = Fields::flag(o, "add_prefix_space", true, field, source);
+        Vocab::Prepend scheme = prefix ? Vocab::Prepend::Always : Vocab::Prepend::Never;
         if (o.contains("prepend_scheme") && !o["prepend_scheme"].is_null()) {
             const std::string s = Fields::text(o, "prepend_scheme", "", field, source);
-            if (s == "first") return Vocab::Prepend::First;
-            if (s == "always") return Vocab::Prepend::Always;
-            if (s == "never") return Vocab::Prepend::Never;
-            fail(field + ".prepend_scheme", "is " + quotedText(s) + "; one of first, always, never");
+            if (s == "first") {
+                scheme = Vocab::Prepend::First;
+            } else if (s == "always") {
+                scheme = Vocab::Prepend::Always;
+            } else if (s == "never") {
+                scheme = Vocab::Prepend::Never;
+            } else {
+                fail(field + ".prepend_scheme", "is " + quotedText(s) + "; one of first, always, never");
+            }
+            if (!prefix && scheme != Vocab::Prepend::Never) {
+                fail(field + ".add_prefix_space", "is false but prepend_scheme is " + quotedText(s) + " (Hugging Face refuses the pair)");
+            }
         }
-        // Files written before prepend_scheme: add_prefix_space (default true) means always.
-        return Fields::flag(o, "add_prefix_space", true, field, source) ? Vocab::Prepend::Always : Vocab::Prepend::Never;
+        return scheme;
     }
 
     void decoder(const json& d, const std::string& field) {

@@ -121,6 +121,13 @@ TEST(SentencePieceJson, LegacyPrependsAfterEveryAddedTokenMetaspaceFirstOnlyAtTh
     old["pre_tokenizer"].erase("prepend_scheme");
     old["pre_tokenizer"]["add_prefix_space"] = true;
     EXPECT_EQ(parse(old)->encode("a<tool>b", false), (Ids{id(kMarker + "a"), id("<tool>"), id(kMarker + "b")}));
+    old["pre_tokenizer"]["add_prefix_space"] = false;  // never
+    EXPECT_EQ(parse(old)->encode("a b", false), (Ids{id("a"), id(kMarker + "b")}));
+    json both = metaspaceFile("first", false);
+    both["pre_tokenizer"]["add_prefix_space"] = false;
+    EXPECT_EQ(errorOf([&] { parse(both); }),
+              "t/tokenizer.json: pre_tokenizer.add_prefix_space is false but prepend_scheme is 'first' (Hugging Face "
+              "refuses the pair)");
 }
 
 TEST(SentencePieceJson, MetaspaceSplitKeepsWordsApart) {

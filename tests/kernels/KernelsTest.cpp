@@ -7,6 +7,7 @@
 #include "kernels/CausalAttention.h"
 #include "kernels/CpuFeatures.h"
 #include "kernels/CpuMath.h"
+#include "kernels/GeluMul.h"
 #include "kernels/Linear.h"
 #include "kernels/RmsNorm.h"
 #include "kernels/Rope.h"
@@ -74,6 +75,18 @@ TEST(SiluMul, MatchesComposite) {
     at::Tensor exact = at::silu(b.narrow(1, 0, 20).to(at::kFloat)) * b.narrow(1, 20, 20).to(at::kFloat);
     at::Tensor diff = (siluMul(b).to(at::kFloat) - exact).abs();
     EXPECT_TRUE((diff <= exact.abs() / 256 + 1e-6).all().item<bool>()) << maxAbs(diff);
+}
+
+// GeGLU against GELU's tanh form written out in fp64 (Gemma's gelu_pytorch_tanh).
+TEST(GeluMul, MatchesTheTanhFormula) {
+    at::Tensor gu = randn({3, 40}, 11) * 4;
+    const at::Tensor g = gu.narrow(1, 0, 20).to(at::kDouble), u = gu.narrow(1, 20, 20).to(at::kDouble);
+    const at::Tensor exact = 0.5 * g * (1.0 + at::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g.pow(3)))) * u;
+    EXPECT_LT(maxAbs(geluMul(gu).to(at::kDouble) - exact), 1e-5);
+    const at::Tensor b = geluMul(gu.to(at::kBFloat16));
+    EXPECT_EQ(b.scalar_type(), at::kBFloat16);
+    // bf16's rounded inputs and output: a few units in its last place (2^-8 relative).
+    EXPECT_TRUE(((b.to(at::kDouble) - exact).abs() <= exact.abs() / 32 + 1e-2).all().item<bool>());
 }
 
 // Reference rotation from the definition, one element pair at a time.

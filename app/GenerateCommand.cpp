@@ -27,7 +27,7 @@ int runGenerate(const std::vector<std::string>& argv) {
             "  greedy (argmax, ties to the lowest id) unless --temperature > 0; stops at EOS\n"
             "  unless --ignore-eos, after N tokens (default 64), or at the model's context.\n"
             "  --json prints {\"prompt_token_ids\", \"generated_token_ids\", \"text\"} only.\n"
-            "  --sliding-window apply|ignore: a model's sliding window (Phi-3, Mistral v0.1) is applied\n"
+            "  --sliding-window apply|ignore: a model's sliding window (Phi-3, Mistral v0.1, Gemma) is applied\n"
             "  here; the compression commands refuse a prompt + N past it (not applied to their scores\n"
             "  yet); ignore attends over all (as llama.cpp runs Mistral). Every model command takes it.\n",
             stdout);

@@ -1,4 +1,5 @@
 // kvlens info: describes a model from its metadata, without loading weights.
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -157,9 +158,31 @@ int runInfo(const std::vector<std::string>& argv) {
     j["parameters"] = noWeights ? nlohmann::json(nullptr) : nlohmann::json(parameters);
     j["tensor_types"] = types;
     j["sliding_window"] = c.slidingWindow;
+    nlohmann::json local = nlohmann::json::array();
+    for (int64_t l = 0; l < c.nLayers; ++l)
+        if (c.windowAt(l) > 0) local.push_back(l);
+    j["sliding_window_layers"] = local;
     if (c.slidingWindow > 0) {
-        notes.push_back("sliding window " + std::to_string(c.slidingWindow) + " tokens on every layer: applied by generate; "
-                        "the compression methods refuse a sequence past it (--sliding-window ignore attends over all)");
+        const std::string where =
+            c.windowPeriod == 0 ? "every layer"
+                                : std::to_string(local.size()) + " local layers of " + std::to_string(c.nLayers) +
+                                      " (in each run of " + std::to_string(c.windowPeriod) + ", " +
+                                      std::to_string(c.windowPeriod - 1) + " local then 1 global)";
+        notes.push_back("sliding window " + std::to_string(c.slidingWindow) + " tokens on " + where +
+                        ": applied by generate; the compression methods refuse a sequence past it (--sliding-window "
+                        "ignore attends over all)");
+    }
+    if (c.architecture == "gemma2" || c.architecture == "gemma3") {
+        auto number = [](double v) {
+            char t[32];
+            std::snprintf(t, sizeof t, "%.4g", v);
+            return std::string(t);
+        };
+        auto cap = [&](double v) { return v > 0 ? number(v) : std::string("none"); };
+        notes.push_back("gemma         GeGLU (tanh GELU), norms after attention and MLP, embeddings x " + number(c.embedScale) +
+                        ", query scale " + number(c.queryScale > 0 ? c.queryScale : 1.0 / std::sqrt(double(c.headDim))) +
+                        ", soft-caps " + cap(c.attnSoftcap) + " (attention), " + cap(c.finalSoftcap) + " (output)");
+        if (c.localRopeTheta > 0) notes.push_back("local RoPE    base " + std::to_string(int64_t(c.localRopeTheta)) + " on local layers");
     }
     j["kv_bytes_per_token"] = {{"f32", c.kvBytesPerToken(4)}, {"bf16", c.kvBytesPerToken(2)},
                                {"f16", c.kvBytesPerToken(2)}};

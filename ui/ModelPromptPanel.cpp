@@ -60,7 +60,7 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     window_->setObjectName("slidingWindow");
     window_->addItems({"window: apply", "window: ignore"});
     window_->setToolTip(
-        "A model's sliding window (Phi-3, Mistral v0.1): the compression methods do not apply it yet, so a "
+        "A model's sliding window (Phi-3, Mistral v0.1, Gemma): the compression methods do not apply it yet, so a "
         "prompt plus the tokens asked for past it is refused; ignore attends over the whole sequence "
         "(as llama.cpp runs Mistral; not as the model was trained). Read when the model loads.");
     threads_ = new QSpinBox;

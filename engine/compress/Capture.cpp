@@ -177,7 +177,7 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     }
     if (prompt.size() < 2) throw Error("the prompt needs at least 2 tokens to compress");
     // The methods' scores and decode do not apply a sliding window yet: refused past it.
-    model.requireWithinWindow(static_cast<int64_t>(prompt.size()) + std::max<int64_t>(spareTokens, 0));
+    model.requireCompressible(static_cast<int64_t>(prompt.size()) + std::max<int64_t>(spareTokens, 0));
     if (static_cast<int64_t>(prompt.size()) > c.contextLength) {
         throw Error("the prompt is " + std::to_string(prompt.size()) +
                     " tokens, longer than the model's context of " + std::to_string(c.contextLength) +

@@ -80,7 +80,7 @@ std::vector<at::Tensor> ContextReconstruction::scores(LlamaModel& model, const K
         input.insert(input.end(), repeat.suffix.begin(), repeat.suffix.end());
         input.insert(input.end(), prompt.begin() + start, prompt.begin() + end);
         // The repeat runs at positions T and on; its scores do not apply a sliding window.
-        model.requireWithinWindow(T + static_cast<int64_t>(input.size()));
+        model.requireCompressible(T + static_cast<int64_t>(input.size()));
         observer.beginChunk(start, end);
         ProgressFn sub;
         if (progress) {

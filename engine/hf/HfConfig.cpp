@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
@@ -23,13 +24,34 @@ struct Arch {
     int64_t headDim;     // head_dim (0: hidden_size / num_attention_heads)
     int64_t context;     // max_position_embeddings
     int64_t window;      // sliding_window when absent (an explicit null is none)
+    // The defaults of the transformers config class for fields the file may leave out,
+    // as JSON (nullptr: none beyond the above). Gemma's configs often list only a few.
+    const char* defaults = nullptr;
+    bool textConfig = false;  // the fields are in text_config (a multimodal checkpoint)
 };
+
+// transformers' Gemma2Config and Gemma3TextConfig defaults.
+constexpr char kGemma2Defaults[] =
+    R"({"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+        "max_position_embeddings": 8192, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "query_pre_attn_scalar": 256,
+        "sliding_window": 4096, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
+        "tie_word_embeddings": true})";
+constexpr char kGemma3Defaults[] =
+    R"({"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+        "max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "query_pre_attn_scalar": 256,
+        "sliding_window": 4096, "final_logit_softcapping": null, "attn_logit_softcapping": null,
+        "rope_local_base_freq": 10000.0, "sliding_window_pattern": 6, "tie_word_embeddings": true})";
 
 const Arch kArchs[] = {{"LlamaForCausalLM", "llama", 0, 0, 2048, 0},
                        {"MistralForCausalLM", "mistral", 8, 0, 131072, 4096},
                        {"Qwen2ForCausalLM", "qwen2", 32, 0, 32768, 4096},
                        {"Qwen3ForCausalLM", "qwen3", 32, 128, 32768, 4096},
-                       {"Phi3ForCausalLM", "phi3", 0, 0, 4096, 0}};
+                       {"Phi3ForCausalLM", "phi3", 0, 0, 4096, 0},
+                       {"Gemma2ForCausalLM", "gemma2", 4, 256, 8192, 4096, kGemma2Defaults},
+                       {"Gemma3ForCausalLM", "gemma3", 4, 256, 131072, 4096, kGemma3Defaults},
+                       {"Gemma3ForConditionalGeneration", "gemma3", 4, 256, 131072, 4096, kGemma3Defaults, true}};
 
 // Beyond these a file is hostile or broken: a vocabulary of 4M entries, heads of 4096 dims.
 constexpr int64_t kMaxVocab = int64_t(1) << 22;
@@ -44,11 +66,19 @@ bool mixtureOfExperts(const std::string& a) {
 
 class Fields {
 public:
-    Fields(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+    // `prefix` names the object the fields are in ("text_config.").
+    Fields(const json& j, std::string source, std::string prefix = "")
+        : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {}
 
     [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-        throw Error(source_ + ": field '" + field + "' " + what);
+        throw Error(source_ + ": field '" + prefix_ + field + "' " + what);
     }
+    // Whether the file says null for it (a soft-cap of null is none; absent is the default).
+    bool isNull(const std::string& field) const {
+        const auto it = j_.find(field);
+        return it != j_.end() && it->is_null();
+    }
+    const json& object() const { return j_; }
     const json* find(const std::string& field) const {
         const auto it = j_.find(field);
         return it == j_.end() || it->is_null() ? nullptr : &*it;
@@ -91,6 +121,7 @@ private:
     }
     const json& j_;
     std::string source_;
+    std::string prefix_;
 };
 
 // The largest RoPE scaling factor taken (published checkpoints use 4 to 64).
@@ -144,6 +175,38 @@ std::vector<int32_t> tokenIds(const Fields& f, const std::string& field) {
     return ids;
 }
 
+// Which layers are local, as ModelConfig::windowPeriod: Gemma 2 slides even layers; Gemma 3
+// every layer but each sliding_window_pattern-th; transformers 4.53+ may list them instead as
+// layer_types, which must then follow such a period.
+int64_t windowPeriodOf(const Fields& f, const std::string& architecture, int64_t layers) {
+    const json* types = f.find("layer_types");
+    if (!types) {
+        if (architecture == "gemma2") return 2;
+        return f.countOr("sliding_window_pattern", 6);
+    }
+    if (!types->is_array() || int64_t(types->size()) != layers)
+        f.fail("layer_types", "must list one type for each of the " + std::to_string(layers) + " layers");
+    std::vector<bool> local;
+    for (const json& t : *types) {
+        if (t != "sliding_attention" && t != "full_attention")
+            f.fail("layer_types", "holds " + t.dump() + " (sliding_attention and full_attention are known)");
+        local.push_back(t == "sliding_attention");
+    }
+    int64_t period = 0;  // every layer local
+    for (int64_t l = 0; l < layers; ++l)
+        if (!local[size_t(l)]) {
+            period = l + 1;
+            break;
+        }
+    for (int64_t l = 0; l < layers; ++l) {
+        const bool expected = period == 0 || (l + 1) % period != 0;
+        if (local[size_t(l)] != expected)
+            f.fail("layer_types", "does not repeat one pattern of local layers then a global one (layer " + std::to_string(l) +
+                                      "), which KV Lens does not run");
+    }
+    return period;
+}
+
 }  // namespace
 
 std::vector<std::string> HfConfig::architectures() {
@@ -162,13 +225,13 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         throw Error(source + ": not valid JSON: " + what);
     }
     if (!j.is_object()) throw Error(source + ": not a JSON object");
-    const Fields f(j, source);
+    const Fields top(j, source);
 
     HfConfig h;
-    const json* archs = f.find("architectures");
-    if (!archs) f.fail("architectures", "is missing (which model class the checkpoint is)");
+    const json* archs = top.find("architectures");
+    if (!archs) top.fail("architectures", "is missing (which model class the checkpoint is)");
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
-        f.fail("architectures", "is not a list of class names");
+        top.fail("architectures", "is not a list of class names");
     }
     h.hfArchitecture = (*archs)[0].get<std::string>();
     ModelConfig& c = h.model;
@@ -183,8 +246,27 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
                                                         : "") +
                     " (supported: " + list + ")");
     }
+    // The model's fields: config.json itself, or its text_config (Gemma 3's multimodal
+    // checkpoints), with the config class's defaults under what the file leaves out.
+    json fields = j;
+    std::string prefix;
+    if (arch->textConfig) {
+        const json* t = top.find("text_config");
+        if (!t || !t->is_object()) top.fail("text_config", "is missing or not an object (the text model's fields)");
+        fields = *t;
+        prefix = "text_config.";
+        for (const char* k : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype", "tie_word_embeddings"})
+            if (!fields.contains(k) && j.contains(k)) fields[k] = j[k];
+        h.multimodal = true;
+    }
+    if (arch->defaults) {
+        const json d = json::parse(arch->defaults);
+        for (auto it = d.begin(); it != d.end(); ++it)
+            if (!fields.contains(it.key())) fields[it.key()] = it.value();
+    }
+    const Fields f(fields, source, prefix);
     c.architecture = arch->engine;
-    c.name = f.textOr("_name_or_path", "");
+    c.name = top.textOr("_name_or_path", "");
     c.nLayers = f.count("num_hidden_layers");
     c.embedDim = f.count("hidden_size");
     c.ffnDim = f.count("intermediate_size");
@@ -206,7 +288,8 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     c.ropeDim = static_cast<int64_t>(std::llround(double(c.headDim) * partial));
     c.ropeStyle = RopeStyle::Halves;  // Hugging Face's rotate_half layout
     c.qkvBias = c.architecture == "qwen2";
-    c.qkNorm = c.architecture == "qwen3";
+    c.qkNorm = c.architecture == "qwen3" || c.architecture == "gemma3";
+    const bool gemma = c.architecture == "gemma2" || c.architecture == "gemma3";
     if (c.architecture == "phi3" && f.find("rope_scaling")) {
         const json& rs = *f.find("rope_scaling");
         if (rs.is_object() && (rs.value("type", json()) == "su" || rs.value("type", json()) == "longrope" ||
@@ -219,8 +302,33 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
                                      " are not supported (only Qwen2's q/k/v biases are)");
     }
     if (f.flagOr("mlp_bias", false)) f.fail("mlp_bias", "is true: MLP biases are not supported");
-    const std::string act = f.textOr("hidden_act", "silu");
-    if (act != "silu") f.fail("hidden_act", "is '" + act + "'; the engine's MLP is SwiGLU (silu)");
+    if (gemma) {
+        // Gemma's MLP reads hidden_activation (Gemma 2's hidden_act is not used).
+        const std::string act = f.textOr("hidden_activation", "gelu_pytorch_tanh");
+        if (act != "gelu_pytorch_tanh")
+            f.fail("hidden_activation", "is " + quotedText(act) + "; KV Lens runs Gemma's GeGLU with gelu_pytorch_tanh");
+        c.activation = Activation::GeluTanhGate;
+        c.postNorms = true;
+        h.normPlusOne = true;
+        c.embedScale = static_cast<double>(std::sqrt(static_cast<float>(c.embedDim)));
+        const double scalar = f.numberOr("query_pre_attn_scalar", 256.0);
+        if (!(scalar > 0.0 && scalar <= 1e6)) f.fail("query_pre_attn_scalar", "must be in (0, 1e6]");
+        c.queryScale = 1.0 / std::sqrt(scalar);
+        for (const auto& [field, cap] : {std::pair<const char*, double*>{"attn_logit_softcapping", &c.attnSoftcap},
+                                         {"final_logit_softcapping", &c.finalSoftcap}}) {
+            if (f.isNull(field)) continue;  // none
+            *cap = f.numberOr(field, 0.0);
+            if (!(*cap > 0.0 && *cap < 1e6)) f.fail(field, "must be in (0, 1e6) or null");
+        }
+        if (c.architecture == "gemma3") {
+            c.localRopeTheta = f.numberOr("rope_local_base_freq", 10000.0);
+            if (!(c.localRopeTheta > 1.0 && c.localRopeTheta <= 1e12))
+                f.fail("rope_local_base_freq", "must be above 1 and at most 1e12");
+        }
+    } else {
+        const std::string act = f.textOr("hidden_act", "silu");
+        if (act != "silu") f.fail("hidden_act", "is '" + act + "'; the engine's MLP is SwiGLU (silu)");
+    }
     h.tiedEmbeddings = f.flagOr("tie_word_embeddings", false);
     h.torchDtype = f.textOr("torch_dtype", f.textOr("dtype", ""));
 
@@ -293,8 +401,9 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
     // sequence that reaches past it (--sliding-window ignore attends over everything).
     // The field is checked whether or not a window is used.
     (void)f.countOr("sliding_window", 1);
-    bool windowUsed = c.architecture == "mistral" || c.architecture == "phi3" ? true
-                                                                               : f.flagOr("use_sliding_window", false);
+    bool windowUsed = c.architecture == "mistral" || c.architecture == "phi3" || gemma
+                          ? true
+                          : f.flagOr("use_sliding_window", false);
     if (windowUsed && (c.architecture == "qwen2" || c.architecture == "qwen3")) {
         // Hugging Face slides only layers from max_window_layers on (default 28): none when that
         // is past the last layer; a window on some layers only is not supported.
@@ -307,9 +416,13 @@ HfConfig HfConfig::parse(const std::string& text, const std::string& source) {
         }
     }
     if (windowUsed) {
-        const bool explicitNull = j.contains("sliding_window") && j["sliding_window"].is_null();
-        const int64_t w = explicitNull ? 0 : f.countOr("sliding_window", arch->window);
+        const int64_t w = f.isNull("sliding_window") ? 0 : f.countOr("sliding_window", arch->window);
         if (w > 0 && w < c.contextLength) h.slidingWindow = w;
+    }
+    if (gemma) c.windowPeriod = windowPeriodOf(f, c.architecture, c.nLayers);
+    if (c.windowPeriod == 1) {  // every layer global
+        c.windowPeriod = 0;
+        h.slidingWindow = 0;
     }
     c.slidingWindow = h.slidingWindow;
     if (const json* b = f.find("bos_token_id"); b && b->is_array())

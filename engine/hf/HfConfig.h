@@ -1,5 +1,7 @@
 // A Hugging Face checkpoint's config.json as KV Lens runs it: LlamaForCausalLM,
-// MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM, mapped onto the
+// MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM,
+// Gemma2ForCausalLM, Gemma3ForCausalLM and the text model of
+// Gemma3ForConditionalGeneration (its text_config), mapped onto the
 // engine's ModelConfig (the same shape a GGUF of that model gives), plus what
 // only the folder says: tied embeddings, Llama 3's RoPE frequency factors
 // (rope_scaling type llama3, computed here as transformers computes them), the
@@ -29,6 +31,11 @@ struct HfConfig {
     std::string torchDtype;              // torch_dtype / dtype, when given
     int32_t bosId = -1;
     std::vector<int32_t> eosIds;         // eos_token_id (a number or a list)
+    // Gemma 2/3: the norms' weights are stored as w and applied as (1 + w) (HfWeightLoader adds 1).
+    bool normPlusOne = false;
+    // Gemma3ForConditionalGeneration: the text model's tensors under "model.language_model."
+    // or "language_model.model." (HfWeightLoader takes whichever the weights hold).
+    bool multimodal = false;
 
     // Parses config.json's text; `source` names the file in messages.
     static HfConfig parse(const std::string& text, const std::string& source);

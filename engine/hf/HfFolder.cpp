@@ -163,6 +163,9 @@ HfFolder::HfFolder(const std::string& dirIn) : dir_(dirIn) {
 void HfFolder::checkLayerCount() const {
     int64_t highest = -1;
     for (const auto& [name, shard] : where_) {
+        // A multimodal checkpoint's vision tower has layers of its own: the text model's only.
+        if (config_.multimodal && name.rfind("model.language_model.", 0) != 0 && name.rfind("language_model.", 0) != 0)
+            continue;
         for (size_t at = name.find("layers."); at != std::string::npos; at = name.find("layers.", at + 1)) {
             if (at > 0 && name[at - 1] != '.') continue;
             size_t digits = at + 7, end = digits;
@@ -175,7 +178,8 @@ void HfFolder::checkLayerCount() const {
     if (highest < 0) return;  // another naming: the loader names the first tensor it misses
     const int64_t layers = config_.model.nLayers;
     if (layers != highest + 1) {
-        throw Error(file("config.json") + ": num_hidden_layers is " + std::to_string(layers) +
+        throw Error(file("config.json") + ": " + (config_.multimodal ? "text_config." : "") + "num_hidden_layers is " +
+                    std::to_string(layers) +
                     ", but the weights hold layers 0-" + std::to_string(highest) + " (" + std::to_string(highest + 1) +
                     ")");
     }

@@ -143,12 +143,24 @@ ModelWeights HfWeightLoader::load(const HfFolder& folder, c10::Device device, c1
     const std::string ffnWhy = embedWhy + ", intermediate_size=" + std::to_string(c.ffnDim);
 
     const bool phi3 = c.architecture == "phi3";
-    w.tokenEmbedding = loader.matrix({{"model.embed_tokens.weight", {c.vocabSize, E}, vocabWhy}});
+    // Where the text model's tensors are: "model." or, in a multimodal checkpoint, under the
+    // language model (transformers 4.52+ writes model.language_model., earlier ones
+    // language_model.model.).
+    std::string root = "model.";
+    if (h.multimodal) {
+        root = loader.has("language_model.model.embed_tokens.weight") ? "language_model.model." : "model.language_model.";
+    }
+    // Gemma's norms are applied as (1 + w): loaded so, as llama.cpp's converter stores them.
+    auto norm = [&](const std::string& name, int64_t n, const std::string& why) {
+        at::Tensor t = loader.load({name, {n}, why}, true);
+        return h.normPlusOne ? t.add_(1.0f) : t;
+    };
+    w.tokenEmbedding = loader.matrix({{root + "embed_tokens.weight", {c.vocabSize, E}, vocabWhy}});
     for (int64_t l = 0; l < c.nLayers; ++l) {
         if (progress) progress(double(l) / double(c.nLayers), "loading layer " + std::to_string(l));
-        const std::string p = "model.layers." + std::to_string(l) + ".";
+        const std::string p = root + "layers." + std::to_string(l) + ".";
         LayerWeights L;
-        L.attnNorm = loader.load({p + "input_layernorm.weight", {E}, embedWhy}, true);
+        L.attnNorm = norm(p + "input_layernorm.weight", E, embedWhy);
         if (phi3) {  // Phi3ForCausalLM fuses [q | k | v] and [gate | up]
             L.wqkv = loader.matrix({{p + "self_attn.qkv_proj.weight", {qd + 2 * kvd, E}, qWhy + ", num_key_value_heads=" + std::to_string(c.nKvHeads)}});
         } else {
@@ -164,10 +176,16 @@ ModelWeights HfWeightLoader::load(const HfFolder& folder, c10::Device device, c1
         }
         if (c.qkNorm) {
             const std::string headWhy = "head_dim=" + std::to_string(c.headDim);
-            L.qNorm = loader.load({p + "self_attn.q_norm.weight", {c.headDim}, headWhy}, true);
-            L.kNorm = loader.load({p + "self_attn.k_norm.weight", {c.headDim}, headWhy}, true);
+            L.qNorm = norm(p + "self_attn.q_norm.weight", c.headDim, headWhy);
+            L.kNorm = norm(p + "self_attn.k_norm.weight", c.headDim, headWhy);
         }
-        L.ffnNorm = loader.load({p + "post_attention_layernorm.weight", {E}, embedWhy}, true);
+        if (c.postNorms) {  // Gemma: post_attention_layernorm follows attention, a pre_feedforward one leads the MLP
+            L.attnPostNorm = norm(p + "post_attention_layernorm.weight", E, embedWhy);
+            L.ffnNorm = norm(p + "pre_feedforward_layernorm.weight", E, embedWhy);
+            L.ffnPostNorm = norm(p + "post_feedforward_layernorm.weight", E, embedWhy);
+        } else {
+            L.ffnNorm = norm(p + "post_attention_layernorm.weight", E, embedWhy);
+        }
         if (phi3) {
             L.wGateUp = loader.matrix({{p + "mlp.gate_up_proj.weight", {2 * c.ffnDim, E}, ffnWhy + " (gate and up fused)"}});
         } else {
@@ -177,7 +195,7 @@ ModelWeights HfWeightLoader::load(const HfFolder& folder, c10::Device device, c1
         L.wDown = loader.matrix({{p + "mlp.down_proj.weight", {E, c.ffnDim}, ffnWhy}});
         w.layers.push_back(std::move(L));
     }
-    w.outputNorm = loader.load({"model.norm.weight", {E}, embedWhy}, true);
+    w.outputNorm = norm(root + "norm.weight", E, embedWhy);
     if (!h.ropeFreqFactors.empty()) {
         w.ropeFreqFactors = at::from_blob(const_cast<float*>(h.ropeFreqFactors.data()),
                                           {static_cast<int64_t>(h.ropeFreqFactors.size())}, at::kFloat)

@@ -8,6 +8,22 @@ namespace kvlens {
 
 namespace {
 
+// Gemma 2 as llama.cpp c392e50 builds it (build_gemma2): NEOX RoPE, GeGLU, norms before
+// and after attention and the MLP, scaled embeddings, both soft-caps, a window on even layers.
+ArchitectureTraits gemma2() {
+    ArchitectureTraits a;
+    a.name = "gemma2";
+    a.ropeStyle = RopeStyle::Halves;
+    a.slidingWindow = true;
+    a.windowPeriod = 2;
+    a.defaultWindow = 4096;
+    a.activation = Activation::GeluTanhGate;
+    a.postNorms = true;
+    a.scaledEmbedding = true;
+    a.softcaps = true;
+    return a;
+}
+
 const std::vector<ArchitectureTraits>& table() {
     static const std::vector<ArchitectureTraits> t = {
         {"llama", RopeStyle::Adjacent, false, false},
@@ -15,6 +31,7 @@ const std::vector<ArchitectureTraits>& table() {
         {"qwen2", RopeStyle::Halves, true, false},
         {"qwen3", RopeStyle::Halves, false, true},
         {"phi3", RopeStyle::Halves, false, false, true, true, true},
+        gemma2(),
     };
     return t;
 }

@@ -11,6 +11,7 @@
 #include "engine/model/CachingHostAllocator.h"
 #include "engine/model/RopeFrequencies.h"
 #include "kernels/CausalAttention.h"
+#include "kernels/GeluMul.h"
 #include "kernels/Linear.h"
 #include "kernels/RmsNorm.h"
 #include "kernels/Rope.h"
@@ -42,6 +43,13 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device dev
     const RopeFrequencies rope = RopeFrequencies::of(config_, factors);
     invFreq_ = at::tensor(rope.inverse, at::kFloat).to(device_);
     ropeMagnitude_ = rope.magnitude;
+    if (config_.localRopeTheta > 0.0) {
+        // Gemma 3's local layers: their own base, no scaling (Hugging Face's rotary_emb_local).
+        ModelConfig local = config_;
+        local.ropeTheta = config_.localRopeTheta;
+        local.ropeScaling = RopeScaling::None;
+        localInvFreq_ = at::tensor(RopeFrequencies::of(local, {}).inverse, at::kFloat).to(device_);
+    }
     // On the CPU a block's scores stay at 16 MB (fp32), so the softmax's passes over
     // them run in cache: a 4096-token prefill of the TinyLlama shape ran at 158.5
     // tokens/s with 64 MB blocks, 207.5 with 8 MB, 220.9 with 16 MB (42.7 with 2 MB,
@@ -51,7 +59,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device dev
     if (device_.is_cuda()) blockBytes_ = 1ll << 30;
 }
 
-void LlamaModel::requireWithinWindow(int64_t tokens) const {
+void LlamaModel::requireCompressible(int64_t tokens) const {
     const int64_t w = config_.slidingWindow;
     if (w > 0 && tokens > w) {
         throw Error(std::to_string(tokens) + " positions reach past the model's sliding window of " + std::to_string(w) +
@@ -59,6 +67,18 @@ void LlamaModel::requireWithinWindow(int64_t tokens) const {
                     "compression methods; --sliding-window ignore (the window's 'window: ignore') attends over the whole "
                     "sequence (as llama.cpp runs Mistral; not as the model was trained)");
     }
+    if (config_.attnSoftcap > 0.0) {
+        throw Error(config_.architecture + "'s attention logit soft-capping is applied when KV Lens generates with the "
+                    "full cache, not yet by the compression methods' scores and compressed decode");
+    }
+    if (config_.localRopeTheta > 0.0) {
+        throw Error(config_.architecture + "'s local layers rotate with their own RoPE base; KV Lens applies it when it "
+                    "generates with the full cache, not yet in the compression methods' scores");
+    }
+}
+
+void LlamaModel::softcap(at::Tensor& logits, double cap) {
+    if (cap > 0.0) logits.div_(cap).tanh_().mul_(cap);
 }
 
 KvCache LlamaModel::makeCache(int64_t capacity) const {
@@ -71,16 +91,17 @@ int64_t LlamaModel::queryBlockSize(int64_t keys) const {
 }
 
 at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 int64_t firstPosition, at::Tensor* columnSums) const {
+                                 int64_t firstPosition, int64_t window, at::Tensor* columnSums) const {
     // q: [T, H, D]; k, v: [KV, S, D] with S = firstPosition + T.
     const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
     const int64_t KV = k.size(0), G = H / KV;
     const double scale = 1.0 / std::sqrt(double(D));
-    const int64_t W = config_.slidingWindow;  // 0: none
+    const int64_t W = window;  // 0: none
+    const double cap = config_.attnSoftcap;
 #if TORCH_VERSION_MAJOR >= 2
     // On a GPU, a plain prefill from position 0 (no H2O sums wanted) is one
     // fused causal attention (LibTorch's flash or memory-efficient kernels).
-    if (!columnSums && q.is_cuda() && firstPosition == 0 && T > 1 && k.size(1) == T && (W == 0 || T <= W)) {
+    if (!columnSums && cap == 0.0 && q.is_cuda() && firstPosition == 0 && T > 1 && k.size(1) == T && (W == 0 || T <= W)) {
         const at::Tensor qq = q.permute({1, 0, 2}).unsqueeze(0);  // [1, H, T, D]
         const at::Tensor kk = (G > 1 ? k.repeat_interleave(G, 0) : k).unsqueeze(0);
         const at::Tensor vv = (G > 1 ? v.repeat_interleave(G, 0) : v).unsqueeze(0);
@@ -121,6 +142,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const
                                      ? at::arange(Sk, posOpts).unsqueeze(0).lt(at::arange(nb, posOpts).unsqueeze(1) + shift)
                                      : at::Tensor();  // [nb, Sk]
         auto maskLater = [&](at::Tensor logits) {  // [KV, G, nb, Sk]
+            softcap(logits, cap);  // before the mask, as llama.cpp and Hugging Face
             if (later.defined()) logits.narrow(3, Sk - nb, nb).masked_fill_(later, -std::numeric_limits<float>::infinity());
             if (early.defined()) logits.masked_fill_(early, -std::numeric_limits<float>::infinity());
             return logits;
@@ -210,11 +232,13 @@ at::Tensor LlamaModel::observedAttention(int64_t layer, const at::Tensor& q, con
                                          ForwardObserver* observer) const {
     if (observer && observer->wantsAttentionColumnSums()) {
         at::Tensor sums;
-        at::Tensor a = attention(q, keys, values, firstPosition, &sums);
+        at::Tensor a = attention(q, keys, values, firstPosition, config_.windowAt(layer), &sums);
         observer->onAttentionColumnSums(layer, sums);
         return a;
     }
-    const int64_t W = config_.slidingWindow, T = q.size(0);
+    const int64_t W = config_.windowAt(layer), T = q.size(0);
+    // The fused kernel has no soft-capping: Gemma 2 takes the blocked path.
+    const bool fused = config_.attnSoftcap == 0.0;
     if (W > 0 && firstPosition + T > W) {
         // Keys before the first query's window are seen by no query: left out. What is
         // left is masked by attention() when a later query's window starts further on;
@@ -222,10 +246,11 @@ at::Tensor LlamaModel::observedAttention(int64_t layer, const at::Tensor& q, con
         const int64_t start = std::max<int64_t>(0, firstPosition - W + 1);
         const at::Tensor k = keys.narrow(1, start, keys.size(1) - start), v = values.narrow(1, start, values.size(1) - start);
         const int64_t p = firstPosition - start;
-        return p + T <= W && kernels::useFusedAttention(q, k) ? kernels::causalAttention(q, k, v, p) : attention(q, k, v, p);
+        return fused && p + T <= W && kernels::useFusedAttention(q, k) ? kernels::causalAttention(q, k, v, p)
+                                                                       : attention(q, k, v, p, W);
     }
-    return kernels::useFusedAttention(q, keys) ? kernels::causalAttention(q, keys, values, firstPosition)
-                                               : attention(q, keys, values, firstPosition);
+    return fused && kernels::useFusedAttention(q, keys) ? kernels::causalAttention(q, keys, values, firstPosition)
+                                                        : attention(q, keys, values, firstPosition, W);
 }
 
 at::Tensor LlamaModel::runChunked(const std::vector<int32_t>& tokens, int64_t p0, bool allLogits,
@@ -254,7 +279,7 @@ at::Tensor LlamaModel::runChunked(const std::vector<int32_t>& tokens, int64_t p0
 
 at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
     const int64_t position = cache.nextPosition();
-    requireWithinWindow(position + 1);  // a compressed cache's decode does not apply the window yet
+    requireCompressible(position + 1);  // a compressed cache's decode does not apply the window yet
     return run({token}, position, false, {},
                [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
                    if (observer) observer->onQueries(l, q, position);
@@ -273,6 +298,10 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
     std::vector<int64_t> ids(tokens.begin(), tokens.end());
     // The residual stream stays fp32; matmul inputs are in the compute dtype.
     at::Tensor x = kernels::embeddingRows(weights_.tokenEmbedding, ids).to(device_);  // fp32 [T, E]
+    if (c.embedScale != 1.0) x.mul_(c.embedScale);  // Gemma: sqrt(E), in fp32 as llama.cpp
+    // Gemma's query_pre_attn_scalar: the queries scaled so that the attention's (and the
+    // observers') 1/sqrt(D) gives the model's scale.
+    const double queryFactor = c.queryScale > 0.0 ? c.queryScale * std::sqrt(double(c.headDim)) : 1.0;
     const int64_t qd = c.nHeads * c.headDim, kvd = c.nKvHeads * c.headDim;
     const bool halves = c.ropeStyle == RopeStyle::Halves;
 
@@ -292,19 +321,30 @@ at::Tensor LlamaModel::run(const std::vector<int32_t>& tokens, int64_t p0, bool 
             k = kernels::rmsNorm(k.reshape({T * c.nKvHeads, c.headDim}).to(at::kFloat), L.kNorm, c.rmsEps, dtype_)
                     .view({T, c.nKvHeads, c.headDim});
         }
-        kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves, ropeMagnitude_);
-        x.add_(kernels::linear(attend(l, q, k, v), L.wo, {}, at::kFloat));
+        if (c.localRope(l)) {
+            kernels::rope(q, k, p0, localInvFreq_, c.ropeDim, halves, 1.0f);
+        } else {
+            kernels::rope(q, k, p0, invFreq_, c.ropeDim, halves, ropeMagnitude_);
+        }
+        if (queryFactor != 1.0) q.mul_(queryFactor);
+        at::Tensor attn = kernels::linear(attend(l, q, k, v), L.wo, {}, at::kFloat);
+        if (c.postNorms) attn = kernels::rmsNorm(attn, L.attnPostNorm, c.rmsEps, at::kFloat);
+        x.add_(attn);
 
         h = kernels::rmsNorm(x, L.ffnNorm, c.rmsEps, dtype_);
-        at::Tensor act = kernels::siluMul(kernels::linear(h, L.wGateUp));
-        x.add_(kernels::linear(act, L.wDown, {}, at::kFloat));
+        const at::Tensor gateUp = kernels::linear(h, L.wGateUp);
+        at::Tensor act = c.activation == Activation::GeluTanhGate ? kernels::geluMul(gateUp) : kernels::siluMul(gateUp);
+        at::Tensor mlp = kernels::linear(act, L.wDown, {}, at::kFloat);
+        if (c.postNorms) mlp = kernels::rmsNorm(mlp, L.ffnPostNorm, c.rmsEps, at::kFloat);
+        x.add_(mlp);
     }
     if (progress) progress(1.0, "done");
     if (stopAfterLayer >= 0) return at::Tensor();
     at::Tensor last = allLogits ? x : x.narrow(0, T - 1, 1);
     at::Tensor logits = kernels::linear(kernels::rmsNorm(last, weights_.outputNorm, c.rmsEps, dtype_),
-                                        weights_.output, {}, at::kFloat)
-                            .to(at::kCPU);
+                                        weights_.output, {}, at::kFloat);
+    softcap(logits, c.finalSoftcap);  // Gemma 2
+    logits = logits.to(at::kCPU);
     return allLogits ? logits : logits[0];
 }
 

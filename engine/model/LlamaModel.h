@@ -1,5 +1,6 @@
-// The Llama-family forward pass (llama, mistral, qwen2): RMSNorm, RoPE, grouped-
-// query attention computed in query blocks, SwiGLU. Prefill and decode share it.
+// The Llama-family forward pass (llama, mistral, qwen2/3, phi3, gemma2/3): RMSNorm, RoPE,
+// grouped-query attention computed in query blocks (sliding windows per layer, Gemma 2's
+// soft-capping), SwiGLU or GeGLU. Prefill and decode share it.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,7 +21,8 @@ class ForwardObserver {
 public:
     virtual ~ForwardObserver() = default;
     // Queries after RoPE of the tokens being run, [T, heads, headDim], the first at
-    // position `firstPosition`.
+    // position `firstPosition` (scaled so that q.k / sqrt(headDim) is the model's logit:
+    // Gemma's query_pre_attn_scalar is in them).
     virtual void onQueries(int64_t layer, const at::Tensor& q, int64_t firstPosition) = 0;
     // runAfter only, before each chunk's onQueries: the keys after RoPE of every token run
     // after the filled cache so far, this chunk's last, [kvHeads, n, headDim] (a view of the
@@ -74,19 +76,22 @@ public:
     KvCache makeCache(int64_t capacity) const;
 
     const ModelConfig& config() const { return config_; }
-    // Throws kvlens::Error (one line) when a sequence of `tokens` positions would reach
-    // past the model's sliding window. forward() applies the window (a query at
-    // position p attends to keys after p - W, as llama.cpp and Hugging Face do), so a
-    // full-cache generation runs past it; the compression methods (the capture's
-    // scores, a compressed cache's decode) do not apply it yet and ask this first.
-    void requireWithinWindow(int64_t tokens) const;
+    // Throws kvlens::Error (one line) when the compression methods (the capture's scores,
+    // a compressed cache's decode) cannot run this model over `tokens` positions: past
+    // its sliding window (forward() applies the window, a query at position p attending to
+    // keys after p - W on local layers, as llama.cpp and Hugging Face do, so a full-cache
+    // generation runs past it; the methods' scores do not apply it yet), with Gemma 2's
+    // attention soft-capping, or with Gemma 3's own RoPE base on local layers (neither is in
+    // the methods' scores yet).
+    void requireCompressible(int64_t tokens) const;
     // Attend over the whole sequence whatever the window (--sliding-window ignore: as
     // llama.cpp runs Mistral, for parity runs).
     void ignoreSlidingWindow() { config_.slidingWindow = 0; }
     const ModelWeights& weights() const { return weights_; }
     c10::Device device() const { return device_; }
     c10::ScalarType dtype() const { return dtype_; }
-    // RoPE's radians per position of each rotated pair, fp32 [ropeDim / 2] on the device.
+    // RoPE's radians per position of each rotated pair, fp32 [ropeDim / 2] on the device
+    // (of the global layers where local ones have their own base: requireCompressible).
     const at::Tensor& ropeInverseFrequencies() const { return invFreq_; }
 
     // Attention scores held at once stay under this many bytes; the query block
@@ -125,14 +130,18 @@ private:
 
     // Blocked attention for many queries (prefill): GEMMs over query blocks.
     // `columnSums`, when given, receives the probabilities summed over queries, [H, S].
+    // `window`: the layer's sliding window (0: none).
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                         int64_t firstPosition, at::Tensor* columnSums = nullptr) const;
+                         int64_t firstPosition, int64_t window, at::Tensor* columnSums = nullptr) const;
+    // logits -> cap * tanh(logits / cap) in place (Gemma 2's soft-capping; nothing when cap is 0).
+    static void softcap(at::Tensor& logits, double cap);
 
     ModelConfig config_;
     ModelWeights weights_;
     c10::Device device_;
     c10::ScalarType dtype_;
-    at::Tensor invFreq_;  // [ropeDim / 2] fp32 (RopeFrequencies)
+    at::Tensor invFreq_;       // [ropeDim / 2] fp32 (RopeFrequencies)
+    at::Tensor localInvFreq_;  // Gemma 3's local layers (ModelConfig::localRopeTheta), or undefined
     float ropeMagnitude_ = 1.0f;
     int64_t blockBytes_ = 16ll << 20;
     int64_t minQueryBlock_ = 16;

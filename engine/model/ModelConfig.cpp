@@ -1,5 +1,8 @@
 #include "engine/model/ModelConfig.h"
 
+#include <cmath>
+#include <utility>
+
 #include "core/Error.h"
 #include "engine/gguf/GgufFile.h"
 
@@ -54,12 +57,15 @@ ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
                     "' is not supported (none, linear, yarn and Llama 3's rope_freqs are)");
     }
     if (traits.slidingWindow) {
-        // As llama.cpp c392e50 reads phi3: the key, else its defaults for the Phi-3 files
-        // written before the key existed, else the file is refused (0 in the key: no window).
-        int64_t window = 0;
-        if (c.contextLength == 4096 && (c.nLayers == 32 || c.nLayers == 40)) window = 2047;
-        if (c.contextLength == 131072 && c.nLayers == 32 && c.nKvHeads == 32) window = 262144;
-        if (c.contextLength == 131072 && c.nLayers == 40) window = 131072;
+        // As llama.cpp c392e50 reads phi3 and gemma2: the key, else the architecture's default
+        // (gemma2: 4096; phi3: its defaults for the files written before the key existed, else
+        // the file is refused; 0 in the key: no window).
+        int64_t window = traits.defaultWindow;
+        if (window == 0) {
+            if (c.contextLength == 4096 && (c.nLayers == 32 || c.nLayers == 40)) window = 2047;
+            if (c.contextLength == 131072 && c.nLayers == 32 && c.nKvHeads == 32) window = 262144;
+            if (c.contextLength == 131072 && c.nLayers == 40) window = 131072;
+        }
         const std::string key = p + "attention.sliding_window";
         if (file.has(key)) {
             window = static_cast<int64_t>(file.getUInt(key));
@@ -67,6 +73,26 @@ ModelConfig ModelConfig::fromGguf(const GgufFile& file) {
             throw Error(file.path() + ": " + key + " is missing (llama.cpp refuses such a " + arch + " file too)");
         }
         c.slidingWindow = window;
+        c.windowPeriod = traits.windowPeriod;
+    }
+    c.activation = traits.activation;
+    c.postNorms = traits.postNorms;
+    if (traits.scaledEmbedding) c.embedScale = static_cast<double>(std::sqrt(static_cast<float>(c.embedDim)));
+    if (traits.softcaps) {
+        // llama.cpp's defaults when a key is absent (Gemma 2's published values).
+        c.attnSoftcap = file.getFloatOr(p + "attn_logit_softcapping", 50.0);
+        c.finalSoftcap = file.getFloatOr(p + "final_logit_softcapping", 30.0);
+        for (const auto& [key, v] : {std::pair<std::string, double>{p + "attn_logit_softcapping", c.attnSoftcap},
+                                     {p + "final_logit_softcapping", c.finalSoftcap}}) {
+            if (!(v > 0.0 && v < 1e6)) throw Error(file.path() + ": " + key + " must be in (0, 1e6), is " + std::to_string(v));
+        }
+    }
+    if (arch == "gemma2") {
+        // llama.cpp scales the queries by 1/sqrt(embedding_length / head_count) for the 46-layer
+        // (27B) model and by 1/sqrt(head dimension) otherwise (Gemma 2's query_pre_attn_scalar;
+        // the GGUF has no key for it).
+        const double scalar = c.nLayers == 46 ? double(c.embedDim / c.nHeads) : double(c.headDim);
+        c.queryScale = 1.0 / std::sqrt(scalar);
     }
     if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens")) {
         c.vocabSize = static_cast<int64_t>(tokens->array.size());
@@ -118,6 +144,13 @@ void ModelConfig::validate(const std::string& source) const {
     if (!(ropeTheta > 0.0)) bad("rope.freq_base must be positive");
     if (!(rmsEps > 0.0)) bad("attention.layer_norm_rms_epsilon must be positive");
     if (slidingWindow < 0 || slidingWindow > (int64_t(1) << 31)) bad("attention.sliding_window is " + std::to_string(slidingWindow));
+    if (windowPeriod < 0 || windowPeriod == 1 || windowPeriod > (int64_t(1) << 31))
+        bad("the sliding-window layer period is " + std::to_string(windowPeriod));
+    if (!(embedScale > 0.0 && std::isfinite(embedScale))) bad("the embedding scale must be positive");
+    if (!(queryScale >= 0.0 && std::isfinite(queryScale))) bad("the query scale must be positive");
+    if (!(attnSoftcap >= 0.0 && attnSoftcap < 1e6)) bad("attn_logit_softcapping must be in (0, 1e6)");
+    if (!(finalSoftcap >= 0.0 && finalSoftcap < 1e6)) bad("final_logit_softcapping must be in (0, 1e6)");
+    if (!(localRopeTheta >= 0.0 && localRopeTheta <= 1e12)) bad("the local layers' RoPE base must be positive");
 }
 
 }  // namespace kvlens

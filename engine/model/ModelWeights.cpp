@@ -116,7 +116,8 @@ int64_t ModelWeights::bytes() const {
     add(outputNorm);
     if (!tiedOutput) total += output.bytes();
     for (const LayerWeights& l : layers) {
-        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.bqkv, &l.qNorm, &l.kNorm}) add(*t);
+        for (const at::Tensor* t : {&l.attnNorm, &l.ffnNorm, &l.bqkv, &l.qNorm, &l.kNorm, &l.attnPostNorm, &l.ffnPostNorm})
+            add(*t);
         for (const kernels::Weight* w : {&l.wqkv, &l.wo, &l.wGateUp, &l.wDown}) total += w->bytes();
     }
     return total;
@@ -181,6 +182,10 @@ ModelWeights ModelWeights::fromGguf(const std::shared_ptr<const GgufFile>& fileP
                                     {p + "attn_v.weight", {E, kvd}, kvWhy}});
         }
         L.wo = loader.matrix({{p + "attn_output.weight", {qd, E}, qWhy}});
+        if (c.postNorms) {  // gemma2
+            L.attnPostNorm = loader.load(p + "post_attention_norm.weight", {E}, true, embedWhy);
+            L.ffnPostNorm = loader.load(p + "post_ffw_norm.weight", {E}, true, embedWhy);
+        }
         if (c.qkvBias) {
             L.bqkv = at::cat({loader.load(p + "attn_q.bias", {qd}, false, qWhy),
                               loader.load(p + "attn_k.bias", {kvd}, false, kvWhy),
@@ -242,6 +247,10 @@ ModelWeights ModelWeights::random(const ModelConfig& c, uint64_t seed, c10::Devi
         const uint64_t u = static_cast<uint64_t>(l);
         L.attnNorm = at::ones({E}, fp32);
         L.ffnNorm = at::ones({E}, fp32);
+        if (c.postNorms) {
+            L.attnPostNorm = at::ones({E}, fp32);
+            L.ffnPostNorm = at::ones({E}, fp32);
+        }
         const double inE = 1.0 / std::sqrt(double(E));
         L.wqkv = at::cat({draw({qd, E}, inE, u, 1), draw({kvd, E}, inE, u, 2),
                           draw({kvd, E}, inE, u, 3)});

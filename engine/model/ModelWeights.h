@@ -29,7 +29,8 @@ struct LayerWeights {
     at::Tensor attnNorm, ffnNorm;  // fp32 [embed]
     kernels::Weight wqkv;          // [qDim + 2 kvDim, embed]
     at::Tensor bqkv;               // [qDim + 2 kvDim]; qwen2 only, undefined otherwise
-    at::Tensor qNorm, kNorm;       // fp32 [headDim]; qwen3 only, undefined otherwise
+    at::Tensor qNorm, kNorm;       // fp32 [headDim]; qwen3 and gemma3 only, undefined otherwise
+    at::Tensor attnPostNorm, ffnPostNorm;  // fp32 [embed]; gemma2/3 only (ModelConfig::postNorms)
     kernels::Weight wo;            // [embed, qDim]
     kernels::Weight wGateUp;       // [2 ffn, embed]
     kernels::Weight wDown;         // [embed, ffn]

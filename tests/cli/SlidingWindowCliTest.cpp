@@ -77,5 +77,36 @@ TEST(SlidingWindowCli, GenerateAppliesItCompressionRefusesPastIt) {
                              {"--sliding-window 'refuse': apply or ignore"});
 }
 
+const std::string kGemma2 = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-gemma2-F16.gguf";
+
+// Gemma 2: the window on its 13 even layers of 26, its soft-caps and scales in info; generate
+// runs past the window; compression is refused in one line whatever the length (its
+// soft-capping is not in the methods' scores yet), --sliding-window ignore or not.
+TEST(SlidingWindowCli, Gemma2InfoGenerateAndTheRefusal) {
+    const test::CliResult r = runKvlens("info --model " + kGemma2);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("sliding window 64 tokens on 13 local layers of 26 (in each run of 2, 1 local then 1 global): "
+                         "applied by generate"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("gemma         GeGLU (tanh GELU), norms after attention and MLP, embeddings x 8, query scale "
+                         "0.1768, soft-caps 4 (attention), 5 (output)"),
+              std::string::npos)
+        << r.out;
+    const nlohmann::json j = nlohmann::json::parse(runKvlens("info --json --model " + kGemma2).out);
+    EXPECT_EQ(j["sliding_window_layers"].size(), 13u);
+    EXPECT_EQ(j["sliding_window_layers"][1], 2);
+    const test::CliResult g = runKvlens("generate --json -n 4 --model " + kGemma2 + " --prompt " + kLong);
+    ASSERT_EQ(g.exitCode, 0) << g.err;
+    const std::string refused =
+        "gemma2's attention logit soft-capping is applied when KV Lens generates with the full cache, not yet by the "
+        "compression methods' scores and compressed decode";
+    test::expectOneLineError(runKvlens("run --method snapkv --budget 12 --window 4 -n 4 --model " + kGemma2 + " --prompt " + kShort),
+                             {refused});
+    test::expectOneLineError(runKvlens("run --method snapkv --budget 12 --window 4 -n 4 --sliding-window ignore --model " +
+                                       kGemma2 + " --prompt " + kShort),
+                             {refused});
+}
+
 }  // namespace
 }  // namespace kvlens

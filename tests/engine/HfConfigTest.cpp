@@ -225,7 +225,8 @@ TEST(HfConfig, EveryBadFieldIsOneLineNamingIt) {
     j["architectures"] = {"GemmaForCausalLM"};
     EXPECT_EQ(errorFor(j),
               "m/config.json: architecture 'GemmaForCausalLM' in field 'architectures' is not supported (supported: "
-              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM)");
+              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
+              "Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration)");
     j["architectures"] = {"MixtralForCausalLM"};
     EXPECT_NE(errorFor(j).find("(a mixture-of-experts model; KV Lens runs dense models)"), std::string::npos);
     j = llama31();
@@ -282,14 +283,63 @@ TEST(HfConfig, EveryBadFieldIsOneLineNamingIt) {
 // each wrong type, an empty value, zero, a negative, overflowing numbers and NaN-like
 // extremes. Each is refused in one line naming the file and the field, or is one of the
 // values below that the field legitimately takes (or a field KV Lens does not read).
-TEST(HfConfig, EveryFieldGivenEveryBadValueIsRefusedNamingItOrMeansWhatItSays) {
-    const std::vector<std::pair<std::string, json>> bad = {
+// Values of every JSON type and range, each a hostile user's try at a field.
+const std::vector<std::pair<std::string, json>>& hostileValues() {
+    static const std::vector<std::pair<std::string, json>> bad = {
         {"a string", "x"},          {"an empty string", ""},   {"a list", json::array({1, 2})},
         {"an empty list", json::array()}, {"an object", json::object({{"a", 1}})}, {"null", nullptr},
         {"true", true},             {"zero", 0},               {"-1", -1},
         {"2^31", int64_t(1) << 31}, {"2^63-1", INT64_MAX},     {"1e308", 1e308},
         {"-1e308", -1e308},         {"0.5", 0.5},
     };
+    return bad;
+}
+
+std::vector<std::string> badValuesTakenInSilence(const json& config,
+                                                 const std::set<std::pair<std::string, std::string>>& valid,
+                                                 const std::set<std::string>& unread) {
+    std::vector<std::string> silent;
+    {
+        std::vector<std::string> fields;
+        for (const auto& [key, value] : config.items()) {
+            fields.push_back(key);
+            if (value.is_object())
+                for (const auto& [sub, subValue] : value.items()) fields.push_back(key + "." + sub);
+        }
+        for (const std::string& field : fields) {
+            const std::string top = field.substr(0, field.find('.'));
+            for (const auto& [label, value] : hostileValues()) {
+                json j = config;
+                if (field == top) {
+                    j[field] = value;
+                } else {
+                    j[top][field.substr(top.size() + 1)] = value;
+                }
+                std::string error;
+                try {
+                    parse(j);
+                } catch (const Error& e) {
+                    error = e.what();
+                }
+                if (error.empty()) {
+                    if (!unread.count(top) && !unread.count(field) && !valid.count({field, label}))
+                        silent.push_back(config["architectures"][0].get<std::string>() + " " + field + " = " + label);
+                    continue;
+                }
+                EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+                EXPECT_EQ(error.rfind("m/config.json: ", 0), 0u) << error;
+                // Named as the field, or as the field it contradicts (a shape's parts).
+                const std::string leaf = field.substr(field.rfind('.') + 1);
+                EXPECT_TRUE(error.find(leaf) != std::string::npos || error.find(top) != std::string::npos ||
+                            error.find("num_") != std::string::npos || error.find("hidden_size") != std::string::npos)
+                    << field << " = " << label << ": " << error;
+            }
+        }
+    }
+    return silent;
+}
+
+TEST(HfConfig, EveryFieldGivenEveryBadValueIsRefusedNamingItOrMeansWhatItSays) {
     // Fields KV Lens does not read (training settings and metadata).
     const std::set<std::string> unread = {"attention_dropout", "initializer_range", "mlp_bias_unused", "pretraining_tp",
                                           "transformers_version", "use_cache", "torch_dtype", "model_type",
@@ -310,41 +360,148 @@ TEST(HfConfig, EveryFieldGivenEveryBadValueIsRefusedNamingItOrMeansWhatItSays) {
     };
     std::vector<std::string> silent;
     for (const json& config : {llama31(), qwen25(), qwen3(), mistral()}) {
-        std::vector<std::string> fields;
-        for (const auto& [key, value] : config.items()) {
-            fields.push_back(key);
-            if (value.is_object())
-                for (const auto& [sub, subValue] : value.items()) fields.push_back(key + "." + sub);
-        }
-        for (const std::string& field : fields) {
-            const std::string top = field.substr(0, field.find('.'));
-            for (const auto& [label, value] : bad) {
-                json j = config;
-                if (field == top) {
-                    j[field] = value;
-                } else {
-                    j[top][field.substr(top.size() + 1)] = value;
-                }
-                std::string error;
-                try {
-                    parse(j);
-                } catch (const Error& e) {
-                    error = e.what();
-                }
-                if (error.empty()) {
-                    if (!unread.count(top) && !valid.count({field, label}))
-                        silent.push_back(config["architectures"][0].get<std::string>() + " " + field + " = " + label);
-                    continue;
-                }
-                EXPECT_EQ(error.find('\n'), std::string::npos) << error;
-                EXPECT_EQ(error.rfind("m/config.json: ", 0), 0u) << error;
-                // Named as the field, or as the field it contradicts (a shape's parts).
-                const std::string leaf = field.substr(field.rfind('.') + 1);
-                EXPECT_TRUE(error.find(leaf) != std::string::npos || error.find(top) != std::string::npos ||
-                            error.find("num_") != std::string::npos || error.find("hidden_size") != std::string::npos)
-                    << field << " = " << label << ": " << error;
-            }
-        }
+        const std::vector<std::string> more = badValuesTakenInSilence(config, valid, unread);
+        silent.insert(silent.end(), more.begin(), more.end());
+    }
+    std::string list;
+    for (const std::string& s : silent) list += "\n  " + s;
+    EXPECT_TRUE(silent.empty()) << silent.size() << " bad values taken in silence:" << list;
+}
+
+json gemma2() {  // google/gemma-2-9b
+    return json::parse(R"({
+      "architectures": ["Gemma2ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+      "attn_logit_softcapping": 50.0, "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": 1,
+      "final_logit_softcapping": 30.0, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh",
+      "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 3584, "initializer_range": 0.02,
+      "intermediate_size": 14336, "max_position_embeddings": 8192, "model_type": "gemma2",
+      "num_attention_heads": 16, "num_hidden_layers": 42, "num_key_value_heads": 8, "pad_token_id": 0,
+      "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 4096,
+      "sliding_window_size": 4096, "torch_dtype": "float32", "transformers_version": "4.42.0.dev0",
+      "use_cache": true, "vocab_size": 256000})");
+}
+
+json gemma3() {  // google/gemma-3-1b-it
+    return json::parse(R"({
+      "architectures": ["Gemma3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+      "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": [1, 106],
+      "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+      "hidden_size": 1152, "initializer_range": 0.02, "intermediate_size": 6912, "max_position_embeddings": 32768,
+      "model_type": "gemma3_text", "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+      "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+      "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+      "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true, "vocab_size": 262144})");
+}
+
+json gemma3Multimodal() {  // google/gemma-3-4b-it, the vision config left out
+    return json::parse(R"({
+      "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+      "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+      "model_type": "gemma3",
+      "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                      "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                      "sliding_window": 1024},
+      "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0"})");
+}
+
+TEST(HfConfig, Gemma2And3MapOntoTheEngineShape) {
+    const HfConfig g2 = parse(gemma2());
+    EXPECT_EQ(g2.model.architecture, "gemma2");
+    EXPECT_EQ(g2.model.headDim, 256);
+    EXPECT_EQ(g2.model.activation, Activation::GeluTanhGate);
+    EXPECT_TRUE(g2.model.postNorms);
+    EXPECT_TRUE(g2.normPlusOne);
+    EXPECT_TRUE(g2.tiedEmbeddings);  // Gemma2Config's default
+    EXPECT_DOUBLE_EQ(g2.model.embedScale, double(std::sqrt(3584.0f)));
+    EXPECT_DOUBLE_EQ(g2.model.queryScale, 1.0 / 16.0);
+    EXPECT_DOUBLE_EQ(g2.model.attnSoftcap, 50.0);
+    EXPECT_DOUBLE_EQ(g2.model.finalSoftcap, 30.0);
+    EXPECT_EQ(g2.model.slidingWindow, 4096);
+    EXPECT_EQ(g2.model.windowPeriod, 2);
+    EXPECT_DOUBLE_EQ(g2.model.localRopeTheta, 0.0);
+
+    const HfConfig g3 = parse(gemma3());
+    EXPECT_EQ(g3.model.architecture, "gemma3");
+    EXPECT_TRUE(g3.model.qkNorm);
+    EXPECT_DOUBLE_EQ(g3.model.attnSoftcap, 0.0);  // null: none
+    EXPECT_DOUBLE_EQ(g3.model.finalSoftcap, 0.0);
+    EXPECT_EQ(g3.model.slidingWindow, 512);
+    EXPECT_EQ(g3.model.windowPeriod, 6);
+    EXPECT_DOUBLE_EQ(g3.model.localRopeTheta, 10000.0);
+    EXPECT_DOUBLE_EQ(g3.model.ropeTheta, 1e6);
+    EXPECT_EQ(g3.eosIds, (std::vector<int32_t>{1, 106}));
+
+    // The multimodal checkpoint: text_config's few fields over Gemma3TextConfig's defaults.
+    const HfConfig mm = parse(gemma3Multimodal());
+    EXPECT_TRUE(mm.multimodal);
+    EXPECT_EQ(mm.model.nHeads, 8);
+    EXPECT_EQ(mm.model.nKvHeads, 4);
+    EXPECT_EQ(mm.model.vocabSize, 262208);
+    EXPECT_EQ(mm.model.nLayers, 34);
+    EXPECT_EQ(mm.model.slidingWindow, 1024);
+    EXPECT_EQ(mm.model.ropeScaling, RopeScaling::Linear);  // the global layers' (the local ones have none)
+    EXPECT_DOUBLE_EQ(mm.model.ropeScaleFactor, 8.0);
+    EXPECT_EQ(mm.eosIds, (std::vector<int32_t>{1, 106}));
+    EXPECT_TRUE(mm.tiedEmbeddings);
+
+    // transformers 4.53+'s layer_types instead of the pattern.
+    json typed = gemma3();
+    typed.erase("sliding_window_pattern");
+    typed["layer_types"] = json::array();
+    for (int l = 0; l < 26; ++l) typed["layer_types"].push_back((l + 1) % 6 ? "sliding_attention" : "full_attention");
+    EXPECT_EQ(parse(typed).model.windowPeriod, 6);
+    typed["layer_types"][3] = "full_attention";
+    EXPECT_EQ(errorFor(typed), "m/config.json: field 'layer_types' does not repeat one pattern of local layers then a global one "
+                               "(layer 5), which KV Lens does not run");
+    typed["layer_types"][3] = "chunked_attention";
+    EXPECT_EQ(errorFor(typed), "m/config.json: field 'layer_types' holds \"chunked_attention\" (sliding_attention and "
+                               "full_attention are known)");
+    typed["layer_types"].erase(3);
+    EXPECT_EQ(errorFor(typed), "m/config.json: field 'layer_types' must list one type for each of the 26 layers");
+    json everyGlobal = gemma3();
+    everyGlobal["sliding_window_pattern"] = 1;
+    EXPECT_EQ(parse(everyGlobal).model.slidingWindow, 0);
+
+    json act = gemma2();
+    act["hidden_activation"] = "gelu";
+    EXPECT_EQ(errorFor(act), "m/config.json: field 'hidden_activation' is 'gelu'; KV Lens runs Gemma's GeGLU with "
+                             "gelu_pytorch_tanh");
+    json noText = gemma3Multimodal();
+    noText["text_config"] = 3;
+    EXPECT_EQ(errorFor(noText), "m/config.json: field 'text_config' is missing or not an object (the text model's fields)");
+    json badText = gemma3Multimodal();
+    badText["text_config"]["num_hidden_layers"] = "x";
+    EXPECT_EQ(errorFor(badText), "m/config.json: field 'text_config.num_hidden_layers' must be a positive integer, is \"x\"");
+}
+
+TEST(HfConfig, EveryGemmaFieldGivenEveryBadValueIsRefusedNamingItOrMeansWhatItSays) {
+    const std::set<std::string> unread = {"attention_dropout", "initializer_range", "transformers_version", "use_cache",
+                                          "torch_dtype", "model_type", "cache_implementation", "pad_token_id",
+                                          "sliding_window_size", "hidden_act", "boi_token_index", "eoi_token_index",
+                                          "image_token_index", "mm_tokens_per_image", "text_config.model_type"};
+    // A null is the class's default (a soft-cap's or the window's null: none).
+    std::set<std::pair<std::string, std::string>> valid;
+    for (const char* f : {"bos_token_id", "eos_token_id", "attention_bias", "attn_logit_softcapping", "final_logit_softcapping",
+                          "head_dim", "hidden_activation", "max_position_embeddings", "num_key_value_heads", "rms_norm_eps",
+                          "rope_theta", "rope_scaling", "sliding_window", "query_pre_attn_scalar", "rope_local_base_freq",
+                          "sliding_window_pattern", "text_config.sliding_window", "text_config.rope_scaling"})
+        valid.insert({f, "null"});
+    for (const char* f : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar", "rms_norm_eps"})
+        valid.insert({f, "0.5"});
+    for (const char* f : {"rope_theta", "rope_local_base_freq"}) valid.insert({f, "2^31"});
+    for (const char* f : {"bos_token_id", "eos_token_id"}) valid.insert({f, "zero"});
+    for (const char* f : {"eos_token_id"}) {
+        valid.insert({f, "a list"});
+        valid.insert({f, "an empty list"});
+    }
+    // text_config of fields it does not know: Gemma3TextConfig's defaults throughout.
+    valid.insert({"text_config", "an object"});
+    // A pattern past the layer count: every layer local.
+    valid.insert({"sliding_window_pattern", "2^31"});
+    std::vector<std::string> silent;
+    for (const json& config : {gemma2(), gemma3(), gemma3Multimodal()}) {
+        const std::vector<std::string> more = badValuesTakenInSilence(config, valid, unread);
+        silent.insert(silent.end(), more.begin(), more.end());
     }
     std::string list;
     for (const std::string& s : silent) list += "\n  " + s;

@@ -181,6 +181,29 @@ TEST(HfFolder, Phi3WithFusedProjectionsAndPartialRopeEqualsItsGguf) {
     expectSameModel(gguf, dir, "Once upon a time, there was a little girl named Lily.", 1e-4);
 }
 
+// Gemma2ForCausalLM: its four norms stored as w and applied as (1 + w), post-norms named
+// post_attention_layernorm / post_feedforward_layernorm, GeGLU, tied embeddings,
+// query_pre_attn_scalar, both soft-caps, the window on even layers; written from the gemma2
+// test file in F32.
+TEST(HfFolder, Gemma2EqualsItsGguf) {
+    const std::string gguf = test::testOutputPath("hf_gemma2.gguf");
+    test::writeDenseGguf(GgufFile(dataFile("tiny-gemma2-F16.gguf")), gguf, "F32");
+    const std::string dir = test::testOutputPath("hf_gemma2");
+    fs::remove_all(dir);
+    test::HfWriteOptions o;
+    o.sentencePieceJson = true;
+    test::writeHfFolder(GgufFile(gguf), dir, o);
+    const HfFolder f(dir);
+    const ModelConfig& c = f.config().model;
+    EXPECT_EQ(c.architecture, "gemma2");
+    EXPECT_EQ(c.windowPeriod, 2);
+    EXPECT_EQ(c.slidingWindow, 64);
+    EXPECT_DOUBLE_EQ(c.attnSoftcap, 4.0);
+    EXPECT_DOUBLE_EQ(c.finalSoftcap, 5.0);
+    EXPECT_TRUE(f.config().tiedEmbeddings);
+    expectSameModel(gguf, dir, "Once upon a time, there was a little girl named Lily.", 1e-4);
+}
+
 TEST(HfFolder, InfoFieldsAndChatTemplate) {
     const GgufFile src(dataFile("tiny-llama3-Q4_K_M.gguf"));
     const std::string dir = test::testOutputPath("hf_llama3_info");
@@ -245,7 +268,8 @@ TEST(HfFolder, BadFoldersAreOneLineEach) {
     editConfig(dir, [](json& j) { j["architectures"] = {"GPT2LMHeadModel"}; });
     EXPECT_EQ(loadError(dir), dir + "/config.json: architecture 'GPT2LMHeadModel' in field 'architectures' is not "
                                     "supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                                    "Qwen3ForCausalLM, Phi3ForCausalLM)");
+                                    "Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                                    "Gemma3ForConditionalGeneration)");
 
     dir = brokenCopy("shard", 3);
     fs::remove(dir + "/model-00002-of-00003.safetensors");

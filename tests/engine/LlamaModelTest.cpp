@@ -385,7 +385,7 @@ TEST(LlamaModelLoad, MixtureOfExpertsIsOneLineNamingWhatSaysSo) {
     b.addString("general.architecture", "qwen2moe");
     const std::string msg = loadError(b, "arch_qwen2moe.gguf");
     EXPECT_NE(msg.find("unknown architecture 'qwen2moe' in general.architecture (a mixture-of-experts "
-                       "architecture; KV Lens runs dense models) (supported: llama, mistral, qwen2, qwen3, phi3)"),
+                       "architecture; KV Lens runs dense models) (supported: llama, mistral, qwen2, qwen3, phi3, gemma2)"),
               std::string::npos)
         << msg;
 }

@@ -1,7 +1,8 @@
 // Files of every common quant type (tests/data/gguf, made by llama-quantize;
 // make.sh), and of real architectures with byte-level BPE vocabularies (a
 // Llama-3-style llama with rope_freqs in Q4_K_M, a qwen2 with biases in Q8_0, a
-// phi3 with fused projections and partial RoPE in F16 and Q4_K_M),
+// phi3 with fused projections and partial RoPE in F16 and Q4_K_M, a gemma2 with
+// post-norms, GeGLU, soft-caps and a window on even layers in F16 and Q4_K_M),
 // against llama.cpp's own run of them (llamacpp-reference, kept as
 // JSON beside each file): the prompt's token ids are identical, and KV Lens's
 // greedy tokens equal llama.cpp's up to the first near-tie, where the two
@@ -62,9 +63,10 @@ TEST_P(QuantParity, PromptIdsAndGreedyTokensEqualLlamaCpps) {
 INSTANTIATE_TEST_SUITE_P(QuantTypes, QuantParity,
                          ::testing::Values("Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q5_K_M",
                                            "IQ4_NL", "IQ4_XS", "llama3-Q4_K_M", "qwen2-Q8_0", "phi3-F16",
-                                           "phi3-Q4_K_M"));
+                                           "phi3-Q4_K_M", "gemma2-F16", "gemma2-Q4_K_M"));
 
-// Phi-3's sliding window (64 in the test files) applied as llama.cpp applies it: a
+// Phi-3's sliding window (64 in the test files, every layer) and Gemma 2's (64, even
+// layers) applied as llama.cpp applies them: a
 // 106-token prompt and 16 greedy steps, every one past the window, give llama.cpp's
 // tokens; attending over the whole sequence instead moves the logits.
 class SlidingWindowParity : public ::testing::TestWithParam<const char*> {};
@@ -97,6 +99,7 @@ TEST_P(SlidingWindowParity, PastTheWindowGreedyTokensEqualLlamaCpps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Phi3, SlidingWindowParity, ::testing::Values("phi3-F16", "phi3-Q4_K_M"));
+INSTANTIATE_TEST_SUITE_P(Gemma2, SlidingWindowParity, ::testing::Values("gemma2-F16", "gemma2-Q4_K_M"));
 
 }  // namespace
 }  // namespace kvlens

@@ -358,7 +358,8 @@ void writeHfFolder(const GgufFile& g, const std::string& dir, const HfWriteOptio
                                                                {"mistral", "MistralForCausalLM"},
                                                                {"qwen2", "Qwen2ForCausalLM"},
                                                                {"qwen3", "Qwen3ForCausalLM"},
-                                                               {"phi3", "Phi3ForCausalLM"}};
+                                                               {"phi3", "Phi3ForCausalLM"},
+                                                               {"gemma2", "Gemma2ForCausalLM"}};
     if (!classes.count(arch)) throw std::runtime_error("HfFolderWriter: architecture " + arch);
     const std::string p = arch + ".";
     const int64_t heads = static_cast<int64_t>(g.getUInt(p + "attention.head_count"));
@@ -387,6 +388,16 @@ void writeHfFolder(const GgufFile& g, const std::string& dir, const HfWriteOptio
         const int64_t headDim = config["head_dim"].get<int64_t>();
         const int64_t ropeDim = static_cast<int64_t>(g.getUIntOr(p + "rope.dimension_count", uint64_t(headDim)));
         if (ropeDim != headDim) config["partial_rotary_factor"] = double(ropeDim) / double(headDim);
+    }
+    if (arch == "gemma2") {
+        // As transformers' Gemma2Config: the query scale llama.cpp derives from the layer count.
+        const int64_t layers = config["num_hidden_layers"].get<int64_t>();
+        config["query_pre_attn_scalar"] = layers == 46 ? embed / heads : config["head_dim"].get<int64_t>();
+        config["attn_logit_softcapping"] = g.getFloatOr(p + "attn_logit_softcapping", 50.0);
+        config["final_logit_softcapping"] = g.getFloatOr(p + "final_logit_softcapping", 30.0);
+        config["sliding_window"] = g.getUIntOr(p + "attention.sliding_window", 4096);
+        config["hidden_act"] = "gelu_pytorch_tanh";
+        config["hidden_activation"] = "gelu_pytorch_tanh";
     }
     if (g.findTensor("rope_freqs.weight")) {
         config["rope_scaling"] = {{"rope_type", "llama3"},
@@ -422,7 +433,22 @@ void writeHfFolder(const GgufFile& g, const std::string& dir, const HfWriteOptio
         const bool k = t.name.find(".attn_k.weight") != std::string::npos;
         if (permuted && (q || k)) values = unpermute(values, shape[0], shape[1], q ? heads : kvHeads);
         const std::string dtype = shape.size() >= 2 ? o.dtype : "F32";
-        std::string name = hfName(t.name);
+        std::string name;
+        if (arch == "gemma2") {
+            // Gemma's names for its four norms, and its (1 + w) stored as w.
+            static const std::map<std::string, std::string> norms = {
+                {".attn_norm.weight", ".input_layernorm.weight"},
+                {".post_attention_norm.weight", ".post_attention_layernorm.weight"},
+                {".ffn_norm.weight", ".pre_feedforward_layernorm.weight"},
+                {".post_ffw_norm.weight", ".post_feedforward_layernorm.weight"}};
+            for (const auto& [from, to] : norms) {
+                if (t.name.size() > from.size() && t.name.compare(t.name.size() - from.size(), from.size(), from) == 0)
+                    name = "model.layers." + t.name.substr(4, t.name.find('.', 4) - 4) + to;
+            }
+            if (t.name.find("norm.weight") != std::string::npos)
+                for (float& v : values) v -= 1.0f;
+        }
+        if (name.empty()) name = hfName(t.name);
         if (arch == "phi3" && name.size() > 18 && name.compare(name.size() - 18, 18, "mlp.up_proj.weight") == 0) {
             name = name.substr(0, name.size() - 18) + "mlp.gate_up_proj.weight";  // Phi-3's ffn_up is [gate | up]
         }

@@ -66,13 +66,13 @@ model llama3 dbrx-1k Q4_K_M --arch llama --llama3-rope --rope-base 500000 --seed
 model qwen2 gpt2-1k Q8_0 --arch qwen2 --rope-base 1000000 --seed 12
 rm -rf "$work"
 
-# Phi-3 (make_phi3.py: fused attn_qkv, ffn_up holding [gate | up], RoPE on 24 of 32 head
+# Phi-3 (make_arch_gguf.py: fused attn_qkv, ffn_up holding [gate | up], RoPE on 24 of 32 head
 # dimensions, attention.sliding_window 64) with stories260K's vocabulary, 2 layers, width
 # 128, in F16 and Q4_K_M: llama.cpp's greedy run of the usual prompt (21 tokens, inside the
 # window) and of a 106-token one (past it: *.window.llamacpp.json). QuantParityTest checks
 # the first; SlidingWindowTest the refusal past the window.
 work=$(mktemp -d)
-PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/make_phi3.py" "$work/phi3-f32.gguf" --vocab "$shared/models/stories260K.gguf"
+PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/make_arch_gguf.py" "$work/phi3-f32.gguf" --vocab "$shared/models/stories260K.gguf"
 P2="$P outside in the sun with her friends. One day, she found a big red ball in the park. She ran to her mom and said, look what I found! Her mom smiled and said they could play with it together after lunch. Lily was very happy."
 for t in F16 Q4_K_M; do
   "$bin/llama-quantize" "$work/phi3-f32.gguf" "$here/tiny-phi3-$t.gguf" "$t" 1 >/dev/null
@@ -80,5 +80,23 @@ for t in F16 Q4_K_M; do
   "$bin/llamacpp-reference" "$here/tiny-phi3-$t.gguf" 16 "$ids" >"$here/tiny-phi3-$t.llamacpp.json"
   ids=$("$bin/llamacpp-reference" "$here/tiny-phi3-$t.gguf" --tokenize "$P2" | tr -d "[] ")
   "$bin/llamacpp-reference" "$here/tiny-phi3-$t.gguf" 16 "$ids" >"$here/tiny-phi3-$t.window.llamacpp.json"
+done
+rm -rf "$work"
+
+# Gemma 2 (make_arch_gguf.py --arch gemma2: post-attention and post-MLP norms, GeGLU, tied
+# output, embeddings x sqrt(64), head dimension 32 with width 64 and 4 heads, a window of 64
+# on even layers, soft-caps 4 (attention) and 5 (output) so both bite) with stories260K's
+# vocabulary, 26 layers (the fewest llama.cpp c392e50 runs gemma2 at), width 64, in F16 and
+# Q4_K_M: llama.cpp's greedy run of the usual prompt and of the 106-token one (past the
+# window). QuantParityTest and SlidingWindowParity check them.
+work=$(mktemp -d)
+PYTHONPATH="$llama/gguf-py" /usr/bin/python3 "$here/make_arch_gguf.py" "$work/gemma2-f32.gguf" --vocab "$shared/models/stories260K.gguf" \
+  --arch gemma2 --layers 26 --dim 64 --ff 128 --heads 4 --kv-heads 2 --head-dim 32 --window 64 --attn-cap 4 --final-cap 5 --seed 22
+for t in F16 Q4_K_M; do
+  "$bin/llama-quantize" "$work/gemma2-f32.gguf" "$here/tiny-gemma2-$t.gguf" "$t" 1 >/dev/null
+  ids=$("$bin/llamacpp-reference" "$here/tiny-gemma2-$t.gguf" --tokenize "$P" | tr -d "[] ")
+  "$bin/llamacpp-reference" "$here/tiny-gemma2-$t.gguf" 16 "$ids" >"$here/tiny-gemma2-$t.llamacpp.json"
+  ids=$("$bin/llamacpp-reference" "$here/tiny-gemma2-$t.gguf" --tokenize "$P2" | tr -d "[] ")
+  "$bin/llamacpp-reference" "$here/tiny-gemma2-$t.gguf" 16 "$ids" >"$here/tiny-gemma2-$t.window.llamacpp.json"
 done
 rm -rf "$work"

@@ -241,12 +241,6 @@ std::string BpeTokenizer::tokenBytes(int32_t id, int32_t /*previous*/) const {
     return bytes_[size_t(id)];
 }
 
-std::string BpeTokenizer::decode(const std::vector<int32_t>& ids) const {
-    std::string out;
-    for (int32_t id : ids) out += tokenBytes(id, -1);
-    return out;
-}
-
 std::string BpeTokenizer::piece(int32_t id) const {
     checkId(id);
     const LlamaTokenType t = vocab_.types[size_t(id)];

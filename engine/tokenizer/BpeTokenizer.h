@@ -56,7 +56,6 @@ public:
 
     std::vector<int32_t> encode(const std::string& text, bool addBos, bool parseSpecial = false) const override;
     std::vector<int32_t> endOfGeneration() const override { return eog_; }
-    std::string decode(const std::vector<int32_t>& ids) const override;
     std::string tokenBytes(int32_t id, int32_t previous) const override;
     std::string piece(int32_t id) const override;
 

@@ -35,17 +35,6 @@ std::string ByteTokenizer::tokenBytes(int32_t id, int32_t /*previous*/) const {
     return "<t" + std::to_string(id) + ">";
 }
 
-std::string ByteTokenizer::decode(const std::vector<int32_t>& ids) const {
-    std::string out;
-    out.reserve(ids.size());
-    int32_t previous = -1;
-    for (int32_t id : ids) {
-        out += tokenBytes(id, previous);
-        previous = id;
-    }
-    return out;
-}
-
 std::string ByteTokenizer::piece(int32_t id) const {
     checkId(id);
     switch (id) {

@@ -24,7 +24,6 @@ public:
     explicit ByteTokenizer(int32_t vocabSize);
 
     std::vector<int32_t> encode(const std::string& text, bool addBos, bool parseSpecial = false) const override;
-    std::string decode(const std::vector<int32_t>& ids) const override;
     // Byte ids give their byte, <unk>/<s>/</s> nothing, ids >= 259 "<tN>".
     std::string tokenBytes(int32_t id, int32_t previous) const override;
     // "<unk>", "<s>", "</s>", "<0xNN>", "<tN>".

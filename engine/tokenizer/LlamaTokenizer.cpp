@@ -368,16 +368,6 @@ std::string LlamaTokenizer::tokenBytes(int32_t id, int32_t previous) const {
     return b;
 }
 
-std::string LlamaTokenizer::decode(const std::vector<int32_t>& ids) const {
-    std::string out;
-    int32_t previous = -1;
-    for (int32_t id : ids) {
-        out += tokenBytes(id, previous);
-        previous = id;
-    }
-    return out;
-}
-
 std::string LlamaTokenizer::piece(int32_t id) const {
     checkId(id);
     if (vocab_.types[id] == LlamaTokenType::Normal) return bytes_[id];

@@ -65,7 +65,6 @@ public:
 
     std::vector<int32_t> encode(const std::string& text, bool addBos, bool parseSpecial = false) const override;
     std::vector<int32_t> endOfGeneration() const override { return eog_; }
-    std::string decode(const std::vector<int32_t>& ids) const override;
     // The leading space of a piece is dropped when `previous` is BOS and the
     // vocabulary adds a space prefix, so that decode(encode(text, true)) == text.
     std::string tokenBytes(int32_t id, int32_t previous) const override;

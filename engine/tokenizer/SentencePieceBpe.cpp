@@ -400,16 +400,6 @@ std::string SentencePieceBpe::tokenBytes(int32_t id, int32_t previous) const {
     return b;
 }
 
-std::string SentencePieceBpe::decode(const std::vector<int32_t>& ids) const {
-    std::string out;
-    int32_t previous = -1;
-    for (int32_t id : ids) {
-        out += tokenBytes(id, previous);
-        previous = id;
-    }
-    return out;
-}
-
 std::string SentencePieceBpe::piece(int32_t id) const {
     checkId(id);
     if (vocab_.types[size_t(id)] == LlamaTokenType::Normal) return bytes_[size_t(id)];

@@ -138,16 +138,6 @@ std::string SentencePieceTokenizer::tokenBytes(int32_t id, int32_t previous) con
     return b;
 }
 
-std::string SentencePieceTokenizer::decode(const std::vector<int32_t>& ids) const {
-    std::string out;
-    int32_t previous = -1;
-    for (int32_t id : ids) {
-        out += tokenBytes(id, previous);
-        previous = id;
-    }
-    return out;
-}
-
 std::string SentencePieceTokenizer::piece(int32_t id) const {
     checkId(id);
     const LlamaTokenType t = types_[size_t(id)];

@@ -25,8 +25,17 @@ public:
         return eosId() >= 0 ? std::vector<int32_t>{eosId()} : std::vector<int32_t>{};
     }
 
-    // The text of a sequence of generated ids, exactly as a user reads it.
-    virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+    // The text of a sequence of generated ids, exactly as a user reads it: each id's
+    // tokenBytes after the one before it.
+    std::string decode(const std::vector<int32_t>& ids) const {
+        std::string out;
+        int32_t previous = -1;
+        for (int32_t id : ids) {
+            out += tokenBytes(id, previous);
+            previous = id;
+        }
+        return out;
+    }
 
     // Bytes that token `id` contributes when streamed after `previous`
     // (-1 for none): byte-fallback tokens give their raw byte, control tokens

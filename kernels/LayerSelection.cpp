@@ -138,17 +138,20 @@ std::vector<float> pool1d(const float* scores, int64_t n, int64_t kernel, VotePo
     return out;
 }
 
-std::vector<int32_t> topPositions(const float* scores, int64_t n, int64_t k) {
+namespace {
+
+template <typename Real>
+std::vector<int32_t> topOf(const Real* scores, int64_t n, int64_t k) {
     k = std::clamp<int64_t>(k, 0, n);
     std::vector<int32_t> idx(n);
     std::iota(idx.begin(), idx.end(), 0);
     // NaN (never produced from finite inputs) ranks below everything, keeping
     // the order strict-weak so nth_element stays defined.
     auto key = [&](int32_t i) {
-        return std::isnan(scores[i]) ? -std::numeric_limits<float>::infinity() : scores[i];
+        return std::isnan(scores[i]) ? -std::numeric_limits<Real>::infinity() : scores[i];
     };
     auto before = [&](int32_t a, int32_t b) {
-        const float ka = key(a), kb = key(b);
+        const Real ka = key(a), kb = key(b);
         return ka > kb || (ka == kb && a < b);
     };
     if (k < n) std::nth_element(idx.begin(), idx.begin() + k, idx.end(), before);
@@ -156,6 +159,12 @@ std::vector<int32_t> topPositions(const float* scores, int64_t n, int64_t k) {
     std::sort(idx.begin(), idx.end());
     return idx;
 }
+
+}  // namespace
+
+std::vector<int32_t> topPositions(const float* scores, int64_t n, int64_t k) { return topOf(scores, n, k); }
+
+std::vector<int32_t> topPositions(const double* scores, int64_t n, int64_t k) { return topOf(scores, n, k); }
 
 namespace {
 

@@ -41,6 +41,9 @@ std::vector<float> pool1d(const float* scores, int64_t n, int64_t kernel, VotePo
 // Indices of the k largest of n scores, ascending; equal scores prefer the
 // lower index; NaN ranks below everything.
 std::vector<int32_t> topPositions(const float* scores, int64_t n, int64_t k);
+// The same on doubles (decode-time H2O and TOVA accumulate in double: a cast to float would
+// make ties of scores that differ, and hand them to the older row).
+std::vector<int32_t> topPositions(const double* scores, int64_t n, int64_t k);
 
 // Per row of `scores` ([rows, n], any device): the k largest (ties: lower
 // index; NaN lowest) in ascending order, then the window positions n .. n + W - 1:

@@ -283,13 +283,13 @@ std::vector<int64_t> DecodeCompressor::keptRows(const CompressedCache& cache, in
     }
     if (method_ == MethodId::Tova) {
         const std::vector<double>& s = scores_[layer][head];
-        for (int32_t r : presses::topPositions(std::vector<float>(s.begin(), s.end()), budget)) rows.push_back(r);
+        for (int32_t r : presses::topPositions(s, budget)) rows.push_back(r);  // in double: no ties made
         return rows;
     }
     if (method_ == MethodId::H2o) {
         // The heavy hitters among the older rows, then the recent window.
         const std::vector<double>& acc = scores_[layer][head];
-        const std::vector<float> older(acc.begin(), acc.begin() + (n - params_.window));
+        const std::vector<double> older(acc.begin(), acc.begin() + (n - params_.window));
         for (int32_t r : presses::topPositions(older, budget - params_.window)) rows.push_back(r);
         for (int64_t r = n - params_.window; r < n; ++r) rows.push_back(r);
         return rows;

@@ -281,6 +281,36 @@ TEST(DecodeCompressor, RollingH2oKeepsTheRecentRowsAndTheHeavyHitters) {
     }
 }
 
+// H2O's rolling form ranks its accumulated attention in double: rows 0 and 1 get the same
+// attention at the first step and, at the second, about 6e-13 and 2e-12 more, far under
+// half a float ulp of their sum. Cast to float they tie and the older row 0 stays (the bug
+// the review found); in double row 1 holds more and stays.
+TEST(DecodeCompressor, RollingH2oRanksInDoubleNotAFloatCastThatMakesTies) {
+    const int64_t T = 4, D = 2, B = 5;
+    const at::Tensor keys = at::tensor({0.0f, -10.0f, 0.0f, -9.0f, 5.0f, 10.0f, 0.0f, 0.0f}).view({1, T, D});
+    const auto capture = Capture::fromTensors({at::zeros({1, T, D})}, {keys}, {at::randn({1, T, D})});
+    const Selection all = Press::create("streamingllm")->select(*capture, params("streamingllm", T));
+    CompressedCache cache(*capture, all, 8);
+    PressParams p = params("h2o", B);
+    p.window = 1;
+    DecodeCompressor rule(p, 2);
+    rule.start(*capture, all);
+    const at::Tensor step1 = at::tensor({1.0f, 0.0f}).view({1, 1, D}), step2 = at::tensor({0.0f, 2.0f}).view({1, 1, D});
+    for (const at::Tensor& q : {step1, step2}) {
+        rule.onQueries(0, q, cache.length(0, 0));
+        cache.append(0, at::zeros({1, 1, D}), at::zeros({1, 1, D}));
+        rule.afterStep(cache);
+    }
+    const std::vector<double>& acc = rule.accumulated(0, 0);
+    ASSERT_EQ(acc.size(), size_t(B));
+    // Rows 1 .. 5 of the six: the dominant row 2, rows 3 and 4 (keys 0), row 1 over row 0, the recent row 5.
+    const at::Tensor kept = cache.keys(0)[0];
+    const std::vector<float> want = {0.0f, -9.0f, 5.0f, 10.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    ASSERT_EQ(kept.size(0), B);
+    for (int64_t r = 0; r < B; ++r)
+        for (int64_t d = 0; d < D; ++d) EXPECT_EQ(kept[r][d].item<float>(), want[size_t(r * D + d)]) << "row " << r;
+}
+
 // TOVA's rolling form against a double reference: when due, every head keeps the B rows the
 // step's query attends to most, its attention averaged over all the layer's query heads (the
 // heads hold the same rows, from a TOVA selection), ties to the lower row.

@@ -455,7 +455,6 @@ void keepLayerShares(const Capture& capture, const PressParams& p, const std::ve
         const int64_t b = std::clamp<int64_t>(budgets[l], 0, available);
         const HeadScores scores = scorerScores(capture, l, p);  // NaN: always kept
         for (size_t h = 0; h < scores.size(); ++h) s.kept[l][h] = keptWithNaNs(scores[h], b);
-        s.layerBudgets[l] = b + W + sinks;
     }
 }
 
@@ -493,6 +492,10 @@ std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pool
 }
 
 std::vector<int32_t> topPositions(const std::vector<float>& scores, int64_t k) {
+    return kernels::topPositions(scores.data(), static_cast<int64_t>(scores.size()), k);
+}
+
+std::vector<int32_t> topPositions(const std::vector<double>& scores, int64_t k) {
     return kernels::topPositions(scores.data(), static_cast<int64_t>(scores.size()), k);
 }
 

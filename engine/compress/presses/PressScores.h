@@ -166,6 +166,7 @@ std::vector<float> pool1d(const std::vector<float>& scores, int64_t kernel, Pool
 
 // Indices of the k largest scores, ascending; equal scores prefer the lower index.
 std::vector<int32_t> topPositions(const std::vector<float>& scores, int64_t k);
+std::vector<int32_t> topPositions(const std::vector<double>& scores, int64_t k);
 
 // `prefix` (ascending, all < T - W) followed by the window T-W .. T-1.
 std::vector<int32_t> withWindow(std::vector<int32_t> prefix, int64_t promptLength, int64_t window);

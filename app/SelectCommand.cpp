@@ -302,7 +302,7 @@ int runSelect(const std::vector<std::string>& argv) {
                 p.describe().c_str(), (long long)s.layers(), (long long)s.queryHeads,
                 (long long)s.kvHeads, (long long)s.promptLength);
     for (int64_t l = 0; l < s.layers(); ++l) {
-        std::printf("layer %lld: budget %lld per head, %lld entries\n", (long long)l,
+        std::printf("layer %lld: holds %lld per head, %lld entries\n", (long long)l,
                     (long long)s.layerBudgets[l], (long long)s.entries(l));
         for (size_t h = 0; h < s.kept[l].size(); ++h) {
             const std::vector<int32_t>& kept = s.kept[l][h];

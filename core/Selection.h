@@ -17,7 +17,9 @@ struct Selection {
     int64_t queryHeads = 0;
     int64_t kvHeads = 0;
     GqaMode gqa = GqaMode::KvHead;              // how heads index: KV heads or query heads
-    std::vector<int64_t> layerBudgets;          // entries per head each layer was given
+    // Entries per head each layer holds (its heads' mean, rounded half up: AdaKV's and KVzip's
+    // heads hold different counts): what the funnel draws, ChunkKV's whole chunks included.
+    std::vector<int64_t> layerBudgets;
     std::vector<std::vector<std::vector<int32_t>>> kept;  // [layer][head] -> positions
     // ThinK (params.think > 0): [layer][head] -> the key channels zeroed in every kept
     // prompt key of that head, ascending; empty when no channel is pruned.

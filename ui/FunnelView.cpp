@@ -209,7 +209,7 @@ QString FunnelView::hoverText(int layer) const {
     }
     if (layer < budgetLayers()) {
         const int64_t budget = budgets_[static_cast<size_t>(layer)];
-        QString line = QStringLiteral("budget %1 per head").arg(budget);
+        QString line = QStringLiteral("holds %1 per head").arg(budget);
         if (promptLength_ > 0)
             line +=
                 QStringLiteral(" (%1% of %2)")

@@ -31,7 +31,7 @@ public:
     void setStatistics(std::vector<kvlens::LayerAttentionSummary> layers, int64_t promptLength);
     void setStatistic(FunnelStatistic which);
     FunnelStatistic statistic() const { return statistic_; }
-    // Entries per head each layer was given (Selection::layerBudgets); empty clears. Layers
+    // Entries per head each layer holds (Selection::layerBudgets); empty clears. Layers
     // beyond the statistics' are not drawn.
     void setLayerBudgets(std::vector<int64_t> budgetsPerHead, const QString& label);
 

@@ -140,7 +140,7 @@ TEST(SelectCli, SummaryWithoutJson) {
     const Result r = runCli("select --inputs " + smallInputs("summary") +
                             " --method streamingllm --budget 10 --gqa query-head");
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_NE(r.out.find("layer 1: budget 10"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("layer 1: holds 10 per head, 20 entries"), std::string::npos) << r.out;
     // Query-head mode is for the voting methods; StreamingLLM keeps one list per KV head.
     EXPECT_NE(r.out.find("kv head 1: 10 kept, positions 0 .. 39"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("head 3:"), std::string::npos) << r.out;

@@ -137,6 +137,14 @@ TEST_P(LagChunkPress, ChunkKvKeepsWholeChunksByTheirSummedVotes) {
                             << " head " << h << " " << gqaModeName(mode);
                         EXPECT_LE(int64_t(s.kept[l][h].size()), B);
                     }
+                // The funnel's figure is what a layer holds (whole chunks under B), not B.
+                for (int64_t l = 0; l < shape.layers; ++l) {
+                    const int64_t heads = s.headsPerLayer();
+                    EXPECT_EQ(s.layerBudgets[l], (s.entries(l) + heads / 2) / heads) << "B " << B << " layer " << l;
+                    if (B == W + 2 * chunk + 3) {
+                        EXPECT_LT(s.layerBudgets[l], B) << "B " << B << " layer " << l;
+                    }
+                }
             }
         }
     }

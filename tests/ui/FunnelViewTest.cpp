@@ -195,13 +195,13 @@ TEST(FunnelViewTest, HoverTextGivesTheLayersNumbers) {
     EXPECT_EQ(view.hoverText(1),
               QStringLiteral("L1: Positions holding 90% of the attention\nlayer mean 300.0\n"
                              "heads: min 290.0, max 310.0 (2 heads)\n"
-                             "budget 250 per head (25.0% of 1000), pyramidkv B=200"));
+                             "holds 250 per head (25.0% of 1000), pyramidkv B=200"));
     view.setStatistic(FunnelStatistic::SinkMass);
     EXPECT_EQ(
         view.hoverText(1),
         QStringLiteral("L1: Attention on the first 4 positions (sink mass)\nlayer mean 0.400\n"
                        "heads: min 0.100, max 0.700 (2 heads)\n"
-                       "budget 250 per head (25.0% of 1000), pyramidkv B=200"));
+                       "holds 250 per head (25.0% of 1000), pyramidkv B=200"));
     // Layer 2 has no budget (only 2 given); out of range: empty.
     EXPECT_FALSE(view.hoverText(2).contains(QStringLiteral("budget")));
     EXPECT_TRUE(view.hoverText(4).isEmpty());

@@ -72,7 +72,6 @@ void ChunkKvKvpressPress::fill(const Capture& capture, const PressParams& p, int
         for (int32_t chunk : presses::topPositions(mean, keep))
             for (int64_t t = chunk * c; t < std::min(T, (chunk + 1) * c); ++t) kept.push_back(int32_t(t));
         for (auto& head : s.kept[l]) head = kept;
-        s.layerBudgets[l] = static_cast<int64_t>(kept.size());
     }
 }
 

@@ -18,7 +18,6 @@ void FinchPress::fill(const Capture& capture, const PressParams& params, int64_t
         const int64_t* p = kept.data_ptr<int64_t>();
         const std::vector<int32_t> positions(p, p + kept.size(0));
         for (auto& head : s.kept[l]) head = positions;
-        s.layerBudgets[l] = budget;
     }
 }
 

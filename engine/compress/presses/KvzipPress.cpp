@@ -52,9 +52,6 @@ void KvzipPress::fill(const Capture& capture, const PressParams& p, int64_t budg
                 }
             }
         }
-        // The funnel's per-layer figure: the layer's mean entries per head.
-        const int64_t heads = static_cast<int64_t>(s.kept[l].size());
-        s.layerBudgets[l] = heads > 0 ? (s.entries(l) + heads / 2) / heads : 0;
     }
 }
 

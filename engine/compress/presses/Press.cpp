@@ -102,11 +102,13 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
         std::iota(all.begin(), all.end(), 0);
         for (auto& layer : s.kept)
             for (auto& head : layer) head = all;
-        s.layerBudgets.assign(L, T);
     } else {
-        s.layerBudgets.assign(L, budget);
         fill(capture, s.params, budget, s);  // with the GQA mode the selection really has
     }
+    // What each layer holds, whatever the method gave it: a ChunkKV layer keeps whole chunks
+    // under its budget, KVzip's layers hold what its global ranking left them.
+    s.layerBudgets.assign(L, 0);
+    for (int64_t l = 0; l < L; ++l) s.layerBudgets[l] = heads > 0 ? (s.entries(l) + heads / 2) / heads : 0;
     // ThinK prunes key channels of what the method kept (kvpress's ComposedPress order).
     if (params.think > 0.0) s.prunedChannels = presses::thinkPrunedChannels(capture, s);
     return s;

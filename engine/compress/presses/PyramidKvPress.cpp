@@ -85,14 +85,12 @@ void PyramidKvPress::fill(const Capture& capture, const PressParams& p, int64_t 
         const std::vector<int64_t> total = kvpressBudgets(L, T, p.window, kept, p.beta);
         for (int64_t l = 0; l < L; ++l) {
             const int64_t n = std::clamp<int64_t>(total[l], p.window, T);
-            s.layerBudgets[l] = n;
             s.kept[l] = presses::voteSelection(capture, l, p, n - p.window);
         }
         return;
     }
     const std::vector<int64_t> prefix = prefixBudgets(L, T, p.window, budget, p.beta, p.schedule);
     for (int64_t l = 0; l < L; ++l) {
-        s.layerBudgets[l] = prefix[l] + p.window;
         s.kept[l] = presses::voteSelection(capture, l, p, prefix[l]);
     }
 }

@@ -42,7 +42,6 @@ void SimLayerKvPress::fill(const Capture& capture, const PressParams& p, int64_t
     const std::vector<bool> lazy = lazyLayers(capture, p, budget);
     for (int64_t l = 0; l < capture.layers(); ++l) {
         for (auto& head : s.kept[l]) head = lazy[size_t(l)] ? keeps : all;
-        s.layerBudgets[l] = lazy[size_t(l)] ? budget : T;
     }
 }
 

@@ -1,6 +1,8 @@
 // kvlens generate: prefill the prompt, then decode with the full KV cache,
 // streaming text to stdout (or one JSON object with --json).
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "app/ChatOptions.h"
@@ -11,6 +13,25 @@
 #include "engine/model/Generator.h"
 
 namespace kvlens {
+namespace {
+
+// The k largest logits as [[id, logit], ...], best first (ties to the lower id).
+nlohmann::json topLogits(const at::Tensor& logits, int64_t k) {
+    nlohmann::json out = nlohmann::json::array();
+    if (!logits.defined()) return out;
+    const at::Tensor l = logits.to(at::kFloat).contiguous().view({-1});
+    const float* p = l.data_ptr<float>();
+    std::vector<int32_t> ids(size_t(l.numel()));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+    const size_t n = std::min(ids.size(), size_t(k));
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                      [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    for (size_t i = 0; i < n; ++i) out.push_back({ids[i], double(p[ids[i]])});
+    return out;
+}
+
+}  // namespace
+
 
 int runGenerate(const std::vector<std::string>& argv) {
     std::set<std::string> valueFlags = ModelOptions::flags();
@@ -26,7 +47,8 @@ int runGenerate(const std::vector<std::string>& argv) {
             "       [--dtype auto|f32|bf16] [--device cpu|cuda] [--threads N] [--sliding-window apply|ignore] [--json]\n"
             "  greedy (argmax, ties to the lowest id) unless --temperature > 0; stops at EOS\n"
             "  unless --ignore-eos, after N tokens (default 64), or at the model's context.\n"
-            "  --json prints {\"prompt_token_ids\", \"generated_token_ids\", \"text\"} only.\n"
+            "  --json prints {\"prompt_token_ids\", \"generated_token_ids\", \"text\", \"first_step_top8\"} only\n"
+            "  (first_step_top8: the 8 best [id, logit] after the prompt, as llamacpp-reference prints them).\n"
             "  --sliding-window apply|ignore: a model's sliding window (Phi-3, Mistral v0.1, Gemma) is applied\n"
             "  here; the compression commands refuse a prompt + N past it (not applied to their scores\n"
             "  yet); ignore attends over all (as llama.cpp runs Mistral). Every model command takes it.\n",
@@ -69,7 +91,8 @@ int runGenerate(const std::vector<std::string>& argv) {
     if (json) {
         nlohmann::json j = {{"prompt_token_ids", ids},
                             {"generated_token_ids", result.tokens},
-                            {"text", tokenizer.decode(result.tokens)}};
+                            {"text", tokenizer.decode(result.tokens)},
+                            {"first_step_top8", topLogits(result.promptLogits, 8)}};
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
         std::printf("\n");

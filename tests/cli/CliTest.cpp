@@ -173,6 +173,21 @@ TEST(Cli, GenerateJsonOnStoriesMatchesReference) {
     EXPECT_EQ(j["prompt_token_ids"], ref["prompt_token_ids"]);
     EXPECT_EQ(j["generated_token_ids"], ref["generated_token_ids"]);
     EXPECT_EQ(j["text"], ref["generated_text"]);
+    // The 8 best logits after the prompt, best first, are the reference's own.
+    const auto& logits = ref["next_token_logits_after_prompt"];
+    ASSERT_EQ(j["first_step_top8"].size(), 8u) << r.out;
+    EXPECT_EQ(j["first_step_top8"][0][0], ref["generated_token_ids"][0]);
+    for (size_t i = 0; i < 8; ++i) {
+        const int id = j["first_step_top8"][i][0];
+        const double logit = j["first_step_top8"][i][1];
+        EXPECT_NEAR(logit, logits[size_t(id)].get<double>(), 1e-4) << "rank " << i << " id " << id;
+        if (i > 0) {
+            EXPECT_LE(logit, j["first_step_top8"][i - 1][1].get<double>()) << "rank " << i;
+        }
+        size_t above = 0;  // how many of the reference's logits beat this one
+        for (const auto& l : logits) above += l.get<double>() > logits[size_t(id)].get<double>() + 1e-4;
+        EXPECT_LE(above, i) << "rank " << i << " id " << id;
+    }
 }
 
 TEST(Cli, GenerateStreamsTextOnTinyGguf) {

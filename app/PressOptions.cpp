@@ -57,6 +57,22 @@ void warnUnreadFlags(const CommandLine& args, const std::vector<PressParams>& ru
     }
 }
 
+std::vector<std::string>& pendingNotes() {
+    static std::vector<std::string> notes;
+    return notes;
+}
+
+// A note (PressOptions::notes) where a method compares scores across heads that share no scale.
+void noteCrossHead(const CommandLine& args, const std::vector<PressParams>& runs) {
+    std::vector<std::string>& said = pendingNotes();
+    for (const PressParams& p : runs) {
+        const std::string note = methods::crossHeadNote(p);
+        if (note.empty()) continue;
+        const std::string line = args.command() + ": note: " + note;
+        if (std::find(said.begin(), said.end(), line) == said.end()) said.push_back(line);
+    }
+}
+
 PressParams pressFromFlags(const CommandLine& args) {
     PressParams p;
     p.method = args.get("--method", p.method);
@@ -88,9 +104,12 @@ PressParams pressFromFlags(const CommandLine& args) {
 
 }  // namespace
 
+const std::vector<std::string>& PressOptions::notes() { return pendingNotes(); }
+
 PressParams PressOptions::fromCommandLine(const CommandLine& args) {
     PressParams p = pressFromFlags(args);
     warnUnreadFlags(args, {p}, false);
+    noteCrossHead(args, {p});
     return p;
 }
 
@@ -102,6 +121,7 @@ PressParams PressOptions::sharedFromCommandLine(const CommandLine& args, const s
         runs.back().method = m;
     }
     warnUnreadFlags(args, runs, true);
+    noteCrossHead(args, runs);
     return p;
 }
 

@@ -19,6 +19,10 @@ struct PressOptions {
     // The flags shared by several methods (bench's --methods): each knob's flag given must be
     // read by one of `methods` at least, or is named on stderr; the method field is left as parsed.
     static PressParams sharedFromCommandLine(const CommandLine& args, const std::vector<std::string>& methods);
+    // Notes on the methods parsed so far ("select: note: adakv compares knorm's scores across
+    // KV heads, ..."): main prints them on stderr after a command that succeeded, so that an
+    // error stays one line.
+    static const std::vector<std::string>& notes();
     // Whether the command line sets a budget: --budget, or --compression-ratio (kvpress's form).
     static bool hasBudget(const CommandLine& args) { return args.has("--budget") || args.has("--compression-ratio"); }
     // The sweep of --methods and --budgets (lists; `methods` and `budgets` when not

@@ -102,6 +102,7 @@ private:
 
 struct LayerInputs {
     at::Tensor windowQueries, keys, values;  // [H, W, D], [KV, T, D], [KV, T, D]
+    at::Tensor outputProjection;             // W_o [E, H x D], where the file gives o_proj
 };
 
 LayerInputs readLayer(const std::string& path, int64_t layer) {
@@ -152,6 +153,13 @@ LayerInputs readLayer(const std::string& path, int64_t layer) {
         reader.fail("field 'q_window' holds " + std::to_string(W) + " queries but 'keys' only " +
                     std::to_string(T) + " positions");
     }
+    if (doc.contains("o_proj")) {
+        l.outputProjection = reader.read("o_proj", 2);
+        if (l.outputProjection.size(1) != H * D) {
+            reader.fail("field 'o_proj' has " + std::to_string(l.outputProjection.size(1)) +
+                        " columns, not the " + std::to_string(H * D) + " of 'q_window''s heads x head dim");
+        }
+    }
     return l;
 }
 
@@ -164,6 +172,11 @@ std::vector<LayerInputs> readInputs(const std::vector<std::string>& paths) {
             {"q_window", {now.windowQueries, first.windowQueries}},
             {"keys", {now.keys, first.keys}},
             {"values", {now.values, first.values}}};
+        if (now.outputProjection.defined() != first.outputProjection.defined()) {
+            throw Error(paths[l] + ": field 'o_proj' is " + (now.outputProjection.defined() ? "given" : "missing") +
+                        " but " + paths[0] + " (layer 0) " + (first.outputProjection.defined() ? "gives" : "lacks") +
+                        " it (every layer or none)");
+        }
         for (const auto& [name, tensors] : fields) {
             if (!tensors.first.sizes().equals(tensors.second.sizes())) {
                 throw Error(paths[l] + ": field '" + name + "' has shape " +
@@ -175,9 +188,10 @@ std::vector<LayerInputs> readInputs(const std::vector<std::string>& paths) {
     return layers;
 }
 
-// Whether a method selects on tensors alone: it needs nothing the model must compute again.
+// Whether a method selects on tensors alone: it needs nothing the model must compute again
+// (W_o's value norms come from the files' o_proj).
 bool selectsOnTensors(const MethodInfo& m) {
-    const NeedSet modelNeeds = {Need::QueryStats, Need::PromptReplay, Need::PreRopeKeys, Need::WoNorms,
+    const NeedSet modelNeeds = {Need::QueryStats, Need::PromptReplay, Need::PreRopeKeys,
                                 Need::Reconstruction, Need::SecondPrefill};
     for (int n = 0; n < int(Need::Count_); ++n)
         if (m.needs.has(Need(n)) && modelNeeds.has(Need(n))) return false;
@@ -209,7 +223,8 @@ std::string selectHelp() {
     std::replace(folded.begin(), folded.end(), '\x01', ' ');
     return folded +
            "  runs a compression method on dumped tensors: one kvref-inputs-v1 JSON file per layer,\n"
-           "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]).\n" +
+           "  in layer order (q_window [H][W][D] after RoPE, keys and values [KV][T][D]; o_proj\n"
+           "  [E][H*D], the layer's W_o, for criticalkv and criticaladakv).\n" +
            foldedHelp("  --method   " + methods::listWhere(selectsOnTensors, " or ") +
                           " (finch-kvpress: its votes; its re-rotated cache needs a model); " +
                           methods::listWhere([](const MethodInfo& m) { return !selectsOnTensors(m); }) +
@@ -267,13 +282,14 @@ int runSelect(const std::vector<std::string>& argv) {
     }
 
     const std::vector<LayerInputs> layers = readInputs(inputs);
-    std::vector<at::Tensor> q, k, v;
+    std::vector<at::Tensor> q, k, v, o;
     for (const LayerInputs& l : layers) {
         q.push_back(l.windowQueries);
         k.push_back(l.keys);
         v.push_back(l.values);
+        if (l.outputProjection.defined()) o.push_back(l.outputProjection);
     }
-    const std::shared_ptr<Capture> capture = Capture::fromTensors(q, k, v);
+    const std::shared_ptr<Capture> capture = Capture::fromTensors(q, k, v, o);
     if (!args.has("--window")) p.window = capture->windowCapacity();
     const Selection s = press->select(*capture, p);
 

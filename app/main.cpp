@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/Commands.h"
+#include "app/PressOptions.h"
 #include "core/Error.h"
 
 namespace {
@@ -51,20 +52,26 @@ int main(int argc, char** argv) {
     }
     const std::string command = argv[1];
     const std::vector<std::string> args(argv + 2, argv + argc);
+    // The notes a command's methods left, after it succeeded (an error stays one line).
+    auto noted = [](int rc) {
+        if (rc == 0)
+            for (const std::string& note : kvlens::PressOptions::notes()) std::fprintf(stderr, "%s\n", note.c_str());
+        return rc;
+    };
     try {
         if (command == "info") return kvlens::runInfo(args);
         if (command == "tokenize") return kvlens::runTokenize(args);
         if (command == "generate") return kvlens::runGenerate(args);
-        if (command == "bench") return kvlens::runBench(args);
-        if (command == "select") return kvlens::runSelect(args);
+        if (command == "bench") return noted(kvlens::runBench(args));
+        if (command == "select") return noted(kvlens::runSelect(args));
         if (command == "methods") return kvlens::runMethods(args);
-        if (command == "run") return kvlens::runRun(args);
-        if (command == "compare") return kvlens::runCompare(args);
-        if (command == "niah") return kvlens::runNiah(args);
-        if (command == "sweep") return kvlens::runSweep(args);
-        if (command == "eval") return kvlens::runEval(args);
+        if (command == "run") return noted(kvlens::runRun(args));
+        if (command == "compare") return noted(kvlens::runCompare(args));
+        if (command == "niah") return noted(kvlens::runNiah(args));
+        if (command == "sweep") return noted(kvlens::runSweep(args));
+        if (command == "eval") return noted(kvlens::runEval(args));
         if (command == "train-testbed") return kvlens::runTrainTestbed(args);
-        if (command == "inspect") return kvlens::runInspect(args);
+        if (command == "inspect") return noted(kvlens::runInspect(args));
         if (command == "sessions") return kvlens::runSessions(args);
         if (command == "report") return kvlens::runReport(args);
         std::fprintf(stderr, "kvlens: unknown command '%s' (commands: info, tokenize, generate, bench, methods, run, compare, inspect, niah, sweep, eval, select, sessions, report, train-testbed)\n",

@@ -62,7 +62,7 @@ const std::vector<MethodInfo>& table() {
          "includes the window; here the window is kept, alpha * (B - W - sinks) is guaranteed and SnapKV's votes "
          "are normalised per head. --convention kvpress applies kvpress's form",
          "", "heads share the layer's H x (B - W) entries by their scores, each guaranteed alpha of its share", "",
-         KvpressForm::Convention, KeepSet{P::ScorerEnds}},
+         KvpressForm::Convention, KeepSet{P::ScorerEnds}, std::nullopt, {}, true},
         {MethodId::Random, "random", "Random", F::Baseline, {K::Window, K::Seed}, {}, {P::Window}, false, "", false, {},
          {}, false, false, D::Own, "", "RandomPress", "kvpress keeps no window", "",
          "the window and B - W prefix positions drawn uniformly (seeded)", "ranks nothing: keeps a seeded draw",
@@ -82,7 +82,8 @@ const std::vector<MethodInfo>& table() {
          {K::Sinks, K::Lag}, {}, true, false, D::Own, "Liang et al. 2025, LagKV", "LagKVPress",
          "kvpress takes one global top-k over the partitions' ranks (ties where topk puts them) and keeps part of "
          "the tail when the budget is too small; here each partition gets its share and such a budget is refused",
-         "", "the sinks, each partition's share by its keys' and values' spread against the next, the tail whole", "each partition keeps its own share by its scores: kept scores the most within a partition"},
+         "", "the sinks, each partition's share by its keys' and values' spread against the next, the tail whole", "each partition keeps its own share by its scores: kept scores the most within a partition",
+         KvpressForm::Same, std::nullopt, std::nullopt, {}, false, KvpressPad::One},
         {MethodId::ChunkKv, "chunkkv", "ChunkKV", F::Wrapper, {K::Window, K::Scorer, K::Chunk}, {},
          {P::Window, P::ScorerEnds}, true, "snapkv", false, {}, {K::Kernel, K::Pooling}, false, false, D::ViaScorer,
          "Liu et al. 2025, ChunkKV: Semantic-Preserving KV Cache Compression", "ChunkKVPress(press)",
@@ -97,7 +98,8 @@ const std::vector<MethodInfo>& table() {
         {MethodId::Cur, "cur", "CUR", F::Scorer, {K::Sinks}, {}, {P::Sinks}, false, "", true, {K::Sinks}, {}, true,
          false, D::Own, "Sengupta, Chaudhary, Chakraborty 2025, CurDKV", "CURPress",
          "the same (kv_product, local window 16, no random projection; each head's scores sum to 1)", "",
-         "the sinks and the B - S best by the keys' and values' local leverage product", ""},
+         "the sinks and the B - S best by the keys' and values' local leverage product", "", KvpressForm::Same,
+         std::nullopt, std::nullopt, {}, false, KvpressPad::One},
         {MethodId::Cake, "cake", "CAKE", F::LayerAllocator, {K::Window, K::Scorer, K::Tau1, K::Tau2}, {N::WindowVotes},
          {P::Window, P::ScorerEnds}, true, "cake", true, {K::Window, K::Gamma}, {}, true, false, D::None,
          "Qin et al. 2025, CAKE: Cascading and Adaptive KV Cache Eviction with Layer Preferences", "",
@@ -135,15 +137,18 @@ const std::vector<MethodInfo>& table() {
          "Feng et al. 2025, Identify Critical KV Cache in LLM Inference from an Output Perturbation Perspective",
          "CriticalKVPress(press)",
          "kvpress's first stage is int(B/2) with the window inside and it ranks SnapKV's mean votes (its 1e-4 "
-         "weighs W times more); here floor((B - W - sinks)/2) of the summed votes",
+         "weighs W times more); here floor((B - W - sinks)/2) of the summed votes. --convention kvpress applies "
+         "kvpress's form",
          "", "half the ranked entries by the scorer, the rest by (score + 1e-4) x the value's norm through W_o", "the first stage keeps the scorer's best whatever they show; the shown second-stage scores order the rest",
-         KvpressForm::None},
+         KvpressForm::Convention, KeepSet{P::ScorerEnds}},
         {MethodId::CriticalAdaKv, "criticaladakv", "CriticalAdaKV", F::Wrapper, {K::Window, K::Scorer, K::Alpha},
          {N::WoNorms}, {P::Window, P::ScorerEnds}, true, "snapkv", false, {}, {}, false, true, D::ViaScorer,
          "Feng et al. 2025 (the CriticalKV paper's AdaKV form)", "CriticalAdaKVPress(press)",
-         "kvpress ranks SnapKV's mean votes and allocates on raw scores; here the summed votes, normalised per head "
-         "as adakv", "", "AdaKV's allocation, then CriticalKV's two stages within each head's share", "the first stage keeps the scorer's best whatever they show; the shown second-stage scores order the rest",
-         KvpressForm::None},
+         "kvpress ranks SnapKV's mean votes, allocates on raw scores with n_safe = int(alpha * B) and the window "
+         "inside, and its first stage is int(b/2) of each head's b; here the summed votes, normalised per head as "
+         "adakv. --convention kvpress applies kvpress's form",
+         "", "AdaKV's allocation, then CriticalKV's two stages within each head's share", "the first stage keeps the scorer's best whatever they show; the shown second-stage scores order the rest",
+         KvpressForm::Convention, KeepSet{P::ScorerEnds}, std::nullopt, {}, true},
         {MethodId::Kvzip, "kvzip", "KVzip", F::Scorer, {K::Sinks, K::RepeatChunk}, {N::Reconstruction}, {P::Sinks},
          false, "", true, {K::Sinks, K::RepeatChunk}, {}, true, true, D::None,
          "Kim et al. 2025, KVzip: Query-Agnostic KV Cache Compression with Context Reconstruction", "KVzipPress",
@@ -170,7 +175,8 @@ const std::vector<MethodInfo>& table() {
          "LagKVPress(cross_scoring=True), where kvpress's default (False, and --convention kvpress) ranks within "
          "each partition",
          "",
-         "one set of whole chunks per layer by the scorer's scores summed over heads", "", KvpressForm::Convention},
+         "one set of whole chunks per layer by the scorer's scores summed over heads", "", KvpressForm::Convention,
+         std::nullopt, std::nullopt, {}, true},
     };
     return t;
 }
@@ -372,6 +378,19 @@ NeedSet effectiveNeeds(const PressParams& p) {
     return set;
 }
 
+std::string crossHeadNote(const PressParams& p) {
+    const MethodInfo* m = find(underConvention(p.method, p.convention));
+    if (!m || !m->comparesHeads) return "";
+    const std::string scorerName = p.scorer.empty() ? m->defaultScorer : p.scorer;
+    const MethodInfo* s = find(scorerName);
+    if (!s || s->crossHeadComparable) return "";
+    return std::string(m->name) + " compares " + s->name + "'s scores across KV heads, and " + s->name +
+           "'s scores share no scale across heads: a head whose scores run larger takes more of the budget "
+           "(kvpress compares them the same way); " +
+           listWhere([](const MethodInfo& x) { return x.usableAsScorer && x.crossHeadComparable; }, " or ") +
+           " share one";
+}
+
 const char* familyName(MethodFamily f) {
     switch (f) {
         case MethodFamily::Baseline: return "baseline";
@@ -511,6 +530,7 @@ std::string tableJson() {
                        {"needs", needs},
                        {"keeps", keeps},
                        {"cross_head_comparable", m.crossHeadComparable},
+                       {"compares_heads", m.comparesHeads},
                        {"costly_first_use", m.costlyFirstUse},
                        {"decode", decodeFormName(m.decode)},
                        {"paper", m.paper},

@@ -79,6 +79,14 @@ enum class KvpressForm {
                  // (--method chunkkv as chunkkv-kvpress)
 };
 
+// What kvpress's scorer gives the positions it keeps whole (SnapKV's window, TOVA's last
+// position, the sinks, LagKV's tail): a wrapper that rescales the scores (CriticalKV) lets them
+// compete at that value.
+enum class KvpressPad {
+    AboveMax,  // the largest of the layer's other scores + 1
+    One,       // 1 (LagKV, CUR)
+};
+
 // Whose conventions a run follows where the papers' code and kvpress's differ.
 enum class Convention {
     Paper,    // the paper's (and its authors' code's) form: KV Lens's default
@@ -142,6 +150,11 @@ struct MethodInfo {
     std::optional<MethodId> kvpressTwin = std::nullopt;
     // Its knobs kvpress's form does not read (PyramidKV's --schedule: kvpress has its own).
     KnobSet kvpressUnread = {};
+    // It compares its scorer's scores across KV heads (AdaKV ranks them together, ChunkKV
+    // sums them), so a scorer that is not crossHeadComparable lets the heads' scales decide.
+    bool comparesHeads = false;
+    // A scorer: what kvpress's form of it scores the positions it keeps whole.
+    KvpressPad kvpressPad = KvpressPad::AboveMax;
 };
 
 // How a knob's value is written: in a flag, a describe() line and JSON alike.
@@ -225,6 +238,10 @@ std::string underConvention(const std::string& method, Convention convention);
 KeepSet keepsUnder(const MethodInfo& m, Convention c);
 // The method's needs and its scorer's.
 NeedSet effectiveNeeds(const PressParams& p);
+// One line when the method compares its scorer's scores across heads and that scorer's
+// scores share no scale across heads ("adakv compares knorm's scores across KV heads, ..."),
+// "" otherwise (and for a name that is no method).
+std::string crossHeadNote(const PressParams& p);
 
 const char* familyName(MethodFamily f);
 const char* needName(Need n);

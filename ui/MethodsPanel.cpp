@@ -138,6 +138,13 @@ MethodsPanel::MethodsPanel(QWidget* parent) : QWidget(parent) {
     updateComparedText();
     form->addRow("Kept by", compared_);
     layout->addLayout(form);
+    // Where the method compares its scorer's scores across heads that share no scale.
+    crossHeadNote_ = new QLabel;
+    crossHeadNote_->setObjectName("crossHeadNote");
+    crossHeadNote_->setWordWrap(true);
+    crossHeadNote_->setStyleSheet("color: #b07000;");
+    crossHeadNote_->hide();
+    layout->addWidget(crossHeadNote_);
     status_ = new QLabel;
     status_->setObjectName("selectionStatus");
     status_->setWordWrap(true);
@@ -340,6 +347,9 @@ void MethodsPanel::updateEnabled() {
     for (const KnobInfo& k : methods::knobs())
         if (QWidget* w = control(k.knob)) w->setEnabled(k.knob == Knob::Think || reads.has(k.knob));
     spinBox(Knob::Window)->setMaximum(windowMaximum(probe));
+    const std::string note = methods::crossHeadNote(probe);
+    crossHeadNote_->setText(QString::fromStdString(note));
+    crossHeadNote_->setVisible(!note.empty());
 }
 
 MethodsPanel::Look MethodsPanel::lookOf(Knob k) {

@@ -89,6 +89,7 @@ private:
     std::array<QWidget*, size_t(Knob::Count_)> controls_{};
     QToolButton* compared_;
     QMenu* comparedMenu_;
+    QLabel* crossHeadNote_;  // methods::crossHeadNote for the method and scorer shown
     QLabel* status_;
     int64_t promptLength_ = 0;
     bool quiet_ = false;  // set while controls are filled programmatically

@@ -8,15 +8,24 @@
 #include <limits>
 
 #include "core/Error.h"
-#include "engine/compress/ContextReconstruction.h"
-#include "engine/compress/FinchPrefill.h"
-#include "engine/model/LlamaModel.h"
+#include "core/Methods.h"
 #include "core/PressParams.h"
+#include "engine/compress/CaptureWork.h"
+#include "engine/compress/presses/CriticalKvNormsWork.h"
+#include "engine/compress/presses/FinchPrefillWork.h"
+#include "engine/compress/presses/KvzipReconstructionWork.h"
+#include "engine/compress/presses/NonCausalReplayWork.h"
+#include "engine/model/LlamaModel.h"
 #include "kernels/LayerSelection.h"
-#include "kernels/ProjectedNorms.h"
 
 namespace kvlens {
 namespace {
+
+const char* const kPrefill = CaptureWork::kPrefill;
+void requireFinite(const at::Tensor& t, int64_t layer, const char* headKind, const std::string& what,
+                   const std::string& source) {
+    CaptureWork::requireFinite(t, layer, headKind, what, source);
+}
 
 // Copies the rows of q [n, H, D] (positions p0 .. p0 + n) at positions [from, from + count)
 // into dst [H, count, D] (row r = position from + r): a window may straddle two chunks.
@@ -63,96 +72,6 @@ private:
     int64_t promptLength_;
     QueryStatistics* stats_;
 };
-
-// Sums, per layer, the attention every key gets from all prompt queries (H2O's
-// score), over the chunks of a replayed prefill: [H, T] fp32.
-class ColumnSumAccumulator : public ForwardObserver {
-public:
-    ColumnSumAccumulator(int64_t layers, int64_t promptLength) : sums(layers), promptLength_(promptLength) {}
-    void onQueries(int64_t, const at::Tensor&, int64_t) override {}
-    bool wantsAttentionColumnSums() const override { return true; }
-    void onAttentionColumnSums(int64_t layer, const at::Tensor& s) override {
-        if (!sums[layer].defined()) sums[layer] = at::zeros({s.size(0), promptLength_}, s.options());
-        sums[layer].narrow(1, 0, s.size(1)).add_(s);
-    }
-
-    std::vector<at::Tensor> sums;
-
-private:
-    int64_t promptLength_;
-};
-
-// Non-causal chunked attention (see Capture::nonCausalAttention) over a replayed
-// prompt: each query of [lo, hi) against the keys of its own chunk in the filled cache.
-class NonCausalAccumulator : public ForwardObserver {
-public:
-    NonCausalAccumulator(const KvCache& cache, int64_t layers, int64_t chunk, int64_t lo, int64_t hi)
-        : sums(layers), cache_(cache), chunk_(chunk), lo_(lo), hi_(hi) {}
-    void onQueries(int64_t layer, const at::Tensor& q, int64_t p0) override {
-        const int64_t a = std::max(p0, lo_), b = std::min(p0 + q.size(0), hi_);
-        if (a >= b) return;
-        const int64_t H = q.size(1), D = q.size(2);
-        const at::Tensor keys = cache_.keys(layer);  // [KV, capacity, D]
-        const int64_t KV = keys.size(0), G = H / KV;
-        if (!sums[layer].defined()) sums[layer] = at::zeros({H, hi_ - lo_}, q.options().dtype(at::kFloat));
-        for (int64_t c0 = a; c0 < b;) {
-            const int64_t start = lo_ + (c0 - lo_) / chunk_ * chunk_, end = std::min(start + chunk_, hi_);
-            const int64_t c1 = std::min(b, end), m = c1 - c0, kc = end - start;
-            // Query head h reads KV head h / G: [m, H, D] -> [KV, G * m, D].
-            const at::Tensor qs =
-                q.narrow(0, c0 - p0, m).to(at::kFloat).permute({1, 0, 2}).reshape({KV, G * m, D});
-            const at::Tensor ks = keys.narrow(1, start, kc).to(at::kFloat);  // [KV, kc, D]
-            const at::Tensor prob = at::softmax(at::bmm(qs, ks.transpose(1, 2)), -1);  // [KV, G*m, kc]
-            sums[layer].narrow(1, start - lo_, kc).add_(prob.view({KV, G, m, kc}).sum(2).reshape({H, kc}));
-            c0 = c1;
-        }
-    }
-
-    // Per layer [KV, hi - lo]: the short last chunk's padding share added, the query
-    // heads of each KV head averaged.
-    at::Tensor finished(int64_t layer, int64_t kvHeads) const {
-        at::Tensor s = sums[layer].clone();
-        const int64_t n = hi_ - lo_, last = n % chunk_;
-        if (last > 0) s.narrow(1, n - last, last).add_(double(chunk_ - last) / double(chunk_));
-        return s.view({kvHeads, s.size(0) / kvHeads, n}).mean(1);
-    }
-
-    std::vector<at::Tensor> sums;  // [H, hi - lo] fp32
-
-private:
-    const KvCache& cache_;
-    int64_t chunk_, lo_, hi_;
-};
-
-std::string finchKey(const PressParams& p, int64_t promptLength) {
-    return "finch:" + std::to_string(p.resolveBudget(promptLength)) + ":" + std::to_string(p.window) + ":" +
-           std::to_string(p.finchChunk) + ":";
-}
-
-std::string reconstructionKey(int64_t chunk, int64_t sinks) {
-    return "kvzip:" + std::to_string(chunk) + ":" + std::to_string(sinks);
-}
-
-std::string nonCausalKey(int64_t chunk, int64_t lo, int64_t hi) {
-    return "noncausal:" + std::to_string(chunk) + ":" + std::to_string(lo) + ":" + std::to_string(hi);
-}
-
-const char* const kPrefill = "the prefill produced";
-
-// Throws when `t` [heads, ...] holds a NaN or an Inf, naming the first layer
-// and head that does: the methods would otherwise each treat it their own way
-// (max pool drops it, a sum spreads it, AdaKV's normalisation flattens it).
-void requireFinite(const at::Tensor& t, int64_t layer, const char* headKind, const std::string& what,
-                   const std::string& source) {
-    if (!t.defined() || t.numel() == 0) return;
-    const at::Tensor bad = at::logical_not(at::isfinite(t)).flatten(1).any(1);  // [heads]
-    if (!bad.any().item<bool>()) return;
-    const int64_t head = bad.nonzero()[0][0].item<int64_t>();
-    const bool nan = at::isnan(t.select(0, head)).any().item<bool>();
-    throw Error(source + " " + (nan ? "NaN" : "Inf") + " in layer " + std::to_string(layer) + " " +
-                headKind + " " + std::to_string(head) + "'s " + what + ": it cannot be compressed" +
-                (source == kPrefill ? " (an f16 overflow? try --dtype bf16 or f32)" : ""));
-}
 
 void requireFiniteCapture(const Capture& c, const std::string& source) {
     for (int64_t l = 0; l < c.layers(); ++l) {
@@ -209,7 +128,8 @@ std::shared_ptr<Capture> Capture::fromPrefill(
 
 std::shared_ptr<Capture> Capture::fromTensors(const std::vector<at::Tensor>& windowQueries,
                                               const std::vector<at::Tensor>& keys,
-                                              const std::vector<at::Tensor>& values) {
+                                              const std::vector<at::Tensor>& values,
+                                              const std::vector<at::Tensor>& outputProjections) {
     if (windowQueries.empty() || keys.size() != windowQueries.size() || values.size() != keys.size()) {
         throw Error("need window queries, keys and values for every layer");
     }
@@ -227,6 +147,20 @@ std::shared_ptr<Capture> Capture::fromTensors(const std::vector<at::Tensor>& win
         capture->windowQueries_.push_back(windowQueries[l].to(at::kFloat).contiguous());
     }
     requireFiniteCapture(*capture, "the inputs hold");
+    if (!outputProjections.empty()) {
+        if (int64_t(outputProjections.size()) != L) throw Error("need an output projection for every layer or none");
+        std::vector<at::Tensor> all(L);
+        for (int64_t l = 0; l < L; ++l) {
+            const at::Tensor& w = outputProjections[l];
+            if (w.dim() != 2 || w.size(1) != capture->queryHeads_ * capture->headDim_)
+                throw Error("layer " + std::to_string(l) + "'s output projection is not [E, " +
+                            std::to_string(capture->queryHeads_ * capture->headDim_) + "] (query heads x head dim)");
+            all[l] = CriticalKvNormsWork::norms(w.to(at::kFloat).contiguous(),
+                                                capture->values(l).narrow(1, 0, capture->promptLength_),
+                                                capture->queryHeads_);
+        }
+        capture->memoStore(CriticalKvNormsWork::key(), all);
+    }
     return capture;
 }
 
@@ -323,134 +257,40 @@ void Capture::keepScoresFor(LlamaModel& model, const std::string& method, const 
 bool Capture::needsReplayFor(const PressParams& params) const { return !pendingWork(params).empty(); }
 
 std::string Capture::pendingWork(const PressParams& params) const {
-    if (prompt_.empty()) return "";
-    const MethodId method = methods::named(params.method).id;
-    const NeedSet needs = methods::effectiveNeeds(params);
-    if (method == MethodId::H2o) return hasH2oScores() ? "" : "H2O's accumulated attention (a replay of the prompt)";
-    const int64_t T = promptLength_;
-    if (params.resolveBudget(T) >= T) return "";  // keeps everything: nothing ranked
+    if (prompt_.empty()) return "";  // a capture from tensors has what it was given
     std::string work;
-    auto add = [&](const std::string& w) { work += (work.empty() ? "" : " and ") + w; };
-    if (params.ranksBy("h2o") && !hasH2oScores()) add("H2O's accumulated attention (a replay of the prompt)");
-    if (needs.has(Need::WoNorms) && !outputValueNorms(0).defined())
-        add("CriticalKV's projected value norms (W_o on every value)");
-    // (Bad settings say so in keepScoresFor's validation.)
-    if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined())
-        add("KVzip's reconstruction of the prompt (chunks of " + std::to_string(params.repeatChunk) + ")");
-    if (needs.has(Need::SecondPrefill) && !prefilledCache(params))
-        add("Finch's chunked prefill (chunks of " + std::to_string(params.finchChunk) + ")");
-    if (params.ranksBy("noncausal")) {
-        const auto [lo, hi] = params.rankedSpan(T);
-        if (params.attnChunk >= 1 && lo < hi && !nonCausalAttention(0, params.attnChunk, lo, hi).defined())
-            add("non-causal attention (chunks of " + std::to_string(params.attnChunk) + ", a replay of the prompt)");
+    for (const CaptureWork* w : CaptureWork::all()) {
+        const std::string what = w->pending(*this, params);
+        if (!what.empty()) work += (work.empty() ? "" : " and ") + what;
     }
     return work;
 }
 
 void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress) const {
-    if (!needsReplayFor(params)) return;
+    if (prompt_.empty()) return;
+    std::vector<const CaptureWork*> todo;
+    for (const CaptureWork* w : CaptureWork::all())
+        if (!w->pending(*this, params).empty()) todo.push_back(w);
+    if (todo.empty()) return;
     // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
-    const MethodId method = methods::named(params.method).id;
-    const NeedSet needs = methods::effectiveNeeds(params);
-    if (method != MethodId::H2o) params.validate(promptLength_, windowCapacity());
-    const bool h2o = params.ranksBy("h2o");
+    if (methods::named(params.method).id != MethodId::H2o) params.validate(promptLength_, windowCapacity());
     std::lock_guard<std::mutex> lock(statsMutex_);
     const ModelConfig& c = model.config();
-    if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_) {
-        throw Error(std::string(h2o                              ? "H2O's scores need"
-                                : needs.has(Need::WoNorms) ? "CriticalKV's projected value norms need"
-                                : params.ranksBy("kvzip")        ? "KVzip's reconstruction needs"
-                                : needs.has(Need::SecondPrefill) ? "Finch's chunked prefill needs"
-                                                                 : "the non-causal attention needs") +
-                    " the model that made the capture (another one is loaded)");
-    }
+    if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_)
+        throw Error(std::string(todo.front()->needer()) + " the model that made the capture (another one is loaded)");
     c10::InferenceMode guard;
-    // Each piece of work pendingWork names (joined by " and ") fills its own share of one bar,
-    // in the order below, rather than each running it from 0 to 1 again.
-    const std::string work = pendingWork(params);
-    int64_t pieces = 1, piece = 0;
-    for (size_t at = work.find(" and "); at != std::string::npos; at = work.find(" and ", at + 1)) ++pieces;
-    auto share = [&]() -> ProgressFn {
-        if (!progress) return {};
-        const int64_t mine = std::min(piece++, pieces - 1);
-        return [&progress, mine, pieces](double f, const std::string& what) {
-            progress((double(mine) + f) / double(pieces), what);
-        };
-    };
-    if (h2o && !hasH2oScores()) {
-        ColumnSumAccumulator sums(layers(), promptLength_);
-        model.replay(prompt_, *cache_, sums, share());
-        for (int64_t l = 0; l < layers(); ++l) {
-            requireFinite(sums.sums[l], l, "query head", "accumulated attention", kPrefill);
-        }
-        h2oScores_ = std::move(sums.sums);
-        h2oReady_ = true;
+    // Each piece of work fills its own share of one bar, in order, rather than each running it
+    // from 0 to 1 again.
+    const int64_t pieces = static_cast<int64_t>(todo.size());
+    for (int64_t i = 0; i < pieces; ++i) {
+        if (todo[size_t(i)]->pending(*this, params).empty()) continue;  // another thread made it meanwhile
+        ProgressFn share;
+        if (progress)
+            share = [&progress, i, pieces](double f, const std::string& what) {
+                progress((double(i) + f) / double(pieces), what);
+            };
+        todo[size_t(i)]->run(*this, model, params, share);
     }
-    if (method == MethodId::H2o) return;
-    if (needs.has(Need::WoNorms) && !outputValueNorms(0).defined()) {
-        // Each query head's slice of W_o [E, H * D] applied to its KV head's values, L1 over E.
-        const int64_t T = promptLength_, G = queryHeads_ / kvHeads_;
-        // All layers first, then stored together: a failure or a cancel halfway leaves none
-        // (needsReplayFor looks at layer 0 only).
-        std::vector<at::Tensor> all(layers());
-        const ProgressFn normsProgress = share();
-        for (int64_t l = 0; l < layers(); ++l) {
-            if (normsProgress) normsProgress(double(l) / double(layers()), "projected value norms, layer " + std::to_string(l));
-            const at::Tensor v = values(l).narrow(1, 0, T);  // [KV, T, D]
-            const at::Tensor w = kernels::floatWeight(model.weights().layers[l].wo).to(v.device());
-            at::Tensor norms = at::empty({queryHeads_, T}, v.options().dtype(at::kFloat));
-            for (int64_t c = 0; c < kvHeads_; ++c) {
-                const at::Tensor vc = v[c].to(at::kFloat);  // once for the KV head's G readers
-                for (int64_t h = c * G; h < (c + 1) * G; ++h) norms[h].copy_(kernels::projectedValueNorms(w, vc, h));
-            }
-            requireFinite(norms, l, "query head", "projected value norms", kPrefill);
-            all[l] = norms.contiguous();
-        }
-        memoStore("wov-l1", all);
-    }
-    if (params.ranksBy("kvzip") && !reconstructionScores(0, params.repeatChunk, params.sinks).defined()) {
-        if (repeatPrompt_.empty())
-            throw Error("KVzip needs its repeat prompt in the model's tokens, which this capture was not given");
-        std::vector<at::Tensor> all =
-            ContextReconstruction::scores(model, *cache_, prompt_, repeatPrompt_, params.sinks, params.repeatChunk, share());
-        for (int64_t l = 0; l < layers(); ++l) {
-            all[l] = all[l].contiguous();
-            requireFinite(all[l], l, "KV head", "KVzip's reconstruction scores", "the reconstruction produced");
-        }
-        memoStore(reconstructionKey(params.repeatChunk, params.sinks), all);
-        std::lock_guard<std::mutex> memoLock(votesMutex_);
-        keepRecent("kvzip", reconstructionKey(params.repeatChunk, params.sinks), kReconstructions);
-    }
-    if (needs.has(Need::SecondPrefill) && !prefilledCache(params)) {
-        PrefilledCache own = FinchPrefill::run(model, prompt_, params.resolveBudget(promptLength_), params.window,
-                                               params.finchChunk, share());
-        for (int64_t l = 0; l < layers(); ++l) {
-            requireFinite(own.keys[l], l, "KV head", "keys", "Finch's chunked prefill produced a");
-            requireFinite(own.values[l], l, "KV head", "values", "Finch's chunked prefill produced a");
-        }
-        if (!at::isfinite(own.lastLogits).all().item<bool>())
-            throw Error("Finch's chunked prefill produced a NaN or an Inf in the logits after the prompt");
-        const std::string key = finchKey(params, promptLength_);
-        std::lock_guard<std::mutex> memoLock(votesMutex_);
-        memo_[{key + "logits", 0}] = own.lastLogits;
-        for (int64_t l = 0; l < layers(); ++l) {
-            memo_[{key + "kept", l}] = own.kept[l];
-            memo_[{key + "v", l}] = own.values[l];
-            memo_[{key + "k", l}] = own.keys[l];
-        }
-        keepRecent("finch", key, kFinchCaches);
-    }
-    if (!params.ranksBy("noncausal")) return;
-    const auto [lo, hi] = params.rankedSpan(promptLength_);
-    if (nonCausalAttention(0, params.attnChunk, lo, hi).defined()) return;
-    NonCausalAccumulator acc(*cache_, layers(), params.attnChunk, lo, hi);
-    model.replay(prompt_, *cache_, acc, share());
-    std::vector<at::Tensor> done(layers());
-    for (int64_t l = 0; l < layers(); ++l) {
-        done[l] = acc.finished(l, kvHeads_).contiguous();
-        requireFinite(done[l], l, "KV head", "non-causal attention", kPrefill);
-    }
-    memoStore(nonCausalKey(params.attnChunk, lo, hi), done);
 }
 
 void Capture::keepRecent(const std::string& kind, const std::string& prefix, size_t keep) const {
@@ -483,7 +323,7 @@ void Capture::memoStore(const std::string& name, const std::vector<at::Tensor>& 
 PrefilledCache Capture::prefilledCache(const PressParams& params) const {
     PrefilledCache own;
     if (!methods::effectiveNeeds(params).has(Need::SecondPrefill)) return own;
-    const std::string key = finchKey(params, promptLength_);
+    const std::string key = FinchPrefillWork::key(params, promptLength_);
     // All of one cache under one lock: an older one may be dropped meanwhile (kFinchCaches).
     std::lock_guard<std::mutex> lock(votesMutex_);
     auto found = [&](const std::string& name, int64_t layer) {
@@ -500,14 +340,14 @@ PrefilledCache Capture::prefilledCache(const PressParams& params) const {
     return own;
 }
 
-at::Tensor Capture::outputValueNorms(int64_t layer) const { return memoFound("wov-l1", layer); }
+at::Tensor Capture::outputValueNorms(int64_t layer) const { return memoFound(CriticalKvNormsWork::key(), layer); }
 
 at::Tensor Capture::reconstructionScores(int64_t layer, int64_t chunk, int64_t sinks) const {
-    return memoFound(reconstructionKey(chunk, sinks), layer);
+    return memoFound(KvzipReconstructionWork::key(chunk, sinks), layer);
 }
 
 at::Tensor Capture::nonCausalAttention(int64_t layer, int64_t chunk, int64_t lo, int64_t hi) const {
-    return memoFound(nonCausalKey(chunk, lo, hi), layer);
+    return memoFound(NonCausalReplayWork::key(chunk, lo, hi), layer);
 }
 
 const at::Tensor& Capture::queries(int64_t layer, int64_t head) const {

@@ -85,10 +85,12 @@ public:
         const std::vector<std::pair<int64_t, int64_t>>& fullQueryHeads = {}, int64_t spareTokens = 0);
 
     // From tensors dumped elsewhere (`kvlens select`): per layer, window queries
-    // [H, W, D] and keys/values [KV, T, D]. Has no H2O scores.
+    // [H, W, D] and keys/values [KV, T, D]; with `outputProjections` (each layer's W_o,
+    // [E, H x D]) also the projected value norms CriticalKV ranks by. Has no H2O scores.
     static std::shared_ptr<Capture> fromTensors(const std::vector<at::Tensor>& windowQueries,
                                                 const std::vector<at::Tensor>& keys,
-                                                const std::vector<at::Tensor>& values);
+                                                const std::vector<at::Tensor>& values,
+                                                const std::vector<at::Tensor>& outputProjections = {});
 
     int64_t layers() const { return static_cast<int64_t>(windowQueries_.size()); }
     int64_t promptLength() const { return promptLength_; }
@@ -193,6 +195,9 @@ public:
     int64_t bytes() const;
 
 private:
+    // A piece of work a method needs from the model beyond the prefill (engine/compress/work/):
+    // it reads and fills what this capture keeps.
+    friend class CaptureWork;
     Capture() = default;
     at::Tensor computeVotes(int64_t layer, int64_t window) const;
     // What memoScores keeps, without computing it: the tensor of (name, layer), or undefined.

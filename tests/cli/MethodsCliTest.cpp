@@ -66,7 +66,8 @@ TEST(MethodsCli, SelectHelpSplitsTheTableByWhatNeedsAModel) {
     ASSERT_NE(split, std::string::npos) << r.out;
     for (const MethodInfo& m : methods::all()) {
         const std::string name = " " + std::string(m.name);
-        const bool onTensors = m.needs.empty() || m.needs == NeedSet{Need::WindowVotes};
+        // (W_o's value norms come from the files' o_proj.)
+        const bool onTensors = (m.needs - NeedSet{Need::WindowVotes, Need::WoNorms}).empty();
         // Before the split (the tensors' list) or after it (the model's).
         if (onTensors) {
             EXPECT_LT(flat.find(name), split) << m.name;

@@ -146,6 +146,25 @@ TEST(SelectCli, SummaryWithoutJson) {
     EXPECT_EQ(r.out.find("head 3:"), std::string::npos) << r.out;
 }
 
+// A wrapper comparing a scorer's scores across heads where the table says they share no
+// scale there gets one note on stderr, and runs.
+TEST(SelectCli, ANoteWhereScoresAreComparedAcrossHeadsWithoutACommonScale) {
+    const std::string in = smallInputs("crosshead");
+    const Result knorm = runCli("select --inputs " + in + " --method adakv --scorer knorm --budget 16");
+    ASSERT_EQ(knorm.exitCode, 0) << knorm.err;
+    EXPECT_NE(knorm.err.find("select: note: adakv compares knorm's scores across KV heads, and knorm's scores share "
+                             "no scale across heads"),
+              std::string::npos)
+        << knorm.err;
+    EXPECT_NE(knorm.err.find("snapkv"), std::string::npos) << "names the scorers that share one: " << knorm.err;
+    const Result snap = runCli("select --inputs " + in + " --method adakv --scorer snapkv --budget 16");
+    ASSERT_EQ(snap.exitCode, 0) << snap.err;
+    EXPECT_EQ(snap.err.find("note:"), std::string::npos) << snap.err;
+    const Result chunk = runCli("select --inputs " + in + " --method chunkkv --scorer knorm --budget 24");
+    ASSERT_EQ(chunk.exitCode, 0) << chunk.err;
+    EXPECT_EQ(chunk.err.find("note:"), std::string::npos) << "chunkkv ranks each head on its own: " << chunk.err;
+}
+
 // --convention kvpress: kvpress's budget int(T x (1 - r)), its pooling, TOVAPress's last position;
 // and one line for what it cannot run.
 TEST(SelectCli, TheKvpressConvention) {
@@ -197,6 +216,56 @@ TEST(SelectCli, TheKvpressConvention) {
     expectOneLineError(run("--method snapkv --compression-ratio -0.1"), {"--compression-ratio '-0.1'"});
     expectOneLineError(run("--method snapkv --compression-ratio half"), {"--compression-ratio 'half'"});
     expectOneLineError(run("--method snapkv --compression-ratio 0.5 --budget 16"), {"give one"});
+}
+
+// A layer's W_o [E][H*D] as the o_proj field: what criticalkv and criticaladakv rank by.
+json withOutputProjection(json doc, int64_t rows, int64_t columns) {
+    std::mt19937 rng(unsigned(11 + doc["layer"].get<int>()));
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    json o = json::array();
+    for (int64_t e = 0; e < rows; ++e) {
+        json row = json::array();
+        for (int64_t c = 0; c < columns; ++c) row.push_back(u(rng));
+        o.push_back(row);
+    }
+    doc["o_proj"] = o;
+    return doc;
+}
+
+TEST(SelectCli, CriticalKvRanksByTheInputsOutputProjection) {
+    // Two layers, 4 query heads x D 4 = 16 columns of W_o, hidden size 6.
+    const std::string in = write("critical_layer0.json", withOutputProjection(inputsDoc(0, 4, 2, 40, 8, 4), 6, 16).dump()) +
+                           " " +
+                           write("critical_layer1.json", withOutputProjection(inputsDoc(1, 4, 2, 40, 8, 4), 6, 16).dump());
+    for (const char* method : {"criticalkv", "criticaladakv"}) {
+        const Result paper = runCli("select --inputs " + in + " --method " + std::string(method) + " --budget 20 --json");
+        ASSERT_EQ(paper.exitCode, 0) << paper.err;
+        const Result kvpress = runCli("select --inputs " + in + " --method " + std::string(method) +
+                                      " --compression-ratio 0.5 --convention kvpress --json");
+        ASSERT_EQ(kvpress.exitCode, 0) << kvpress.err;
+        const json k = json::parse(kvpress.out);
+        EXPECT_EQ(k["params"]["convention"], "kvpress");
+        int64_t total = 0;
+        for (const auto& layer : k["layers"])
+            for (const auto& head : layer["heads"]) total += int64_t(head.size());
+        EXPECT_EQ(total, 2 * 2 * 20) << method;
+    }
+    // Without o_proj: one line that says what to give.
+    expectOneLineError(runCli("select --inputs " + smallInputs("critical_none") + " --method criticalkv --budget 20"),
+                       {"--method criticalkv needs each layer's output projection", "o_proj"});
+    const std::string wrong =
+        write("critical_wrong.json", withOutputProjection(inputsDoc(0, 4, 2, 40, 8, 4), 6, 15).dump());
+    expectOneLineError(runCli("select --inputs " + wrong + " --method criticalkv --budget 20"),
+                       {wrong, "field 'o_proj' has 15 columns, not the 16"});
+    const std::string only0 = write("critical_only0.json", withOutputProjection(inputsDoc(0, 4, 2, 40, 8, 4), 6, 16).dump());
+    const std::string plain1 = write("critical_plain1.json", inputsDoc(1, 4, 2, 40, 8, 4).dump());
+    expectOneLineError(runCli("select --inputs " + only0 + " " + plain1 + " --method criticalkv --budget 20"),
+                       {plain1, "field 'o_proj' is missing", "every layer or none"});
+    json ragged = withOutputProjection(inputsDoc(0, 4, 2, 40, 8, 4), 6, 16);
+    ragged["o_proj"][2].erase(0);
+    const std::string raggedPath = write("critical_ragged.json", ragged.dump());
+    expectOneLineError(runCli("select --inputs " + raggedPath + " --method criticalkv --budget 20"),
+                       {raggedPath, "field 'o_proj' is not rectangular"});
 }
 
 TEST(SelectCli, BadInputFilesGiveOneLine) {

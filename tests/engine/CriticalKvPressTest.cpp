@@ -269,8 +269,8 @@ TEST(CriticalKvPress, WithoutTheNormsItSaysWhyInOneLine) {
         Press::create("criticalkv")->select(*tensors, p);
         ADD_FAILURE() << "selected on tensors";
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "--method criticalkv needs the model's output projection, which tensors given with "
-                               "--inputs do not have");
+        EXPECT_STREQ(e.what(), "--method criticalkv needs each layer's output projection: give o_proj [E][H*D] in "
+                               "every --inputs file");
     }
     Fixture other(8);
     try {

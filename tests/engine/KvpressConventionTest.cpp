@@ -1,7 +1,7 @@
 // --convention kvpress: ratio budgets truncate as kvpress's int(T x (1 - r)); PyramidKV's layer
 // budgets follow kvpress's get_layer_budget (numbers worked out by hand from its formula);
 // AdaKV sizes its safeguard on the total and ranks raw scores across heads; TOVA keeps the last
-// position; what the table says kvpress cannot reproduce is refused in one line; and the
+// position; CriticalKV and CriticalAdaKV rank kvpress's scores in kvpress's two stages; what the table says kvpress cannot reproduce is refused in one line; and the
 // convention reads back from describe() lines, while the paper's (the default) leaves lines as
 // they were.
 #include <gtest/gtest.h>
@@ -16,6 +16,8 @@
 #include "core/Methods.h"
 #include "core/PressParams.h"
 #include "engine/compress/presses/AdaKvPress.h"
+#include "engine/compress/presses/CriticalAdaKvPress.h"
+#include "engine/compress/presses/CriticalKvPress.h"
 #include "engine/compress/presses/Press.h"
 #include "engine/compress/presses/PressScores.h"
 #include "engine/compress/presses/PyramidKvPress.h"
@@ -219,6 +221,102 @@ TEST(KvpressConvention, ChunkKvAndFinchRunAsTheirKvpressTwins) {
         PressParams q;
         q.method = name;
         EXPECT_TRUE(methods::effectiveKnobs(q).has(Knob::Convention)) << name;
+    }
+}
+
+TEST(KvpressConvention, CriticalKvRescalesKvpresssScoresWithTheirPads) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    PressParams p = kvpress("criticalkv", 0.5);
+    p.window = 4;
+    // SnapKV's summed votes become kvpress's means (/ W); its window the layer's largest + 1.
+    presses::HeadScores rows = {{4.0f, 8.0f, nan}, {2.0f, 12.0f, nan}};
+    std::vector<std::vector<char>> padded;
+    CriticalKvPress::kvpressScores(rows, padded, p);
+    EXPECT_EQ(rows, (presses::HeadScores{{1.0f, 2.0f, 4.0f}, {0.5f, 3.0f, 4.0f}}));
+    EXPECT_EQ(padded, (std::vector<std::vector<char>>{{0, 0, 1}, {0, 0, 1}}));
+    // LagKV's sinks and tail: 1, its scores as they are.
+    p.scorer = "lagkv";
+    rows = {{0.5f, nan}, {nan, 0.25f}};
+    CriticalKvPress::kvpressScores(rows, padded, p);
+    EXPECT_EQ(rows, (presses::HeadScores{{0.5f, 1.0f}, {1.0f, 0.25f}}));
+}
+
+TEST(KvpressConvention, CriticalKvsFirstStageTakesTheScorersBestThenTheRescaledScoresTheRest) {
+    // Position 4 is a padded window entry (the largest + 1).
+    const std::vector<float> scores = {0.5f, 0.1f, 0.3f, 0.2f, 2.0f};
+    const double norms[] = {0.1, 10.0, 1.0, 2.0, 1.0};
+    // Stage 1 takes 4 and 0; stage 2 the best of (s + 1e-4) x n: 1 (1.001).
+    EXPECT_EQ(CriticalKvPress::keepHeadKvpress(scores, norms, 3, 2).kept, (std::vector<int32_t>{0, 1, 4}));
+    // Stage 1 takes 4 alone: then 1 (1.001) and 3 (0.4002) beat 0 (0.05001).
+    const CriticalKvPress::KvpressHead one = CriticalKvPress::keepHeadKvpress(scores, norms, 3, 1);
+    EXPECT_EQ(one.kept, (std::vector<int32_t>{1, 3, 4}));
+    EXPECT_TRUE(std::isinf(one.ranked[4]));
+    EXPECT_EQ(one.ranked[3], (0.2f + 1e-4f) * 2.0f);
+    // A window larger than the first stage: its other entries compete at (max + 1 + 1e-4) x n.
+    const std::vector<float> windowed = {0.5f, 0.1f, 2.0f, 2.0f};
+    const double small[] = {1.0, 1.0, 1.0, 0.01};
+    EXPECT_EQ(CriticalKvPress::keepHeadKvpress(windowed, small, 2, 1).kept, (std::vector<int32_t>{0, 2}));
+}
+
+TEST(KvpressConvention, CriticalAdaKvAllocatesOnTheSafeguardedScoresThenRunsBothStagesPerHead) {
+    // n_kept 2, alpha 0.5: n_safe 1 (position 3 of each head); the 4 best of the layer: both
+    // safeguards, 0.9 and 0.8 of head 0: budgets 3 and 1.
+    const presses::HeadScores scores = {{0.9f, 0.8f, 0.7f, 5.0f}, {0.1f, 0.05f, 0.02f, 5.0f}};
+    const double n0[] = {0.1, 1.0, 1.0, 1.0}, n1[] = {1.0, 1.0, 1.0, 1.0};
+    std::vector<std::vector<float>> ranked;
+    const auto kept = CriticalAdaKvPress::keepLayerKvpress(scores, {n0, n1}, 2, 0.5, &ranked);
+    // Head 0: stage 1 int(3 x 0.5) = 1 (its safeguard); then 1 and 2 (0.8001, 0.7001) beat
+    // 0's 0.09001, where the scorer alone would keep 0.
+    EXPECT_EQ(kept[0], (std::vector<int32_t>{1, 2, 3}));
+    EXPECT_EQ(kept[1], (std::vector<int32_t>{3}));
+    EXPECT_EQ(ranked[0][0], (0.9f + 1e-4f) * 0.1f);
+    EXPECT_TRUE(std::isinf(ranked[0][3]));
+    // alpha 0: no safeguard; 5.0, 5.0, 0.9, 0.8 still: the same budgets.
+    EXPECT_EQ(CriticalAdaKvPress::keepLayerKvpress(scores, {n0, n1}, 2, 0.0), kept);
+}
+
+TEST(KvpressConvention, CriticalKvFromTensorsWithAnOutputProjection) {
+    // Capture::fromTensors computes ||W_o^(h) v_t||_1 from each layer's W_o [E, H x D].
+    at::manual_seed(4);
+    const int64_t L = 2, H = 4, KV = 2, T = 60, D = 8, E = 12, W = 8;
+    std::vector<at::Tensor> q, k, v, o;
+    for (int64_t l = 0; l < L; ++l) {
+        q.push_back(at::randn({H, W, D}));
+        k.push_back(at::randn({KV, T, D}));
+        v.push_back(at::randn({KV, T, D}));
+        o.push_back(at::randn({E, H * D}));
+    }
+    const auto capture = Capture::fromTensors(q, k, v, o);
+    for (int64_t l = 0; l < L; ++l) {
+        const at::Tensor norms = capture->outputValueNorms(l);
+        ASSERT_TRUE(norms.defined());
+        ASSERT_EQ(norms.sizes().vec(), (std::vector<int64_t>{H, T}));
+        for (int64_t h = 0; h < H; ++h) {
+            const at::Tensor slice = o[size_t(l)].narrow(1, h * D, D).to(at::kDouble);  // [E, D]
+            const at::Tensor direct = v[size_t(l)][h / (H / KV)].to(at::kDouble).matmul(slice.t()).abs().sum(1);
+            EXPECT_TRUE(at::allclose(norms[h].to(at::kDouble), direct, 1e-5, 1e-5)) << "layer " << l << " head " << h;
+        }
+    }
+    EXPECT_THROW(Capture::fromTensors(q, k, v, {o[0]}), Error);
+    EXPECT_THROW(Capture::fromTensors(q, k, v, {o[0], at::randn({E, H * D + 1})}), Error);
+    // Under kvpress's convention every KV head keeps int(T x (1 - r)), window or not.
+    PressParams p = kvpress("criticalkv", 0.5);
+    p.window = W;
+    for (const char* m : {"criticalkv", "criticaladakv"}) {
+        p.method = m;
+        const Selection s = Press::create(p.method)->select(*capture, p);
+        int64_t total = 0;
+        for (const auto& layer : s.kept)
+            for (const auto& head : layer) {
+                if (p.method == "criticalkv") {
+                    EXPECT_EQ(head.size(), 30u);
+                }
+                total += int64_t(head.size());
+            }
+        EXPECT_EQ(total, L * KV * 30) << m;
+        p.convention = Convention::Paper;
+        EXPECT_NE(Press::create(p.method)->select(*capture, p).kept, s.kept) << m << ": kvpress's form is not the paper's";
+        p.convention = Convention::Kvpress;
     }
 }
 

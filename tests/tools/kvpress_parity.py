@@ -354,6 +354,8 @@ def write_inputs(model, captured, cos_sin, W, folder, tag):
             # fp32 values as Python floats: json writes the shortest text that reads back to
             # the same double, which KV Lens turns back into the same fp32.
             "q_window": q.tolist(), "keys": c["keys"][0].tolist(), "values": c["values"][0].tolist(),
+            # W_o [hidden, H x D]: CriticalKV's second stage ranks by ||W_o^(h) v||_1.
+            "o_proj": model.layers[l]["o_proj"].weight.tolist(),
         }
         path = Path(folder) / f"inputs_{tag}_layer{l}.json"
         path.write_text(json.dumps(doc))
@@ -405,6 +407,14 @@ def build_cases(kv, W, K, lag, chunk, alpha, beta, convention="paper"):
         cases.append(Case(f"chunkkv-kvpress/{s}",
                           ["--method", "chunkkv-kvpress", "--scorer", s, "--chunk", str(chunk)] + scorers[s][1],
                           (lambda make: lambda r: chunkkv(press=make(r), chunk_length=chunk))(scorers[s][0]), "chunk"))
+    crit = kv["criticalkv_press"]
+    for s in ("snapkv", "knorm", "keydiff", "tova", "cur", "lagkv"):
+        cases.append(Case(f"criticalkv/{s}", ["--method", "criticalkv", "--scorer", s] + scorers[s][1],
+                          (lambda make: lambda r: crit.CriticalKVPress(press=make(r)))(scorers[s][0])))
+        cases.append(Case(f"criticaladakv/{s}",
+                          ["--method", "criticaladakv", "--scorer", s, "--alpha", str(alpha)] + scorers[s][1],
+                          (lambda make: lambda r: crit.CriticalAdaKVPress(press=make(r), alpha_safeguard=alpha))(
+                              scorers[s][0]), "criticaladakv"))
     # Under the paper's convention KV Lens ranks LagKV's chunks by its raw scores / 2, kvpress's
     # cross_scoring=True form (the default, False, ranks within each partition): that form too.
     if convention != "paper":
@@ -418,8 +428,6 @@ def build_cases(kv, W, K, lag, chunk, alpha, beta, convention="paper"):
 
 NOT_CHECKED = [
     ("expected", "ExpectedAttentionPress", "needs a model (pre-RoPE queries of the whole prompt)"),
-    ("criticalkv", "CriticalKVPress", "needs a model (o_proj)"),
-    ("criticaladakv", "CriticalAdaKVPress", "needs a model (o_proj)"),
     ("h2o", "ObservedAttentionPress", "needs a model (every query's attention)"),
     ("random", "RandomPress", "not comparable: different RNGs"),
 ]
@@ -434,7 +442,37 @@ def kvpress_run(case, ratio, module, hidden, keys, values, kwargs):
         out_keys, _ = press.compress(module, hidden, keys.clone(), values.clone(), None, kwargs)
         KV = keys.shape[1]
         info = {}
-        if case.kind == "adakv":
+        if case.kind == "criticaladakv":
+            # Its final scores are what its last topk (the bottom-k across heads) ranked: read
+            # them from that call, kvpress's code unchanged.
+            seen = []
+            topk = torch.topk
+
+            def recording(x, *a, **k):
+                seen.append(x)
+                return topk(x, *a, **k)
+            torch.topk = recording
+            try:
+                press = case.make_press(ratio)
+                press.compress(module, hidden, keys.clone(), values.clone(), None, kwargs)
+            finally:
+                torch.topk = topk
+            _, heads, seqs = module.masked_key_indices
+            del module.masked_key_indices
+            pruned = [set() for _ in range(KV)]
+            for h, t in zip(heads.tolist(), seqs.tolist()):
+                pruned[h].add(t)
+            kept = [sorted(set(range(T)) - pruned[h]) for h in range(KV)]
+            ranked = (-seen[-1]).view(KV, T)
+            info["global"] = True
+            # Its scorer's scores and the cuts of its safeguard and first stage, per head.
+            info["inner"] = press.press.score(module, hidden, keys, values, None, kwargs)[0]
+            n_kept = int(T * (1 - ratio))
+            info["stage1"] = [[int(n_kept * press.alpha_safeguard), int(len(kept[h]) * press.first_stage_ratio)]
+                              for h in range(KV)]
+            norms = kv_critical(press).vwl1norm(values, module)[0]
+            info["second"] = (info["inner"] + press.epsilon) * norms
+        elif case.kind == "adakv":
             # kvpress keeps the keys and masks the pruned (head, position) pairs.
             _, heads, seqs = module.masked_key_indices
             del module.masked_key_indices
@@ -467,9 +505,39 @@ def kvpress_run(case, ratio, module, hidden, keys, values, kwargs):
                 ranked = torch.tensor([chunk_scores[t // C] for t in range(T)]).expand(KV, T)
             else:
                 ranked = press.score(module, hidden, keys, values, None, kwargs)[0]  # [KV, T]
+                if hasattr(press, "first_stage_ratio"):  # CriticalKV: its scorer's scores, its first stage's size
+                    info["inner"] = press.press.score(module, hidden, keys, values, None, kwargs)[0]
+                    info["stage1"] = [[int((1 - ratio) * T * press.first_stage_ratio)]] * KV
+                    info["second"] = (info["inner"] + press.epsilon) * press.vwl1norm(values, module)[0]
             if case.kind == "pyramid":
                 info["budget"] = press.get_layer_budget(module, T)
         return kept, ranked, info
+
+
+def kv_critical(press):
+    """kvpress's CriticalKVPress class (its vwl1norm), from the module the press came from."""
+    return sys.modules[type(press).__module__].CriticalKVPress
+
+
+class stable_topk:
+    """Within the block, torch.topk (and Tensor.topk) order equal values by index, lower first,
+    as KV Lens breaks ties: kvpress's own code then runs with that tie order. A head whose sets
+    differ from kvpress's plain run but equal this one differs only in how torch orders ties
+    (CriticalKV's first stage over padded scores, AdaKV's budgets over tied heads)."""
+
+    def __enter__(self):
+        self.saved = torch.topk, torch.Tensor.topk
+
+        def topk(x, k, dim=-1, largest=True, sorted=True):
+            values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
+            return torch.return_types.topk((values.narrow(dim, 0, k), indices.narrow(dim, 0, k)))
+        torch.topk = topk
+        torch.Tensor.topk = topk
+        return self
+
+    def __exit__(self, *exc):
+        torch.topk, torch.Tensor.topk = self.saved
+        return False
 
 
 def run_kvlens(binary, paths, args, budget, ratio=None):
@@ -590,6 +658,7 @@ def main():
                     pyr_budgets = []
                     for l, c in enumerate(captured):
                         kept_p, ranked, info = kvpress_run(case, r, modules[l], c["hidden"], c["keys"], c["values"], kwargs)
+                        stable = None  # kvpress's kept sets with ties ordered by index, when needed
                         if "budget" in info:
                             pyr_budgets.append(info["budget"])
                         if kl_json is None:
@@ -613,6 +682,31 @@ def main():
                                 sc, raw = info["safe_cut"][h], info["raw"][h]
                                 if all(float(row[t]) == cut or float(raw[t]) == sc for t in kp ^ klset):
                                     verdict = "tie"
+                            if verdict == "diff":
+                                if stable is None:
+                                    with stable_topk():
+                                        stable = kvpress_run(case, r, modules[l], c["hidden"], c["keys"], c["values"],
+                                                             kwargs)[0]
+                                if set(stable[h]) == klset:
+                                    verdict = "tie"
+                            if verdict == "diff" and "inner" in info:
+                                # CriticalKV: its first stage (and safeguard) rank the scorer's
+                                # scores: positions at those cuts within fp32 rounding are near-ties
+                                # too, and so are the second-stage positions they make room for.
+                                inner = info["inner"][h]
+                                order = sorted((float(v) for v in inner), reverse=True)
+                                big = max(abs(v) for v in order if math.isfinite(v) and abs(v) < 1e30)
+                                cuts = [order[k - 1] for k in info["stage1"][h] if 0 < k <= len(order)]
+                                near1 = lambda t: any(abs(float(inner[t]) - x) <= 1e-5 * big for x in cuts)
+                                # The rest: pairs across the two sides whose second-stage scores
+                                # ((score + 1e-4) x norm, before any stage set them to the maximum)
+                                # are equal within fp32 rounding.
+                                second = info["second"][h]
+                                tol2 = 1e-5 * max(abs(float(v)) for v in second)
+                                moved = [t for t in kp ^ klset if not near1(t)]
+                                if all(abs(float(second[t]) - float(second[u])) <= tol2
+                                       for t in moved for u in moved if (t in kp) != (u in kp)):
+                                    verdict = "near"
                             counts[verdict] += 1
                             if verdict == "diff" and first is None:
                                 extra = ""
@@ -641,7 +735,9 @@ def main():
                 print(f"{name:<27} {tag:<7} {r:>5}  {counts['identical']:>9} {counts['tie']:>8} {counts['near']:>8} "
                       f"{counts['diff']:>9}  {note}")
         print("\nheads = layers x KV heads per row; tie-only: the sets differ only at positions whose kvpress score"
-              " equals its cut;\nnear-tie: within 1e-5 of the row's largest |score| of the cut (fp32 rounding).")
+              " equals its cut, or they equal\nkvpress's own run with torch.topk ordering equal scores by index"
+              " (lower first, as KV Lens); near-tie: within 1e-5 of the\nrow's largest |score| of the cut (fp32"
+              " rounding).")
         return 0
     finally:
         if not args.keep:

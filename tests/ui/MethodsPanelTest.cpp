@@ -11,6 +11,7 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QRadioButton>
 #include <QSignalSpy>
@@ -243,6 +244,38 @@ TEST(MethodsPanelTest, ChunkKvUnderKvpressIsItsKvpressTwin) {
     convention->setCurrentText("paper");
     EXPECT_EQ(panel.params().method, "chunkkv");
     EXPECT_FALSE(kernel->isEnabled());
+}
+
+// The note under the controls where a method compares its scorer's scores across heads
+// and the table says they share no scale there (review 5c): AdaKV ranking KNorm's.
+TEST(MethodsPanelTest, ANoteWhereScoresAreComparedAcrossHeadsWithoutACommonScale) {
+    MethodsPanel panel;
+    panel.setPromptLength(1000);
+    auto* note = panel.findChild<QLabel*>("crossHeadNote");
+    auto* scorer = panel.findChild<QComboBox*>("scorer");
+    auto* convention = panel.findChild<QComboBox*>("convention");
+    ASSERT_NE(note, nullptr);
+    ASSERT_NE(scorer, nullptr);
+    ASSERT_NE(convention, nullptr);
+    PressParams p = panel.params();
+    p.method = "adakv";
+    p.scorer = "snapkv";
+    p.budget = 128;
+    panel.setParams(p);
+    EXPECT_TRUE(note->isHidden());
+    scorer->setCurrentText("knorm");
+    EXPECT_FALSE(note->isHidden());
+    EXPECT_NE(note->text().indexOf("adakv compares knorm's scores across KV heads"), -1) << note->text().toStdString();
+    scorer->setCurrentText("h2o");
+    EXPECT_TRUE(note->isHidden());
+    // ChunkKV ranks each head's chunks on its own; its kvpress form sums the heads' scores.
+    p.method = "chunkkv";
+    p.scorer = "expected";
+    panel.setParams(p);
+    EXPECT_TRUE(note->isHidden());
+    convention->setCurrentText("kvpress");
+    EXPECT_FALSE(note->isHidden());
+    EXPECT_NE(note->text().indexOf("chunkkv-kvpress compares expected's scores"), -1) << note->text().toStdString();
 }
 
 TEST(MethodsPanelTest, ControlsAMethodIgnoresAreDisabled) {

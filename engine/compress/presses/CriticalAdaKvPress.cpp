@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/CriticalKvPress.h"
@@ -25,6 +26,42 @@ std::vector<std::vector<int32_t>> CriticalAdaKvPress::keepLayer(const presses::H
     return kept;
 }
 
+std::vector<std::vector<int32_t>> CriticalAdaKvPress::keepLayerKvpress(const presses::HeadScores& scores,
+                                                                        const std::vector<const double*>& norms,
+                                                                        int64_t kept, double alpha,
+                                                                        std::vector<std::vector<float>>* ranked) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const int64_t heads = int64_t(scores.size());
+    const int64_t T = heads ? int64_t(scores[0].size()) : 0;
+    kept = std::clamp<int64_t>(kept, 0, T);
+    const int64_t safe = std::min<int64_t>(T, static_cast<int64_t>(double(kept) * alpha));
+    // The safeguard: each head's n_safe best scattered to finfo.max.
+    presses::HeadScores budgetScores = scores;
+    for (int64_t h = 0; h < heads; ++h)
+        for (int32_t j : presses::topPositions(scores[size_t(h)], safe)) budgetScores[size_t(h)][size_t(j)] = inf;
+    // Each head's budget: how many of the layer's heads x n_kept best are its.
+    std::vector<float> all;
+    all.reserve(size_t(heads * T));
+    for (const auto& row : budgetScores) all.insert(all.end(), row.begin(), row.end());
+    std::vector<int64_t> budgets(static_cast<size_t>(heads), 0);
+    for (int32_t i : presses::topPositions(all, heads * kept)) ++budgets[size_t(i / T)];
+    std::vector<std::vector<int32_t>> out(static_cast<size_t>(heads));
+    if (ranked) ranked->assign(size_t(heads), {});
+    for (int64_t h = 0; h < heads; ++h) {
+        const std::vector<float>& row = budgetScores[size_t(h)];
+        std::vector<float> second(row.size());
+        // Stage 2: (scores + epsilon) * projected_norm; the safeguard's finfo.max stays on top.
+        for (size_t j = 0; j < row.size(); ++j)
+            second[j] = std::isinf(row[j]) ? inf : (row[j] + float(CriticalKvPress::kEpsilon)) * float(norms[size_t(h)][j]);
+        // Stage 1: int(b x 0.5) of the safeguarded scores, ranked first.
+        for (int32_t j : presses::topPositions(row, static_cast<int64_t>(double(budgets[size_t(h)]) * 0.5)))
+            second[size_t(j)] = inf;
+        out[size_t(h)] = presses::topPositions(second, budgets[size_t(h)]);
+        if (ranked) (*ranked)[size_t(h)] = std::move(second);
+    }
+    return out;
+}
+
 void CriticalAdaKvPress::fill(const Capture& capture, const PressParams& p, int64_t budget, Selection& s) const {
     const int64_t T = capture.promptLength();
     for (int64_t l = 0; l < capture.layers(); ++l) {
@@ -32,7 +69,14 @@ void CriticalAdaKvPress::fill(const Capture& capture, const PressParams& p, int6
         const presses::HeadScores scores = presses::scorerScores(capture, l, p);  // NaN: always kept
         std::vector<const double*> perHead;
         for (size_t h = 0; h < scores.size(); ++h) perHead.push_back(norms.data_ptr<double>() + int64_t(h) * T);
-        s.kept[l] = keepLayer(scores, perHead, budget, p.alpha, p.scorerInEffect() == "snapkv");
+        if (p.convention == Convention::Kvpress) {
+            presses::HeadScores rows = scores;
+            std::vector<std::vector<char>> padded;
+            CriticalKvPress::kvpressScores(rows, padded, p);
+            s.kept[l] = keepLayerKvpress(rows, perHead, budget, p.alpha);
+        } else {
+            s.kept[l] = keepLayer(scores, perHead, budget, p.alpha, p.scorerInEffect() == "snapkv");
+        }
     }
 }
 
@@ -40,9 +84,22 @@ std::vector<std::vector<float>> CriticalAdaKvPress::scores(const Capture& captur
                                                            int64_t layer) const {
     // CriticalKV's second stage within each head's share: the stages rank the scorer's scores
     // as they are (the allocation's normalisation aside), so its (score + 1e-4) x ||W_o v||.
-    const presses::HeadScores rows = presses::scorerScoresOrNone(capture, layer, p);
+    presses::HeadScores rows = presses::scorerScoresOrNone(capture, layer, p);
     if (rows.empty() || !capture.outputValueNorms(layer).defined()) return {};
-    return CriticalKvPress::secondStage(rows, CriticalKvPress::headNorms(capture, layer, p.gqa, p.method));
+    const at::Tensor norms = CriticalKvPress::headNorms(capture, layer, p.gqa, p.method);
+    if (p.convention != Convention::Kvpress) return CriticalKvPress::secondStage(rows, norms);
+    // kvpress's form: what its stage 2 ranked; its safeguard's and stage 1's picks shown as
+    // their second-stage score, or NaN where the scorer keeps the position whole.
+    std::vector<std::vector<char>> padded;
+    CriticalKvPress::kvpressScores(rows, padded, p);
+    const int64_t T = capture.promptLength();
+    std::vector<const double*> perHead;
+    for (size_t h = 0; h < rows.size(); ++h) perHead.push_back(norms.data_ptr<double>() + int64_t(h) * T);
+    std::vector<std::vector<float>> ranked, shown(rows.size());
+    keepLayerKvpress(rows, perHead, p.resolveBudget(T), p.alpha, &ranked);
+    for (size_t h = 0; h < rows.size(); ++h)
+        shown[h] = CriticalKvPress::shownKvpress(rows[h], padded[h], ranked[h], perHead[h]);
+    return shown;
 }
 
 }  // namespace kvlens

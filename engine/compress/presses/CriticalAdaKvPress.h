@@ -7,7 +7,8 @@
 // (SnapKV's votes normalised per head to sum to 1, any other scorer's as they are); the two
 // stages rank them as CriticalKV does (as the scorer gives them: SnapKV's pooled vote sums),
 // so that stage 2's score + 1e-4 weighs the same in both. kvpress's scorers give the mean
-// attention over the window instead of its sum: the 1e-4 weighs W times more there.
+// attention over the window instead of its sum: the 1e-4 weighs W times more there;
+// --convention kvpress follows kvpress (keepLayerKvpress).
 #pragma once
 
 #include <vector>
@@ -28,6 +29,16 @@ public:
     static std::vector<std::vector<int32_t>> keepLayer(const presses::HeadScores& scores,
                                                        const std::vector<const double*>& norms, int64_t budget,
                                                        double alpha, bool normalise);
+    // --convention kvpress: kvpress's CriticalAdaKVPress on one layer. `scores` as kvpress's
+    // scorer gives them (CriticalKvPress::kvpressScores; finite); n_safe = int(n_kept x alpha)
+    // of each head's best go first; the heads x n_kept best of any head set each head's budget
+    // b; the head keeps int(b x 0.5) by the scores (its safeguard first), the rest by
+    // (score + 1e-4) x norm (fp32). Ties: the lower head, then the lower position. `ranked`
+    // (when given): per head what stage 2 ranked, +inf where stage 1 or the safeguard took it.
+    static std::vector<std::vector<int32_t>> keepLayerKvpress(const presses::HeadScores& scores,
+                                                              const std::vector<const double*>& norms,
+                                                              int64_t kept, double alpha,
+                                                              std::vector<std::vector<float>>* ranked = nullptr);
 
 public:
     std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,

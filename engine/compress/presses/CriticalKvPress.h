@@ -4,12 +4,16 @@
 // scorer alone (first_stage_ratio 0.5, truncated), the rest by (score + 1e-4) x ||W_o v||_1,
 // the value's L1 norm through the head's slice of the output projection (averaged over a KV
 // head's query heads). The norms come from the model's weights (Capture::keepScoresFor).
+// --convention kvpress: kvpress's form. Its first stage is int(n_kept x 0.5) of the scorer's
+// scores as kvpress gives them (SnapKV's mean votes, its window padded to the largest + 1),
+// window included; the rest by (score + 1e-4) x norm over every position not taken.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "engine/compress/presses/Press.h"
+#include "engine/compress/presses/PressScores.h"
 
 namespace kvlens {
 
@@ -31,6 +35,27 @@ public:
     static std::vector<std::vector<float>> secondStage(const std::vector<std::vector<float>>& scores,
                                                        const at::Tensor& norms);
     static at::Tensor headNorms(const Capture& capture, int64_t layer, GqaMode mode, const std::string& method);
+
+    // --convention kvpress. The scorer's scores as kvpress's scorer gives them: SnapKV's votes
+    // as the mean over the window (here their sum), and what it keeps whole (NaN in `rows`,
+    // marked in `padded`) at the value kvpress pads them with (the table's kvpressPad: the
+    // layer's largest other score + 1, or 1), so that they compete in stage 2 as kvpress's do.
+    static void kvpressScores(presses::HeadScores& rows, std::vector<std::vector<char>>& padded,
+                              const PressParams& params);
+    // kvpress's two stages on one head: `scores` finite (kvpressScores), the `first` best by the
+    // scorer (ties to the lower position), then of the rest the best by (score + 1e-4) x norm
+    // in fp32, up to `kept` in all. `ranked`: that second-stage score, the first stage's picks
+    // at +inf.
+    struct KvpressHead {
+        std::vector<int32_t> kept;
+        std::vector<float> ranked;
+    };
+    static KvpressHead keepHeadKvpress(const std::vector<float>& scores, const double* norms, int64_t kept,
+                                       int64_t first);
+    // What a head's scores show under kvpress: `ranked`, its first-stage picks (+inf) shown as
+    // their second-stage score, or NaN where a padded position (kept whole) was picked.
+    static std::vector<float> shownKvpress(const std::vector<float>& scores, const std::vector<char>& padded,
+                                           const std::vector<float>& ranked, const double* norms);
 
 public:
     std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,

@@ -75,7 +75,7 @@ std::vector<std::string> InspectFigures::writeFunnel() const {
     }
     const Selection& sel = d.chosen().selection;
     viz::FunnelChartData::Budget budget;
-    budget.label = d.chosen().params.method + " budget per head";
+    budget.label = d.chosen().params.method + " holds per head";
     budget.color = viz::MethodColor::of(d.chosen().params.method);
     for (int64_t l = 0; l < d.layers; ++l)
         budget.perLayer.push_back(l < int64_t(sel.layerBudgets.size()) ? double(sel.layerBudgets[l]) : double(d.promptLength));

@@ -268,28 +268,28 @@ std::string Capture::pendingWork(const PressParams& params) const {
 
 void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const ProgressFn& progress) const {
     if (prompt_.empty()) return;
-    std::vector<const CaptureWork*> todo;
+    std::vector<const CaptureWork*> due;
     for (const CaptureWork* w : CaptureWork::all())
-        if (!w->pending(*this, params).empty()) todo.push_back(w);
-    if (todo.empty()) return;
+        if (!w->pending(*this, params).empty()) due.push_back(w);
+    if (due.empty()) return;
     // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
     if (methods::named(params.method).id != MethodId::H2o) params.validate(promptLength_, windowCapacity());
     std::lock_guard<std::mutex> lock(statsMutex_);
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_)
-        throw Error(std::string(todo.front()->needer()) + " the model that made the capture (another one is loaded)");
+        throw Error(std::string(due.front()->needer()) + " the model that made the capture (another one is loaded)");
     c10::InferenceMode guard;
     // Each piece of work fills its own share of one bar, in order, rather than each running it
     // from 0 to 1 again.
-    const int64_t pieces = static_cast<int64_t>(todo.size());
+    const int64_t pieces = static_cast<int64_t>(due.size());
     for (int64_t i = 0; i < pieces; ++i) {
-        if (todo[size_t(i)]->pending(*this, params).empty()) continue;  // another thread made it meanwhile
+        if (due[size_t(i)]->pending(*this, params).empty()) continue;  // another thread made it meanwhile
         ProgressFn share;
         if (progress)
             share = [&progress, i, pieces](double f, const std::string& what) {
                 progress((double(i) + f) / double(pieces), what);
             };
-        todo[size_t(i)]->run(*this, model, params, share);
+        due[size_t(i)]->run(*this, model, params, share);
     }
 }
 

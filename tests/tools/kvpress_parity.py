@@ -433,6 +433,17 @@ NOT_CHECKED = [
 ]
 
 
+def masked_kept(module, KV, T):
+    """The kept positions per KV head of a press that keeps the keys and masks the pruned
+    (head, position) pairs (AdaKV, CriticalAdaKV: module.masked_key_indices), which it clears."""
+    _, heads, seqs = module.masked_key_indices
+    del module.masked_key_indices
+    pruned = [set() for _ in range(KV)]
+    for h, t in zip(heads.tolist(), seqs.tolist()):
+        pruned[h].add(t)
+    return [sorted(set(range(T)) - pruned[h]) for h in range(KV)]
+
+
 def kvpress_run(case, ratio, module, hidden, keys, values, kwargs):
     """kvpress's own press on one layer: kept positions per KV head (from its compress), the
     scores it ranked and what to compare at the cut."""
@@ -457,12 +468,7 @@ def kvpress_run(case, ratio, module, hidden, keys, values, kwargs):
                 press.compress(module, hidden, keys.clone(), values.clone(), None, kwargs)
             finally:
                 torch.topk = topk
-            _, heads, seqs = module.masked_key_indices
-            del module.masked_key_indices
-            pruned = [set() for _ in range(KV)]
-            for h, t in zip(heads.tolist(), seqs.tolist()):
-                pruned[h].add(t)
-            kept = [sorted(set(range(T)) - pruned[h]) for h in range(KV)]
+            kept = masked_kept(module, KV, T)
             ranked = (-seen[-1]).view(KV, T)
             info["global"] = True
             # Its scorer's scores and the cuts of its safeguard and first stage, per head.
@@ -474,12 +480,7 @@ def kvpress_run(case, ratio, module, hidden, keys, values, kwargs):
             info["second"] = (info["inner"] + press.epsilon) * norms
         elif case.kind == "adakv":
             # kvpress keeps the keys and masks the pruned (head, position) pairs.
-            _, heads, seqs = module.masked_key_indices
-            del module.masked_key_indices
-            pruned = [set() for _ in range(KV)]
-            for h, t in zip(heads.tolist(), seqs.tolist()):
-                pruned[h].add(t)
-            kept = [sorted(set(range(T)) - pruned[h]) for h in range(KV)]
+            kept = masked_kept(module, KV, T)
             # The scores its global bottom-k ranked (the safeguard's top n_safe set to the max).
             scores = press.press.score(module, hidden, keys, values, None, kwargs)[0]
             n_kept = int(T * (1 - ratio))

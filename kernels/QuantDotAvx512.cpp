@@ -17,11 +17,20 @@ namespace {
 
 #include "kernels/QuantDotLanes512.h"
 
+#include "kernels/QuantDotBody512.h"
+
 struct V : Lanes512 {
     static __m256i dot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+    static __m256i scaledAdd(__m256i acc, __m256i u, __m256i s, __m256i scales16) {
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales16));
+    }
+    static __m512i dot(__m512i u, __m512i s) { return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)); }
+    static __m512i scaledAdd(__m512i acc, __m512i u, __m512i s, __m512i scales16) {
+        return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), scales16));
+    }
 };
 
-constexpr QuantDotTable kTable = tableFor<V>("avx512");
+constexpr QuantDotTable kTable = tableFor512<V>("avx512");
 
 }  // namespace
 

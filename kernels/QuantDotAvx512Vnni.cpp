@@ -17,11 +17,20 @@ namespace {
 
 #include "kernels/QuantDotLanes512.h"
 
+#include "kernels/QuantDotBody512.h"
+
 struct V : Lanes512 {
     static __m256i dot(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+    static __m256i scaledAdd(__m256i acc, __m256i u, __m256i s, __m256i scales16) {
+        return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), scales16);
+    }
+    static __m512i dot(__m512i u, __m512i s) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s); }
+    static __m512i scaledAdd(__m512i acc, __m512i u, __m512i s, __m512i scales16) {
+        return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u, s), scales16);
+    }
 };
 
-constexpr QuantDotTable kTable = tableFor<V>("avx512vnni");
+constexpr QuantDotTable kTable = tableFor512<V>("avx512vnni");
 
 }  // namespace
 

@@ -5,6 +5,9 @@
 //   dot(u, s)                     __m256i of 8 int32: each the sum of 4 products of
 //                                 unsigned bytes u and signed bytes s (maddubs + madd,
 //                                 or VNNI's vpdpbusd)
+//   scaledAdd(acc, u, s, scales16) acc plus the pairs of products of u and s times
+//                                 16-bit scales, as 8 int32 (maddubs, then madd + add,
+//                                 or VNNI's vpdpwssd)
 // The integer kernels use AVX2's 256-bit forms, which every set here has.
 // No standard library here: what these units emit must not be shared with code
 // compiled for another instruction set.
@@ -34,35 +37,46 @@ constexpr int kQ8Ahead = 3072, kQ8Hint = _MM_HINT_T0;
 constexpr int kQ4Ahead = 8192, kQ4Hint = _MM_HINT_T2;
 constexpr int kKAhead = 2048, kKHint = _MM_HINT_T0;
 
+// Four accumulator chains: one FMA chain waits its latency (4 cycles) between steps,
+// so two chains capped an F16 row at 8 bytes a cycle (AVX2), under the memory's rate.
 template <class V>
 float dotF32(const uint8_t* row, const QuantX& xq, int64_t n) {
     const float* w = reinterpret_cast<const float*>(row);
     const float* x = xq.x;
-    typename V::F a0 = V::zero(), a1 = V::zero();
+    typename V::F a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
     int64_t i = 0;
-    for (; i + 2 * V::N <= n; i += 2 * V::N) {
+    for (; i + 4 * V::N <= n; i += 4 * V::N) {
         a0 = V::fma(V::load(w + i), V::load(x + i), a0);
         a1 = V::fma(V::load(w + i + V::N), V::load(x + i + V::N), a1);
+        a2 = V::fma(V::load(w + i + 2 * V::N), V::load(x + i + 2 * V::N), a2);
+        a3 = V::fma(V::load(w + i + 3 * V::N), V::load(x + i + 3 * V::N), a3);
     }
     for (; i + V::N <= n; i += V::N) a0 = V::fma(V::load(w + i), V::load(x + i), a0);
-    float s = V::hsum(V::add(a0, a1));
+    float s = V::hsum(V::add(V::add(a0, a1), V::add(a2, a3)));
     for (; i < n; ++i) s += w[i] * x[i];
     return s;
+}
+
+template <class V, bool Bf16>
+inline typename V::F halfAt(const uint16_t* w) {
+    return Bf16 ? V::bf16(w) : V::f16(w);
 }
 
 template <class V, bool Bf16>
 float dotHalf(const uint8_t* row, const QuantX& xq, int64_t n) {
     const uint16_t* w = reinterpret_cast<const uint16_t*>(row);
     const float* x = xq.x;
-    typename V::F a0 = V::zero(), a1 = V::zero();
+    typename V::F a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
     int64_t i = 0;
-    for (; i + 2 * V::N <= n; i += 2 * V::N) {
-        if (i % 32 == 0) prefetch<kHalfAhead, kHalfHint>(reinterpret_cast<const uint8_t*>(w + i), 64);
-        a0 = V::fma(Bf16 ? V::bf16(w + i) : V::f16(w + i), V::load(x + i), a0);
-        a1 = V::fma(Bf16 ? V::bf16(w + i + V::N) : V::f16(w + i + V::N), V::load(x + i + V::N), a1);
+    for (; i + 4 * V::N <= n; i += 4 * V::N) {
+        prefetch<kHalfAhead, kHalfHint>(reinterpret_cast<const uint8_t*>(w + i), 8 * V::N);  // this step's lines
+        a0 = V::fma(halfAt<V, Bf16>(w + i), V::load(x + i), a0);
+        a1 = V::fma(halfAt<V, Bf16>(w + i + V::N), V::load(x + i + V::N), a1);
+        a2 = V::fma(halfAt<V, Bf16>(w + i + 2 * V::N), V::load(x + i + 2 * V::N), a2);
+        a3 = V::fma(halfAt<V, Bf16>(w + i + 3 * V::N), V::load(x + i + 3 * V::N), a3);
     }
-    for (; i + V::N <= n; i += V::N) a0 = V::fma(Bf16 ? V::bf16(w + i) : V::f16(w + i), V::load(x + i), a0);
-    float s = V::hsum(V::add(a0, a1));
+    for (; i + V::N <= n; i += V::N) a0 = V::fma(halfAt<V, Bf16>(w + i), V::load(x + i), a0);
+    float s = V::hsum(V::add(V::add(a0, a1), V::add(a2, a3)));
     for (; i < n; ++i) {
         float f;
         if (Bf16) {
@@ -102,130 +116,155 @@ float dotQ8_0(const uint8_t* row, const QuantX& xq, int64_t n) {
 }
 
 // Q4_0: d (q - 8): the nibbles less 8 as signed bytes, then as Q8_0 (|w| meets x with
-// w's sign); two blocks in flight, no scalar chain across blocks.
+// w's sign). The 16 bytes go to both halves in one load; shifting the high half's
+// 64-bit lanes by 4 and masking gives [low nibbles | high nibbles].
+template <class V>
+inline __m256i q4_0Sums(const uint8_t* blk, const int8_t* x) {
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
+    const __m256i w = _mm256_sub_epi8(_mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F)),
+                                      _mm256_set1_epi8(8));
+    return V::dot(_mm256_abs_epi8(w), _mm256_sign_epi8(load256(x), w));
+}
+
 template <class V>
 inline __m256 q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256 acc) {
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m256i w = _mm256_sub_epi8(
-        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)), _mm256_set1_epi8(8));
-    const __m256i s = V::dot(_mm256_abs_epi8(w), _mm256_sign_epi8(load256(xq.q + 32 * b), w));
-    return _mm256_fmadd_ps(cvt(s), _mm256_set1_ps(halfToFloat(blk) * xq.d[b]), acc);
+    return _mm256_fmadd_ps(cvt(q4_0Sums<V>(blk, xq.q + 32 * b)), _mm256_set1_ps(halfToFloat(blk) * xq.d[b]), acc);
 }
 
+// Four blocks a step: their integer sums folded to one lane per block in each half
+// (two rounds of vphaddd), so that one conversion and one FMA serve four blocks,
+// with their four scales converted together.
 template <class V>
 float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     const int64_t blocks = n / 32;
     int64_t b = 0;
-    for (; b + 1 < blocks; b += 2) {
+    for (; b + 3 < blocks; b += 4) {
         const uint8_t* blk = row + 18 * b;
-        if (b % 4 == 0) prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
-        acc0 = q4_0Block<V>(blk, xq, b, acc0);
-        acc1 = q4_0Block<V>(blk + 18, xq, b + 1, acc1);
+        prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
+        const int8_t* x = xq.q + 32 * b;
+        const __m256i s01 = _mm256_hadd_epi32(q4_0Sums<V>(blk, x), q4_0Sums<V>(blk + 18, x + 32));
+        const __m256i s23 = _mm256_hadd_epi32(q4_0Sums<V>(blk + 36, x + 64), q4_0Sums<V>(blk + 54, x + 96));
+        const __m128i halfs = _mm_setr_epi16(static_cast<short>(loadU16(blk)), static_cast<short>(loadU16(blk + 18)),
+                                             static_cast<short>(loadU16(blk + 36)), static_cast<short>(loadU16(blk + 54)), 0, 0,
+                                             0, 0);
+        const __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(halfs), _mm_loadu_ps(xq.d + b));
+        acc = _mm256_fmadd_ps(cvt(_mm256_hadd_epi32(s01, s23)), _mm256_set_m128(d4, d4), acc);
     }
-    if (b < blocks) acc0 = q4_0Block<V>(row + 18 * b, xq, b, acc0);
-    return hsum8(_mm256_add_ps(acc0, acc1));
+    __m256 tail = _mm256_setzero_ps();
+    for (; b < blocks; ++b) tail = q4_0Block<V>(row + 18 * b, xq, b, tail);
+    return hsum8(_mm256_add_ps(acc, tail));
 }
 
-// The 8 six-bit scales and mins of a Q4_K/Q5_K super-block (get_scale_min_k4, see
-// engine/gguf/Dequantize.cpp).
-inline void scalesMinsK4(const uint8_t* q, int16_t* sc, int16_t* m) {
-    for (int j = 0; j < 4; ++j) {
-        sc[j] = static_cast<int16_t>(q[j] & 63);
-        m[j] = static_cast<int16_t>(q[j + 4] & 63);
-    }
-    for (int j = 4; j < 8; ++j) {
-        sc[j] = static_cast<int16_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-        m[j] = static_cast<int16_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
+// A Q4_K/Q5_K super-block's first 16 bytes: d and dmin (fp16), then 12 bytes holding
+// 8 six-bit scales and 8 six-bit mins (get_scale_min_k4, see engine/gguf/Dequantize.cpp).
+// Unpacked in vector lanes: bytes 0-7 of the result are the scales, bytes 8-15 the
+// mins; `dd` gets d x dx and dmin x dx in lanes 0 and 1.
+inline __m128i scalesMinsK4(const uint8_t* blk, float dx, __m128* dd) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));  // lanes: d|dmin, w0, w1, w2
+    *dd = _mm_mul_ps(_mm_cvtph_ps(v), _mm_set1_ps(dx));
+    const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1));  // w0, w2, w1, w2
+    const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 1));  // w0, w0, w1, w1
+    // scales 0-3: w0 & 63; 4-7: w2's low nibbles, w0's top 2 bits above them;
+    // mins 0-3: w1 & 63; 4-7: w2's high nibbles, w1's top 2 bits above them.
+    const __m128i low = _mm_and_si128(_mm_srlv_epi32(a, _mm_set_epi32(4, 0, 0, 0)),
+                                      _mm_set_epi32(0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F));
+    const __m128i top = _mm_and_si128(_mm_srli_epi32(b, 2), _mm_set_epi32(0x30303030, 0, 0x30303030, 0));
+    return _mm_or_si128(low, top);
 }
 
-// Unsigned weight bytes u times x's signed bytes s, pairs of products times 16-bit
-// scales: 8 int32 lanes (vpmaddubsw, then vpmaddwd with the scales).
-inline __m256i scaledDot(__m256i u, __m256i s, __m256i scales16) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales16);
+// A shuffle that puts 16-bit lane `lo` of each 128-bit half into every lane of the
+// low half and lane `hi` into every lane of the high half.
+inline __m256i lanePick16(int lo, int hi) {
+    return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((2 * hi) | ((2 * hi + 1) << 8))),
+                            _mm_set1_epi16(static_cast<short>((2 * lo) | ((2 * lo + 1) << 8))));
 }
 
-// Q4_K and Q5_K: sum over sub-blocks j of d sc_j (q . x) - dmin m_j sum(x); a
-// super-block's scaled integer products add up in int32 before one fp32 multiply.
+// The sums of x over each 32 of a super-block (8 int32, in order) from its 16 sums over 16.
+inline __m256i sums32(const int32_t* ys) {
+    const __m256i h = _mm256_hadd_epi32(load256(ys), load256(ys + 8));  // 0 1 4 5 | 2 3 6 7
+    return _mm256_permute4x64_epi64(h, 0xD8);
+}
+
+// Q4_K and Q5_K: sum over sub-blocks j of d sc_j (q . x) - dmin m_j sum(x). A
+// super-block's scaled integer products add up in int32 before one fp32 multiply;
+// the scales are unpacked and broadcast in vector registers and the mins' term is
+// one vector product with x's sums over 32, as vectors (not a scalar per sub-block).
 template <class V, bool FifthBit>
 float dotQ4_5_K(const uint8_t* row, const QuantX& xq, int64_t n) {
     constexpr int64_t kBytes = FifthBit ? 176 : 144;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps(), accMins = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = row + kBytes * b;
         prefetch<kKAhead, kKHint>(blk, static_cast<int>(kBytes));
-        const float dx = xq.dK[b];
-        const float d = halfToFloat(blk) * dx;
-        const float dmin = halfToFloat(blk + 2) * dx;
-        int16_t sc[8], m[8];
-        scalesMinsK4(blk + 4, sc, m);
+        __m128 dd;
+        const __m128i scm = scalesMinsK4(blk, xq.dK[b], &dd);
+        const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+        const __m256i mins = _mm256_mullo_epi32(sums32(xq.qKsum16 + 16 * b), _mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
+        accMins = _mm256_fmadd_ps(cvt(mins), _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), accMins);
         const __m256i hb = FifthBit ? load256(blk + 16) : _mm256_setzero_si256();
         const uint8_t* q = blk + (FifthBit ? 48 : 16);
         const int8_t* y = xq.qK + 256 * b;
-        const int32_t* ys = xq.qKsum16 + 16 * b;
-        __m256i sumi = _mm256_setzero_si256();
-        int32_t minSum = 0;
+        __m256i sumLo = _mm256_setzero_si256(), sumHi = _mm256_setzero_si256();
+        #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
             const __m256i bytes = load256(q + 32 * c);
             __m256i lo = _mm256_and_si256(bytes, m4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-            if (FifthBit) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(srl16(hb, 2 * c), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(srl16(hb, 2 * c + 1), one), 4));
+            if (FifthBit) {  // bit 2c of qh is the fifth bit of sub-block 2c, bit 2c+1 of 2c+1
+                lo = _mm256_or_si256(lo, _mm256_and_si256(c < 2 ? _mm256_slli_epi16(hb, 4 - 2 * c) : srl16(hb, 2 * c - 4), bit4));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(c < 2 ? _mm256_slli_epi16(hb, 3 - 2 * c) : srl16(hb, 2 * c - 3), bit4));
             }
-            sumi = _mm256_add_epi32(sumi, scaledDot(lo, load256(y + 64 * c), _mm256_set1_epi16(sc[2 * c])));
-            sumi = _mm256_add_epi32(sumi, scaledDot(hi, load256(y + 64 * c + 32), _mm256_set1_epi16(sc[2 * c + 1])));
-            minSum += m[2 * c] * (ys[4 * c] + ys[4 * c + 1]) + m[2 * c + 1] * (ys[4 * c + 2] + ys[4 * c + 3]);
+            sumLo = V::scaledAdd(sumLo, lo, load256(y + 64 * c), _mm256_shuffle_epi8(scales, lanePick16(2 * c, 2 * c)));
+            sumHi = V::scaledAdd(sumHi, hi, load256(y + 64 * c + 32),
+                                 _mm256_shuffle_epi8(scales, lanePick16(2 * c + 1, 2 * c + 1)));
         }
-        acc = _mm256_fmadd_ps(cvt(sumi), _mm256_set1_ps(d), acc);
-        mins += dmin * static_cast<float>(minSum);
+        acc = _mm256_fmadd_ps(cvt(_mm256_add_epi32(sumLo, sumHi)), _mm256_broadcastss_ps(dd), acc);
     }
-    return hsum8(acc) - mins;
+    return hsum8(acc) - hsum8(accMins);
 }
 
 // Q6_K: d sc (q - 32) with q of 6 bits in 0..63 and a scale per 16 weights (in a
-// 32-byte vector, 16-bit lanes 0-7 hold the first 16 weights' pairs).
+// 32-byte vector, 16-bit lanes 0-7 hold the first 16 weights' pairs). The -32 term is
+// one vector product of the 16 scales with x's sums over 16.
 template <class V>
 float dotQ6_K(const uint8_t* row, const QuantX& xq, int64_t n) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
-    __m256 acc = _mm256_setzero_ps();
-    float offset = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), accOffset = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = row + 210 * b;
         prefetch<kKAhead, kKHint>(blk, 210);
         const float d = halfToFloat(blk + 208) * xq.dK[b];
-        const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
+        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
         const int32_t* ys = xq.qKsum16 + 16 * b;
-        __m256i sumi = _mm256_setzero_si256();
-        int32_t offsetSum = 0;
+        const __m256i offset = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtepi8_epi32(sc8), load256(ys)),
+                                                _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8)), load256(ys + 8)));
+        accOffset = _mm256_fmadd_ps(cvt(offset), _mm256_set1_ps(32.0f * d), accOffset);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+        #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
             const __m256i A = load256(blk + 64 * h), B = load256(blk + 64 * h + 32);
             const __m256i H = load256(blk + 128 + 32 * h);
-            const int8_t* sc = scales + 8 * h;
+            const __m256i sc = h == 0 ? _mm256_permute2x128_si256(sc16, sc16, 0x00) : _mm256_permute2x128_si256(sc16, sc16, 0x11);
             const int8_t* y = xq.qK + 256 * b + 128 * h;
-            const __m256i q[4] = {
-                _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(B, m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4))};
-            for (int k = 0; k < 4; ++k) {
-                const __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
-                sumi = _mm256_add_epi32(sumi, scaledDot(q[k], load256(y + 32 * k), s16));
-                const int g = 8 * h + 2 * k;  // x's group of 16 within the super-block
-                offsetSum += sc[2 * k] * ys[g] + sc[2 * k + 1] * ys[g + 1];
-            }
+            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(B, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+            // Chunk k's 32 weights take scales 2k (first 16) and 2k + 1 of this half's 8.
+            sum0 = V::scaledAdd(sum0, q0, load256(y), _mm256_shuffle_epi8(sc, lanePick16(0, 1)));
+            sum1 = V::scaledAdd(sum1, q1, load256(y + 32), _mm256_shuffle_epi8(sc, lanePick16(2, 3)));
+            sum0 = V::scaledAdd(sum0, q2, load256(y + 64), _mm256_shuffle_epi8(sc, lanePick16(4, 5)));
+            sum1 = V::scaledAdd(sum1, q3, load256(y + 96), _mm256_shuffle_epi8(sc, lanePick16(6, 7)));
         }
-        acc = _mm256_fmadd_ps(cvt(sumi), _mm256_set1_ps(d), acc);
-        offset += 32.0f * d * static_cast<float>(offsetSum);
+        acc = _mm256_fmadd_ps(cvt(_mm256_add_epi32(sum0, sum1)), _mm256_set1_ps(d), acc);
     }
-    return hsum8(acc) - offset;
+    return hsum8(acc) - hsum8(accOffset);
 }
 
 template <class V>

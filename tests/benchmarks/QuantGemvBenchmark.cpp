@@ -4,7 +4,15 @@
 // (scalar = dequantise each row, then an fp32 dot product). Large: 32768 rows
 // (37-134 MB, beyond the caches: the bytes/s is the streaming rate decode sees);
 // Small: 256 rows (in cache; also the suite's smoke run).
-// Run: build/tests/kvlens_benchmarks --benchmark_filter=QuantGemv
+// RowDot: one thread's row kernel on 64 rows kept in L2, without gemv's threads: the
+// rate the kernel's instructions allow (if Large falls well below both it x 2 threads
+// and StreamRead, the loads wait; if near it, the instructions are the bound).
+// StreamRead: the bound those rates meet on this machine: the same bytes (a Q8_0 and
+// an F16 matrix's worth) read once, summed as 64-bit words on the same intra-op
+// threads, with no work per byte.
+// Run: build/tests/kvlens_benchmarks --benchmark_filter='QuantGemv|StreamRead'
+
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
 #include <c10/util/Half.h>
@@ -23,6 +31,9 @@ namespace {
 using kernels::QuantMatrix;
 
 void dequantizeRow(uint32_t type, const void* src, float* dst, int64_t n) { kvlens::dequantize(type, src, dst, n); }
+
+// Decode's threads as side-by-side runs it (THREADS=2), as the selection benchmarks do.
+constexpr int kThreads = 2;
 
 constexpr GgmlType kTypes[] = {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                                GgmlType::Q6_K, GgmlType::Q3_K};
@@ -56,6 +67,7 @@ void run(benchmark::State& state, int64_t rows) {
         return;
     }
     const kernels::QuantDotTable* isa = isas[static_cast<size_t>(state.range(1))];
+    at::set_num_threads(kThreads);
     constexpr int64_t cols = 2048;
     const std::vector<uint8_t> blocks = randomBlocks(type, rows, cols);
     const int64_t rowBytes = cols / ggmlBlockSize(type) * static_cast<int64_t>(ggmlBlockBytes(type));
@@ -66,14 +78,66 @@ void run(benchmark::State& state, int64_t rows) {
         q.gemv(x.data(), 1, y.data(), isa);
         benchmark::DoNotOptimize(y.data());
     }
-    state.SetLabel(std::string(ggmlTypeName(type)) + " " + (isa ? isa->isa : "scalar"));
+    state.SetLabel(std::string(ggmlTypeName(type)) + " " + (isa ? isa->isa : "scalar") + ", " +
+                   std::to_string(at::get_num_threads()) + " threads");
     state.SetBytesProcessed(state.iterations() * rows * rowBytes);
     state.counters["weights/s"] =
         benchmark::Counter(double(rows * cols), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void RowDot(benchmark::State& state) {
+    const uint32_t type = static_cast<uint32_t>(kTypes[state.range(0)]);
+    const std::vector<const kernels::QuantDotTable*> isas = QuantMatrix::runnableIsas();
+    if (state.range(1) == 0 || state.range(1) >= static_cast<int64_t>(isas.size())) {
+        state.SkipWithError("this machine has no such instruction set");
+        return;
+    }
+    const kernels::QuantDotTable* isa = isas[static_cast<size_t>(state.range(1))];
+    constexpr int64_t cols = 2048, rows = 64;  // at most 256 KB (F16)
+    const std::vector<uint8_t> blocks = randomBlocks(type, rows, cols);
+    const int64_t rowBytes = cols / ggmlBlockSize(type) * static_cast<int64_t>(ggmlBlockBytes(type));
+    std::vector<float> x(cols, 0.5f), d(cols / 32), dK(cols / 256);
+    std::vector<int8_t> q(cols), qK(cols);
+    std::vector<int32_t> qKsum16(cols / 16);
+    QuantMatrix::quantizeX(x.data(), cols, 32, q.data(), d.data(), nullptr);
+    QuantMatrix::quantizeX(x.data(), cols, 256, qK.data(), dK.data(), qKsum16.data());
+    const kernels::QuantX xq{x.data(), q.data(), d.data(), qK.data(), dK.data(), qKsum16.data()};
+    const kernels::RowDot dot = isa->of(QuantMatrix::formatOf(type));
+    float sum = 0.0f;
+    for (auto _ : state) {
+        for (int64_t r = 0; r < rows; ++r) sum += dot(blocks.data() + r * rowBytes, xq, cols);
+        benchmark::DoNotOptimize(sum);
+    }
+    state.SetLabel(std::string(ggmlTypeName(type)) + " " + isa->isa + ", 1 thread, in L2");
+    state.SetBytesProcessed(state.iterations() * rows * rowBytes);
+}
+
 void QuantGemvLarge(benchmark::State& state) { run(state, 32768); }
 void QuantGemvSmall(benchmark::State& state) { run(state, 256); }
+
+void StreamRead(benchmark::State& state) {
+    at::set_num_threads(kThreads);
+    const int64_t bytes = state.range(0) << 20;
+    std::vector<uint64_t> words(static_cast<size_t>(bytes / 8));
+    for (size_t i = 0; i < words.size(); ++i) words[i] = i * 0x9E3779B97F4A7C15ull;
+    std::vector<uint64_t> partial(64);
+    for (auto _ : state) {
+        // One chunk per thread, as gemv's row ranges are.
+        at::parallel_for(0, static_cast<int64_t>(words.size()), 1 << 16, [&](int64_t a, int64_t b) {
+            uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (int64_t i = a; i + 4 <= b; i += 4) {
+                s0 += words[static_cast<size_t>(i)];
+                s1 += words[static_cast<size_t>(i + 1)];
+                s2 += words[static_cast<size_t>(i + 2)];
+                s3 += words[static_cast<size_t>(i + 3)];
+            }
+            partial[static_cast<size_t>(at::get_thread_num() % 64)] += s0 ^ s1 ^ s2 ^ s3;
+        });
+        benchmark::DoNotOptimize(partial.data());
+    }
+    state.SetLabel(std::to_string(state.range(0)) + " MB, " + std::to_string(at::get_num_threads()) + " threads");
+    state.SetBytesProcessed(state.iterations() * bytes);
+}
 
 void formatsAndIsas(benchmark::internal::Benchmark* b) {
     for (int64_t t = 0; t < static_cast<int64_t>(std::size(kTypes)); ++t)
@@ -81,6 +145,9 @@ void formatsAndIsas(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(QuantGemvLarge)->Apply(formatsAndIsas)->UseRealTime()->Unit(benchmark::kMillisecond);
+// 37 MB (a Q8_0 matrix of 32768 x 2048) and 128 MB (F16).
+BENCHMARK(StreamRead)->Arg(37)->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(RowDot)->Apply(formatsAndIsas)->Unit(benchmark::kMicrosecond);
 BENCHMARK(QuantGemvSmall)->Apply(formatsAndIsas)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -8,8 +8,9 @@
 //
 // Each instruction set lives in its own translation unit compiled for it, from the
 // one body in QuantDotBody.h: AVX2 with FMA and F16C (the baseline), AVX-512 (F, BW,
-// DQ, VL: 16-lane fp32 for F16/BF16), and AVX-512 VNNI (vpdpbusd for the integer
-// products). Callers pick the table the CPU can run (CpuFeatures), at run time.
+// DQ, VL: 16-lane fp32 for F16/BF16 and 512-bit integer kernels, QuantDotBody512.h), and
+// AVX-512 VNNI (vpdpbusd / vpdpwssd for the integer products). Callers pick the table
+// the CPU can run (CpuFeatures), at run time.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@ struct QuantX {
     const int8_t* qK;          // n: x quantised, block b of 256 scaled by dK[b] (n % 256 == 0)
     const float* dK;           // n / 256
     const int32_t* qKsum16;    // n / 16: the sum of qK over each 16
+    const int32_t* qsum16;     // n / 16: the sum of q over each 16 (Q4_0's offset of 8)
 };
 
 using RowDot = float (*)(const uint8_t* row, const QuantX& x, int64_t n);

@@ -115,20 +115,34 @@ float dotQ8_0(const uint8_t* row, const QuantX& xq, int64_t n) {
     return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
-// Q4_0: d (q - 8): the nibbles less 8 as signed bytes, then as Q8_0 (|w| meets x with
-// w's sign). The 16 bytes go to both halves in one load; shifting the high half's
-// 64-bit lanes by 4 and masking gives [low nibbles | high nibbles].
-template <class V>
-inline __m256i q4_0Sums(const uint8_t* blk, const int8_t* x) {
+// Q4_0: d (q - 8) . x as d (q . x) - 8 d sum(x): the nibbles 0..15 meet x as unsigned
+// bytes (no sign juggling), and x's sums over each block (QuantX::qsum16) give the
+// offset. The 16 bytes go to both halves in one load; shifting the high half's 64-bit
+// lanes by 4 and masking gives [low nibbles | high nibbles].
+inline __m256i q4_0Nibbles(const uint8_t* blk) {
     const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
-    const __m256i w = _mm256_sub_epi8(_mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F)),
-                                      _mm256_set1_epi8(8));
-    return V::dot(_mm256_abs_epi8(w), _mm256_sign_epi8(load256(x), w));
+    return _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
+// One block: acc gets d dx (q . x) in 8 lanes; the offset 8 d dx sum(x) is returned.
 template <class V>
-inline __m256 q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256 acc) {
-    return _mm256_fmadd_ps(cvt(q4_0Sums<V>(blk, xq.q + 32 * b)), _mm256_set1_ps(halfToFloat(blk) * xq.d[b]), acc);
+inline float q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256& acc) {
+    const float d = halfToFloat(blk) * xq.d[b];
+    acc = _mm256_fmadd_ps(cvt(V::dot(q4_0Nibbles(blk), load256(xq.q + 32 * b))), _mm256_set1_ps(d), acc);
+    return 8.0f * d * static_cast<float>(xq.qsum16[2 * b] + xq.qsum16[2 * b + 1]);
+}
+
+// Four blocks' scales and x's sums: acc += [s0..s3 | s0'..s3'] (each block's integer
+// sums folded into one lane per half) times d dx; offset += d dx sum(x), per block.
+inline void q4_0Scale4(const uint8_t* blk, const QuantX& xq, int64_t b, __m256i sums, __m256& acc, __m128& offset) {
+    const __m128i halfs = _mm_setr_epi16(static_cast<short>(loadU16(blk)), static_cast<short>(loadU16(blk + 18)),
+                                         static_cast<short>(loadU16(blk + 36)), static_cast<short>(loadU16(blk + 54)), 0, 0, 0,
+                                         0);
+    const __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(halfs), _mm_loadu_ps(xq.d + b));
+    acc = _mm256_fmadd_ps(cvt(sums), _mm256_set_m128(d4, d4), acc);
+    const __m256i x16 = load256(xq.qsum16 + 2 * b);  // two sums a block
+    const __m128i x4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_hadd_epi32(x16, x16), 0x08));
+    offset = _mm_fmadd_ps(d4, _mm_cvtepi32_ps(x4), offset);
 }
 
 // Four blocks a step: their integer sums folded to one lane per block in each half
@@ -136,24 +150,23 @@ inline __m256 q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256 
 // with their four scales converted together.
 template <class V>
 float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps(), tail = _mm256_setzero_ps();
+    __m128 offset = _mm_setzero_ps();
     const int64_t blocks = n / 32;
     int64_t b = 0;
     for (; b + 3 < blocks; b += 4) {
         const uint8_t* blk = row + 18 * b;
         prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
         const int8_t* x = xq.q + 32 * b;
-        const __m256i s01 = _mm256_hadd_epi32(q4_0Sums<V>(blk, x), q4_0Sums<V>(blk + 18, x + 32));
-        const __m256i s23 = _mm256_hadd_epi32(q4_0Sums<V>(blk + 36, x + 64), q4_0Sums<V>(blk + 54, x + 96));
-        const __m128i halfs = _mm_setr_epi16(static_cast<short>(loadU16(blk)), static_cast<short>(loadU16(blk + 18)),
-                                             static_cast<short>(loadU16(blk + 36)), static_cast<short>(loadU16(blk + 54)), 0, 0,
-                                             0, 0);
-        const __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(halfs), _mm_loadu_ps(xq.d + b));
-        acc = _mm256_fmadd_ps(cvt(_mm256_hadd_epi32(s01, s23)), _mm256_set_m128(d4, d4), acc);
+        const __m256i s01 = _mm256_hadd_epi32(V::dot(q4_0Nibbles(blk), load256(x)), V::dot(q4_0Nibbles(blk + 18), load256(x + 32)));
+        const __m256i s23 =
+            _mm256_hadd_epi32(V::dot(q4_0Nibbles(blk + 36), load256(x + 64)), V::dot(q4_0Nibbles(blk + 54), load256(x + 96)));
+        q4_0Scale4(blk, xq, b, _mm256_hadd_epi32(s01, s23), acc, offset);
     }
-    __m256 tail = _mm256_setzero_ps();
-    for (; b < blocks; ++b) tail = q4_0Block<V>(row + 18 * b, xq, b, tail);
-    return hsum8(_mm256_add_ps(acc, tail));
+    float tailOffset = 0.0f;
+    for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
+    const __m128 o = _mm_add_ps(offset, _mm_movehl_ps(offset, offset));
+    return hsum8(_mm256_add_ps(acc, tail)) - (8.0f * _mm_cvtss_f32(_mm_add_ss(o, _mm_movehdup_ps(o))) + tailOffset);
 }
 
 // A Q4_K/Q5_K super-block's first 16 bytes: d and dmin (fp16), then 12 bytes holding

@@ -64,33 +64,47 @@ float dotQ8_0x512(const uint8_t* row, const QuantX& xq, int64_t n) {
 }
 
 // Q4_0: two blocks a register, [low nibbles of b, high of b, low of b+1, high of b+1]
-// against x's 64 bytes; d (q - 8) . x as d (q . x - 8 . x), both unsigned-by-signed.
+// against x's 64 bytes, unsigned nibbles as in QuantDotBody.h's dotQ4_0; four blocks'
+// scales converted together, each pair's two spread over its halves by one permute.
 template <class V>
-inline __m512 q4_0Pair(const uint8_t* blk, const QuantX& xq, int64_t b, __m512 acc) {
+inline __m512i q4_0Pair(const uint8_t* blk, const int8_t* x) {
     const __m512i q = twice128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)),
                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 20)));
     const __m512i nibbles = _mm512_and_si512(_mm512_srlv_epi16(q, _mm512_broadcast_i64x4(_mm256_set_m128i(_mm_set1_epi16(4), _mm_setzero_si128()))),
                                              _mm512_set1_epi8(0x0F));
-    const __m512i x = load512(xq.q + 32 * b);
-    const __m512i s = _mm512_sub_epi32(V::dot(nibbles, x), V::dot(_mm512_set1_epi8(8), x));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), halves(halfToFloat(blk) * xq.d[b], halfToFloat(blk + 18) * xq.d[b + 1]),
-                           acc);
+    return V::dot(nibbles, load512(x));
 }
 
 template <class V>
 float dotQ4_0x512(const uint8_t* row, const QuantX& xq, int64_t n) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m256 tail = _mm256_setzero_ps();
+    __m128 offset = _mm_setzero_ps();
+    // Lanes 0-7 from scale 0 and 8-15 from scale 1; from 2 and 3.
+    const __m512i pick01 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i pick23 = _mm512_add_epi32(pick01, _mm512_set1_epi32(2));
     const int64_t blocks = n / 32;
     int64_t b = 0;
     for (; b + 3 < blocks; b += 4) {
         const uint8_t* blk = row + 18 * b;
         prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
-        acc0 = q4_0Pair<V>(blk, xq, b, acc0);
-        acc1 = q4_0Pair<V>(blk + 36, xq, b + 2, acc1);
+        const __m128i halfs = _mm_setr_epi16(static_cast<short>(loadU16(blk)), static_cast<short>(loadU16(blk + 18)),
+                                             static_cast<short>(loadU16(blk + 36)), static_cast<short>(loadU16(blk + 54)), 0,
+                                             0, 0, 0);
+        const __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(halfs), _mm_loadu_ps(xq.d + b));
+        const __m512 d4x = _mm512_castps128_ps512(d4);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0Pair<V>(blk, xq.q + 32 * b)), _mm512_permutexvar_ps(pick01, d4x), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0Pair<V>(blk + 36, xq.q + 32 * b + 64)), _mm512_permutexvar_ps(pick23, d4x),
+                               acc1);
+        const __m256i x16 = load256(xq.qsum16 + 2 * b);  // two sums a block
+        const __m128i x4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_hadd_epi32(x16, x16), 0x08));
+        offset = _mm_fmadd_ps(d4, _mm_cvtepi32_ps(x4), offset);
     }
-    __m256 tail = _mm256_setzero_ps();
-    for (; b < blocks; ++b) tail = q4_0Block<V>(row + 18 * b, xq, b, tail);
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + hsum8(tail);
+    float tailOffset = 0.0f;
+    for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
+    const __m128 o = _mm_add_ps(offset, _mm_movehl_ps(offset, offset));
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + hsum8(tail) -
+           (8.0f * _mm_cvtss_f32(_mm_add_ss(o, _mm_movehdup_ps(o))) + tailOffset);
 }
 
 // Q4_K and Q5_K: a register holds a 64-weight chunk, its low nibbles (sub-block 2c)

@@ -122,7 +122,7 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     struct Scratch {
         std::vector<int8_t> q, qK;
         std::vector<float> d, dK;
-        std::vector<int32_t> qKsum16;
+        std::vector<int32_t> qKsum16, qsum16;
         std::vector<QuantX> xq;
     };
     thread_local Scratch s;
@@ -134,11 +134,12 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     atLeast(s.d, M * groups);
     atLeast(s.dK, std::max<int64_t>(1, M * superBlocks));
     atLeast(s.qKsum16, M * cols_ / 16);
+    atLeast(s.qsum16, M * cols_ / 16);
     atLeast(s.xq, M);
     for (int64_t m = 0; m < M; ++m) {
         const float* xm = x + m * cols_;
         // Only what the rows' formats read (none on the plain C++ path).
-        if (isa != nullptr && uses32_) quantizeX(xm, cols_, 32, s.q.data() + m * cols_, s.d.data() + m * groups, nullptr);
+        if (isa != nullptr && uses32_) quantizeX(xm, cols_, 32, s.q.data() + m * cols_, s.d.data() + m * groups, s.qsum16.data() + m * cols_ / 16);
         if (isa != nullptr && usesK_)
             quantizeX(xm, cols_, 256, s.qK.data() + m * cols_, s.dK.data() + m * superBlocks,
                       s.qKsum16.data() + m * cols_ / 16);
@@ -147,7 +148,8 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
                                         s.d.data() + m * groups,
                                         s.qK.data() + m * cols_,
                                         s.dK.data() + m * superBlocks,
-                                        s.qKsum16.data() + m * cols_ / 16};
+                                        s.qKsum16.data() + m * cols_ / 16,
+                                        s.qsum16.data() + m * cols_ / 16};
     }
     const std::vector<QuantX>& xq = s.xq;
     const int64_t rowBytes = bytes() / rows_;

@@ -98,10 +98,10 @@ void RowDot(benchmark::State& state) {
     const int64_t rowBytes = cols / ggmlBlockSize(type) * static_cast<int64_t>(ggmlBlockBytes(type));
     std::vector<float> x(cols, 0.5f), d(cols / 32), dK(cols / 256);
     std::vector<int8_t> q(cols), qK(cols);
-    std::vector<int32_t> qKsum16(cols / 16);
-    QuantMatrix::quantizeX(x.data(), cols, 32, q.data(), d.data(), nullptr);
+    std::vector<int32_t> qKsum16(cols / 16), qsum16(cols / 16);
+    QuantMatrix::quantizeX(x.data(), cols, 32, q.data(), d.data(), qsum16.data());
     QuantMatrix::quantizeX(x.data(), cols, 256, qK.data(), dK.data(), qKsum16.data());
-    const kernels::QuantX xq{x.data(), q.data(), d.data(), qK.data(), dK.data(), qKsum16.data()};
+    const kernels::QuantX xq{x.data(), q.data(), d.data(), qK.data(), dK.data(), qKsum16.data(), qsum16.data()};
     const kernels::RowDot dot = isa->of(QuantMatrix::formatOf(type));
     float sum = 0.0f;
     for (auto _ : state) {

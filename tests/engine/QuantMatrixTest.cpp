@@ -176,6 +176,20 @@ TEST(QuantMatrix, EveryFormatEqualsTheDequantisedProductOnEveryInstructionSet) {
     if (CpuFeatures::probe().avx512vnni) { EXPECT_EQ(isas.size(), 4u); }
 }
 
+// Rows whose blocks of 32 are not a multiple of the kernels' step (four Q4_0/Q8_0 blocks,
+// 64 F16/BF16/F32 elements on AVX-512): 25 and 27 blocks, so each kernel's tail runs, and
+// 4 blocks (the step alone) and 1 (the tail alone).
+TEST(QuantMatrix, RowsOfAnyBlockCountRunTheKernelsTails) {
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::Q5_0}) {
+        for (int64_t blocks : {1, 4, 25, 27}) {
+            std::vector<uint8_t> keep;
+            const uint32_t type = static_cast<uint32_t>(t);
+            const QuantMatrix q = randomMatrix(type, 9, 32 * blocks, keep);
+            checkMatrix(q, std::string(ggmlTypeName(type)) + " with " + std::to_string(blocks) + " blocks");
+        }
+    }
+}
+
 // A fused matrix of parts in different formats, as [q | k | v] of a Q4_K_M file.
 TEST(QuantMatrix, MixedPartsReadEachRowInItsOwnFormat) {
     std::vector<uint8_t> a = randomRows(12, 5, 512, 1), b = randomRows(14, 3, 512, 2), c = randomRows(8, 4, 512, 3);

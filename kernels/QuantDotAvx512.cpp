@@ -1,6 +1,7 @@
 // QuantDot's kernels for AVX-512 (F, BW, DQ, VL): 16-lane fp32 for F16, BF16 and F32 rows; the integer
-// products as on AVX2 (vpmaddubsw + vpmaddwd). Compiled with those instruction
-// sets (kernels/CMakeLists.txt); called only where CpuFeatures has them.
+// rows in 512-bit registers (QuantDotBody512.h), their products by vpmaddubsw + vpmaddwd.
+// Compiled with those instruction sets (kernels/CMakeLists.txt); called only where
+// CpuFeatures has them.
 #include "kernels/QuantDot.h"
 
 #if defined(__x86_64__)

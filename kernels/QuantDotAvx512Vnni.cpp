@@ -1,6 +1,6 @@
 // QuantDot's kernels for AVX-512 with VNNI: as QuantDotAvx512.cpp, the integer products in one
-// vpdpbusd each. Compiled with those instruction
-// sets (kernels/CMakeLists.txt); called only where CpuFeatures has them.
+// vpdpbusd each, and a K-quant's scaled products in one vpdpwssd. Compiled with those
+// instruction sets (kernels/CMakeLists.txt); called only where CpuFeatures has them.
 #include "kernels/QuantDot.h"
 
 #if defined(__x86_64__)

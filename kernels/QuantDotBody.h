@@ -16,12 +16,11 @@ inline uint16_t loadU16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | 
 inline float halfToFloat(const uint8_t* p) { return _cvtsh_ss(loadU16(p)); }
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline __m256 cvt(__m256i v) { return _mm256_cvtepi32_ps(v); }
-inline float hsum8(__m256 a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+inline float hsum4(__m128 a) {
+    const __m128 s = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
+inline float hsum8(__m256 a) { return hsum4(_mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1))); }
 inline __m256i srl16(__m256i v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
 // Rows are streamed once per token: ask for the bytes `Ahead` beyond the block in
 // hand (the next rows, past a row's end) into cache level `Hint`, so the loads do not
@@ -132,17 +131,17 @@ inline float q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256& 
     return 8.0f * d * static_cast<float>(xq.qsum16[2 * b] + xq.qsum16[2 * b + 1]);
 }
 
-// Four blocks' scales and x's sums: acc += [s0..s3 | s0'..s3'] (each block's integer
-// sums folded into one lane per half) times d dx; offset += d dx sum(x), per block.
-inline void q4_0Scale4(const uint8_t* blk, const QuantX& xq, int64_t b, __m256i sums, __m256& acc, __m128& offset) {
+// Four blocks' d dx (returned) from one conversion of their scales; offset += d dx sum(x)
+// for each (x's sums from qsum16, two a block).
+inline __m128 q4_0Scales4(const uint8_t* blk, const QuantX& xq, int64_t b, __m128& offset) {
     const __m128i halfs = _mm_setr_epi16(static_cast<short>(loadU16(blk)), static_cast<short>(loadU16(blk + 18)),
                                          static_cast<short>(loadU16(blk + 36)), static_cast<short>(loadU16(blk + 54)), 0, 0, 0,
                                          0);
     const __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(halfs), _mm_loadu_ps(xq.d + b));
-    acc = _mm256_fmadd_ps(cvt(sums), _mm256_set_m128(d4, d4), acc);
-    const __m256i x16 = load256(xq.qsum16 + 2 * b);  // two sums a block
+    const __m256i x16 = load256(xq.qsum16 + 2 * b);
     const __m128i x4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_hadd_epi32(x16, x16), 0x08));
     offset = _mm_fmadd_ps(d4, _mm_cvtepi32_ps(x4), offset);
+    return d4;
 }
 
 // Four blocks a step: their integer sums folded to one lane per block in each half
@@ -161,12 +160,13 @@ float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
         const __m256i s01 = _mm256_hadd_epi32(V::dot(q4_0Nibbles(blk), load256(x)), V::dot(q4_0Nibbles(blk + 18), load256(x + 32)));
         const __m256i s23 =
             _mm256_hadd_epi32(V::dot(q4_0Nibbles(blk + 36), load256(x + 64)), V::dot(q4_0Nibbles(blk + 54), load256(x + 96)));
-        q4_0Scale4(blk, xq, b, _mm256_hadd_epi32(s01, s23), acc, offset);
+        // Each half holds the four blocks' sums: both meet the four d dx.
+        const __m128 d4 = q4_0Scales4(blk, xq, b, offset);
+        acc = _mm256_fmadd_ps(cvt(_mm256_hadd_epi32(s01, s23)), _mm256_set_m128(d4, d4), acc);
     }
     float tailOffset = 0.0f;
     for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
-    const __m128 o = _mm_add_ps(offset, _mm_movehl_ps(offset, offset));
-    return hsum8(_mm256_add_ps(acc, tail)) - (8.0f * _mm_cvtss_f32(_mm_add_ss(o, _mm_movehdup_ps(o))) + tailOffset);
+    return hsum8(_mm256_add_ps(acc, tail)) - (8.0f * hsum4(offset) + tailOffset);
 }
 
 // A Q4_K/Q5_K super-block's first 16 bytes: d and dmin (fp16), then 12 bytes holding
@@ -199,6 +199,18 @@ inline __m256i sums32(const int32_t* ys) {
     return _mm256_permute4x64_epi64(h, 0xD8);
 }
 
+// A Q4_K/Q5_K super-block's mins (bytes 8-15 of scalesMinsK4's result) times x's sums
+// over its 8 sub-blocks: 8 int32.
+inline __m256i minsTimesSums(__m128i scalesMins, const int32_t* ys) {
+    return _mm256_mullo_epi32(sums32(ys), _mm256_cvtepu8_epi32(_mm_srli_si128(scalesMins, 8)));
+}
+
+// A Q6_K super-block's 16 scales times x's 16 sums over 16: 8 int32 (the offset of 32).
+inline __m256i scalesTimesSums6(__m128i scales, const int32_t* ys) {
+    return _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtepi8_epi32(scales), load256(ys)),
+                            _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(scales, 8)), load256(ys + 8)));
+}
+
 // Q4_K and Q5_K: sum over sub-blocks j of d sc_j (q . x) - dmin m_j sum(x). A
 // super-block's scaled integer products add up in int32 before one fp32 multiply;
 // the scales are unpacked and broadcast in vector registers and the mins' term is
@@ -214,7 +226,7 @@ float dotQ4_5_K(const uint8_t* row, const QuantX& xq, int64_t n) {
         __m128 dd;
         const __m128i scm = scalesMinsK4(blk, xq.dK[b], &dd);
         const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
-        const __m256i mins = _mm256_mullo_epi32(sums32(xq.qKsum16 + 16 * b), _mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
+        const __m256i mins = minsTimesSums(scm, xq.qKsum16 + 16 * b);
         accMins = _mm256_fmadd_ps(cvt(mins), _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), accMins);
         const __m256i hb = FifthBit ? load256(blk + 16) : _mm256_setzero_si256();
         const uint8_t* q = blk + (FifthBit ? 48 : 16);
@@ -250,9 +262,7 @@ float dotQ6_K(const uint8_t* row, const QuantX& xq, int64_t n) {
         prefetch<kKAhead, kKHint>(blk, 210);
         const float d = halfToFloat(blk + 208) * xq.dK[b];
         const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
-        const int32_t* ys = xq.qKsum16 + 16 * b;
-        const __m256i offset = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtepi8_epi32(sc8), load256(ys)),
-                                                _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8)), load256(ys + 8)));
+        const __m256i offset = scalesTimesSums6(sc8, xq.qKsum16 + 16 * b);
         accOffset = _mm256_fmadd_ps(cvt(offset), _mm256_set1_ps(32.0f * d), accOffset);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();

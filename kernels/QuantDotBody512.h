@@ -88,23 +88,14 @@ float dotQ4_0x512(const uint8_t* row, const QuantX& xq, int64_t n) {
     for (; b + 3 < blocks; b += 4) {
         const uint8_t* blk = row + 18 * b;
         prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
-        const __m128i halfs = _mm_setr_epi16(static_cast<short>(loadU16(blk)), static_cast<short>(loadU16(blk + 18)),
-                                             static_cast<short>(loadU16(blk + 36)), static_cast<short>(loadU16(blk + 54)), 0,
-                                             0, 0, 0);
-        const __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(halfs), _mm_loadu_ps(xq.d + b));
-        const __m512 d4x = _mm512_castps128_ps512(d4);
+        const __m512 d4x = _mm512_castps128_ps512(q4_0Scales4(blk, xq, b, offset));
         acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0Pair<V>(blk, xq.q + 32 * b)), _mm512_permutexvar_ps(pick01, d4x), acc0);
         acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0Pair<V>(blk + 36, xq.q + 32 * b + 64)), _mm512_permutexvar_ps(pick23, d4x),
                                acc1);
-        const __m256i x16 = load256(xq.qsum16 + 2 * b);  // two sums a block
-        const __m128i x4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_hadd_epi32(x16, x16), 0x08));
-        offset = _mm_fmadd_ps(d4, _mm_cvtepi32_ps(x4), offset);
     }
     float tailOffset = 0.0f;
     for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
-    const __m128 o = _mm_add_ps(offset, _mm_movehl_ps(offset, offset));
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + hsum8(tail) -
-           (8.0f * _mm_cvtss_f32(_mm_add_ss(o, _mm_movehdup_ps(o))) + tailOffset);
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + hsum8(tail) - (8.0f * hsum4(offset) + tailOffset);
 }
 
 // Q4_K and Q5_K: a register holds a 64-weight chunk, its low nibbles (sub-block 2c)
@@ -121,7 +112,7 @@ float dotQ4_5_Kx512(const uint8_t* row, const QuantX& xq, int64_t n) {
         __m128 dd;
         const __m128i scm = scalesMinsK4(blk, xq.dK[b], &dd);
         const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scm));
-        const __m256i mins = _mm256_mullo_epi32(sums32(xq.qKsum16 + 16 * b), _mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
+        const __m256i mins = minsTimesSums(scm, xq.qKsum16 + 16 * b);
         accMins = _mm256_fmadd_ps(cvt(mins), _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), accMins);
         const __m512i hb = FifthBit ? _mm512_broadcast_i64x4(load256(blk + 16)) : _mm512_setzero_si512();
         const uint8_t* q = blk + (FifthBit ? 48 : 16);
@@ -156,9 +147,7 @@ float dotQ6_Kx512(const uint8_t* row, const QuantX& xq, int64_t n) {
         prefetch<kKAhead, kKHint>(blk, 210);
         const float d = halfToFloat(blk + 208) * xq.dK[b];
         const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
-        const int32_t* ys = xq.qKsum16 + 16 * b;
-        const __m256i offset = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtepi8_epi32(sc8), load256(ys)),
-                                                _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8)), load256(ys + 8)));
+        const __m256i offset = scalesTimesSums6(sc8, xq.qKsum16 + 16 * b);
         accOffset = _mm256_fmadd_ps(cvt(offset), _mm256_set1_ps(32.0f * d), accOffset);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         __m512i sum0 = _mm512_setzero_si512(), sum1 = _mm512_setzero_si512();

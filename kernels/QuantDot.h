@@ -30,7 +30,7 @@ struct QuantX {
     const int8_t* qK;          // n: x quantised, block b of 256 scaled by dK[b] (n % 256 == 0)
     const float* dK;           // n / 256
     const int32_t* qKsum16;    // n / 16: the sum of qK over each 16
-    const int32_t* qsum16;     // n / 16: the sum of q over each 16 (Q4_0's offset of 8)
+    const float* off32;        // n / 32: 8 d[b] times the sum of q over block b (Q4_0's offset of 8)
 };
 
 using RowDot = float (*)(const uint8_t* row, const QuantX& x, int64_t n);

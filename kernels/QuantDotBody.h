@@ -115,33 +115,30 @@ float dotQ8_0(const uint8_t* row, const QuantX& xq, int64_t n) {
 }
 
 // Q4_0: d (q - 8) . x as d (q . x) - 8 d sum(x): the nibbles 0..15 meet x as unsigned
-// bytes (no sign juggling), and x's sums over each block (QuantX::qsum16) give the
-// offset. The 16 bytes go to both halves in one load; shifting the high half's 64-bit
-// lanes by 4 and masking gives [low nibbles | high nibbles].
+// bytes (no sign juggling), and 8 dx sum(x) of each block, computed once per product
+// (QuantX::off32), gives the offset. The 16 bytes go to both halves in one load;
+// shifting the high half's 64-bit lanes by 4 and masking gives [low nibbles | high nibbles].
 inline __m256i q4_0Nibbles(const uint8_t* blk) {
     const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
     return _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
-// One block: acc gets d dx (q . x) in 8 lanes; the offset 8 d dx sum(x) is returned.
+// One block: acc gets d dx (q . x) in 8 lanes; the offset d (8 dx sum(x)) is returned.
 template <class V>
 inline float q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256& acc) {
-    const float d = halfToFloat(blk) * xq.d[b];
-    acc = _mm256_fmadd_ps(cvt(V::dot(q4_0Nibbles(blk), load256(xq.q + 32 * b))), _mm256_set1_ps(d), acc);
-    return 8.0f * d * static_cast<float>(xq.qsum16[2 * b] + xq.qsum16[2 * b + 1]);
+    const float d = halfToFloat(blk);
+    acc = _mm256_fmadd_ps(cvt(V::dot(q4_0Nibbles(blk), load256(xq.q + 32 * b))), _mm256_set1_ps(d * xq.d[b]), acc);
+    return d * xq.off32[b];
 }
 
-// Four blocks' d dx (returned) from one conversion of their scales; offset += d dx sum(x)
-// for each (x's sums from qsum16, two a block).
+// Four blocks' d dx (returned) from one conversion of their scales, gathered in a
+// general register (no vector shuffles); offset += d (8 dx sum(x)) for each.
 inline __m128 q4_0Scales4(const uint8_t* blk, const QuantX& xq, int64_t b, __m128& offset) {
-    const __m128i halfs = _mm_setr_epi16(static_cast<short>(loadU16(blk)), static_cast<short>(loadU16(blk + 18)),
-                                         static_cast<short>(loadU16(blk + 36)), static_cast<short>(loadU16(blk + 54)), 0, 0, 0,
-                                         0);
-    const __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(halfs), _mm_loadu_ps(xq.d + b));
-    const __m256i x16 = load256(xq.qsum16 + 2 * b);
-    const __m128i x4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_hadd_epi32(x16, x16), 0x08));
-    offset = _mm_fmadd_ps(d4, _mm_cvtepi32_ps(x4), offset);
-    return d4;
+    const uint64_t halfs = static_cast<uint64_t>(loadU16(blk)) | static_cast<uint64_t>(loadU16(blk + 18)) << 16 |
+                           static_cast<uint64_t>(loadU16(blk + 36)) << 32 | static_cast<uint64_t>(loadU16(blk + 54)) << 48;
+    const __m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(halfs)));
+    offset = _mm_fmadd_ps(d4, _mm_loadu_ps(xq.off32 + b), offset);
+    return _mm_mul_ps(d4, _mm_loadu_ps(xq.d + b));
 }
 
 // Four blocks a step: their integer sums folded to one lane per block in each half
@@ -166,7 +163,7 @@ float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
     }
     float tailOffset = 0.0f;
     for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
-    return hsum8(_mm256_add_ps(acc, tail)) - (8.0f * hsum4(offset) + tailOffset);
+    return hsum8(_mm256_add_ps(acc, tail)) - (hsum4(offset) + tailOffset);
 }
 
 // A Q4_K/Q5_K super-block's first 16 bytes: d and dmin (fp16), then 12 bytes holding

@@ -14,10 +14,6 @@
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 // Two 256-bit halves, lo in the low one.
 inline __m512i join256(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
-// Two 128-bit pieces, each twice: [a, a, b, b].
-inline __m512i twice128(__m128i a, __m128i b) {
-    return join256(_mm256_broadcastsi128_si256(a), _mm256_broadcastsi128_si256(b));
-}
 // A float per 256-bit half: a in the low 8 lanes, b in the high 8.
 inline __m512 halves(float a, float b) {
     return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
@@ -63,39 +59,46 @@ float dotQ8_0x512(const uint8_t* row, const QuantX& xq, int64_t n) {
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + hsum8(tail);
 }
 
-// Q4_0: two blocks a register, [low nibbles of b, high of b, low of b+1, high of b+1]
-// against x's 64 bytes, unsigned nibbles as in QuantDotBody.h's dotQ4_0; four blocks'
-// scales converted together, each pair's two spread over its halves by one permute.
-template <class V>
-inline __m512i q4_0Pair(const uint8_t* blk, const int8_t* x) {
-    const __m512i q = twice128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)),
-                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 20)));
-    const __m512i nibbles = _mm512_and_si512(_mm512_srlv_epi16(q, _mm512_broadcast_i64x4(_mm256_set_m128i(_mm_set1_epi16(4), _mm_setzero_si128()))),
-                                             _mm512_set1_epi8(0x0F));
-    return V::dot(nibbles, load512(x));
-}
+// Q4_0: four blocks (72 bytes) from two 64-byte loads, at the first block and 8 bytes
+// on. Every field of a block starts at an even offset, so word permutes (vpermw,
+// AVX-512 BW) gather them: each pair's nibbles as [low of b, high of b, low of b+1,
+// high of b+1] against x's 64 bytes (unsigned nibbles as in QuantDotBody.h's dotQ4_0),
+// and the four fp16 scales into one vector, converted together.
+constexpr int16_t kQ4_0Pick01[32] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8,  // block 0: bytes 2-17
+                                     10, 11, 12, 13, 14, 15, 16, 17, 10, 11, 12, 13, 14, 15, 16, 17};  // 1: 20-35
+constexpr int16_t kQ4_0Pick23[32] = {15, 16, 17, 18, 19, 20, 21, 22, 15, 16, 17, 18, 19, 20, 21, 22,  // 2: 38-53, less 8
+                                     24, 25, 26, 27, 28, 29, 30, 31, 24, 25, 26, 27, 28, 29, 30, 31};  // 3: 56-71, less 8
+constexpr int16_t kQ4_0PickScales[32] = {0, 9, 18, 27};  // bytes 0, 18, 36, 54
 
 template <class V>
 float dotQ4_0x512(const uint8_t* row, const QuantX& xq, int64_t n) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m256 tail = _mm256_setzero_ps();
     __m128 offset = _mm_setzero_ps();
+    const __m512i pick01 = load512(kQ4_0Pick01), pick23 = load512(kQ4_0Pick23), pickScales = load512(kQ4_0PickScales);
+    const __m512i shifts = _mm512_broadcast_i64x4(_mm256_set_m128i(_mm_set1_epi16(4), _mm_setzero_si128()));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     // Lanes 0-7 from scale 0 and 8-15 from scale 1; from 2 and 3.
-    const __m512i pick01 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    const __m512i pick23 = _mm512_add_epi32(pick01, _mm512_set1_epi32(2));
+    const __m512i d01 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i d23 = _mm512_add_epi32(d01, _mm512_set1_epi32(2));
     const int64_t blocks = n / 32;
     int64_t b = 0;
     for (; b + 3 < blocks; b += 4) {
         const uint8_t* blk = row + 18 * b;
         prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
-        const __m512 d4x = _mm512_castps128_ps512(q4_0Scales4(blk, xq, b, offset));
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0Pair<V>(blk, xq.q + 32 * b)), _mm512_permutexvar_ps(pick01, d4x), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0Pair<V>(blk + 36, xq.q + 32 * b + 64)), _mm512_permutexvar_ps(pick23, d4x),
-                               acc1);
+        const __m512i lo = load512(blk), hi = load512(blk + 8);
+        const __m128 w4 = _mm_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi16(pickScales, lo)));
+        offset = _mm_fmadd_ps(w4, _mm_loadu_ps(xq.off32 + b), offset);
+        const __m512 d4x = _mm512_castps128_ps512(_mm_mul_ps(w4, _mm_loadu_ps(xq.d + b)));
+        const __m512i q01 = _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi16(pick01, lo), shifts), m4);
+        const __m512i q23 = _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi16(pick23, hi), shifts), m4);
+        const int8_t* x = xq.q + 32 * b;
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(V::dot(q01, load512(x))), _mm512_permutexvar_ps(d01, d4x), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(V::dot(q23, load512(x + 64))), _mm512_permutexvar_ps(d23, d4x), acc1);
     }
     float tailOffset = 0.0f;
     for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + hsum8(tail) - (8.0f * hsum4(offset) + tailOffset);
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + hsum8(tail) - (hsum4(offset) + tailOffset);
 }
 
 // Q4_K and Q5_K: a register holds a 64-weight chunk, its low nibbles (sub-block 2c)

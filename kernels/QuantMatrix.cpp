@@ -115,14 +115,22 @@ void QuantMatrix::quantizeX(const float* x, int64_t n, int64_t block, int8_t* q,
     }
 }
 
+void QuantMatrix::offsets32(const int8_t* q, const float* d, int64_t n, float* off32) {
+    for (int64_t b = 0; b < n / 32; ++b) {
+        int32_t s = 0;
+        for (int64_t i = 0; i < 32; ++i) s += q[32 * b + i];
+        off32[b] = 8.0f * d[b] * static_cast<float>(s);
+    }
+}
+
 void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable* isa) const {
     const int64_t groups = cols_ / 32, superBlocks = cols_ / 256;
     // x quantised into buffers of the calling thread, kept from call to call: a decode
     // step's products allocate nothing once the widest matrix has been seen.
     struct Scratch {
         std::vector<int8_t> q, qK;
-        std::vector<float> d, dK;
-        std::vector<int32_t> qKsum16, qsum16;
+        std::vector<float> d, dK, off32;
+        std::vector<int32_t> qKsum16;
         std::vector<QuantX> xq;
     };
     thread_local Scratch s;
@@ -134,12 +142,15 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     atLeast(s.d, M * groups);
     atLeast(s.dK, std::max<int64_t>(1, M * superBlocks));
     atLeast(s.qKsum16, M * cols_ / 16);
-    atLeast(s.qsum16, M * cols_ / 16);
+    atLeast(s.off32, M * groups);
     atLeast(s.xq, M);
     for (int64_t m = 0; m < M; ++m) {
         const float* xm = x + m * cols_;
         // Only what the rows' formats read (none on the plain C++ path).
-        if (isa != nullptr && uses32_) quantizeX(xm, cols_, 32, s.q.data() + m * cols_, s.d.data() + m * groups, s.qsum16.data() + m * cols_ / 16);
+        if (isa != nullptr && uses32_) {
+            quantizeX(xm, cols_, 32, s.q.data() + m * cols_, s.d.data() + m * groups, nullptr);
+            offsets32(s.q.data() + m * cols_, s.d.data() + m * groups, cols_, s.off32.data() + m * groups);
+        }
         if (isa != nullptr && usesK_)
             quantizeX(xm, cols_, 256, s.qK.data() + m * cols_, s.dK.data() + m * superBlocks,
                       s.qKsum16.data() + m * cols_ / 16);
@@ -149,7 +160,7 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
                                         s.qK.data() + m * cols_,
                                         s.dK.data() + m * superBlocks,
                                         s.qKsum16.data() + m * cols_ / 16,
-                                        s.qsum16.data() + m * cols_ / 16};
+                                        s.off32.data() + m * groups};
     }
     const std::vector<QuantX>& xq = s.xq;
     const int64_t rowBytes = bytes() / rows_;

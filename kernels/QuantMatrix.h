@@ -47,6 +47,8 @@ public:
     // (QuantX): q, d (n / block scales, amax / 127) and, unless qsum16 is nullptr, the
     // sums of q over each 16.
     static void quantizeX(const float* x, int64_t n, int64_t block, int8_t* q, float* d, int32_t* qsum16);
+    // QuantX::off32 of x quantised in blocks of 32 (q, d: n / 32 blocks): 8 d[b] sum(q of b).
+    static void offsets32(const int8_t* q, const float* d, int64_t n, float* off32);
 
     // Rows [r0, r1) as fp32, [r1 - r0, cols] row-major, into `out`.
     void dequantizeRows(int64_t r0, int64_t r1, float* out) const;

@@ -31,6 +31,8 @@ struct QuantX {
     const float* dK;           // n / 256
     const int32_t* qKsum16;    // n / 16: the sum of qK over each 16
     const float* off32;        // n / 32: 8 d[b] times the sum of q over block b (Q4_0's offset of 8)
+    const int8_t* qPairs;      // n: q with each two blocks' first 16 bytes, then their last 16
+                               // (AVX2's Q4_0 kernel; a last odd block as in q)
 };
 
 using RowDot = float (*)(const uint8_t* row, const QuantX& x, int64_t n);

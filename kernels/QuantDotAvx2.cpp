@@ -27,6 +27,10 @@ struct V {
     static __m256i dot(__m256i u, __m256i s) {
         return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
     }
+    static __m256i dot2(__m256i u1, __m256i s1, __m256i u2, __m256i s2) {  // |u s + u s| <= 4 x 15 x 127
+        return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u1, s1), _mm256_maddubs_epi16(u2, s2)),
+                                 _mm256_set1_epi16(1));
+    }
     static __m256i scaledAdd(__m256i acc, __m256i u, __m256i s, __m256i scales16) {
         return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales16));
     }

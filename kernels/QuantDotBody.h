@@ -8,6 +8,8 @@
 //   scaledAdd(acc, u, s, scales16) acc plus the pairs of products of u and s times
 //                                 16-bit scales, as 8 int32 (maddubs, then madd + add,
 //                                 or VNNI's vpdpwssd)
+//   dot2(u1, s1, u2, s2)          dot(u1, s1) + dot(u2, s2) for u1, u2 under 16 (the two
+//                                 maddubs add up in 16 bits; AVX2's table only)
 // The integer kernels use AVX2's 256-bit forms, which every set here has.
 // No standard library here: what these units emit must not be shared with code
 // compiled for another instruction set.
@@ -131,39 +133,50 @@ inline float q4_0Block(const uint8_t* blk, const QuantX& xq, int64_t b, __m256& 
     return d * xq.off32[b];
 }
 
-// Four blocks' d dx (returned) from one conversion of their scales, gathered in a
-// general register (no vector shuffles); offset += d (8 dx sum(x)) for each.
-inline __m128 q4_0Scales4(const uint8_t* blk, const QuantX& xq, int64_t b, __m128& offset) {
-    const uint64_t halfs = static_cast<uint64_t>(loadU16(blk)) | static_cast<uint64_t>(loadU16(blk + 18)) << 16 |
-                           static_cast<uint64_t>(loadU16(blk + 36)) << 32 | static_cast<uint64_t>(loadU16(blk + 54)) << 48;
-    const __m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(halfs)));
-    offset = _mm_fmadd_ps(d4, _mm_loadu_ps(xq.off32 + b), offset);
-    return _mm_mul_ps(d4, _mm_loadu_ps(xq.d + b));
+// Eight blocks' fp16 scales (blocks b..b+7 from blk) as fp32, gathered in two general
+// registers (no vector shuffles).
+inline __m256 q4_0Scales8(const uint8_t* blk) {
+    auto four = [](const uint8_t* p) {
+        return static_cast<long long>(static_cast<uint64_t>(loadU16(p)) | static_cast<uint64_t>(loadU16(p + 18)) << 16 |
+                                      static_cast<uint64_t>(loadU16(p + 36)) << 32 | static_cast<uint64_t>(loadU16(p + 54)) << 48);
+    };
+    return _mm256_cvtph_ps(_mm_set_epi64x(four(blk + 72), four(blk)));
 }
 
-// Four blocks a step: their integer sums folded to one lane per block in each half
-// (two rounds of vphaddd), so that one conversion and one FMA serve four blocks,
-// with their four scales converted together.
+// Two blocks' products with x in pair order (QuantX::qPairs): one load brings b's 16
+// nibble bytes into the low lane and b+1's into the high one, so the low nibbles meet
+// [x_b 0-15 | x_b+1 0-15] and the high ones [x_b 16-31 | x_b+1 16-31]. Result: [b's
+// four partial sums | b+1's], 8 int32.
+template <class V>
+inline __m256i q4_0Pair(const uint8_t* blk, const int8_t* xp) {
+    const __m256i q = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(blk + 20), reinterpret_cast<const __m128i*>(blk + 2));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    return V::dot2(_mm256_and_si256(q, m4), load256(xp), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4), load256(xp + 32));
+}
+
+// Eight blocks a step: each pair's sums lie one block a 128-bit lane, so two rounds of
+// vphaddd leave one complete sum a lane ([b0 b2 b4 b6 | b1 b3 b5 b7], put in order by
+// one vpermd), and one conversion and one FMA serve eight blocks.
 template <class V>
 float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
-    __m256 acc = _mm256_setzero_ps(), tail = _mm256_setzero_ps();
-    __m128 offset = _mm_setzero_ps();
+    __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps(), tail = _mm256_setzero_ps();
+    const __m256i inOrder = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const int64_t blocks = n / 32;
     int64_t b = 0;
-    for (; b + 3 < blocks; b += 4) {
+    for (; b + 7 < blocks; b += 8) {
         const uint8_t* blk = row + 18 * b;
-        prefetch<kQ4Ahead, kQ4Hint>(blk, 72);
-        const int8_t* x = xq.q + 32 * b;
-        const __m256i s01 = _mm256_hadd_epi32(V::dot(q4_0Nibbles(blk), load256(x)), V::dot(q4_0Nibbles(blk + 18), load256(x + 32)));
-        const __m256i s23 =
-            _mm256_hadd_epi32(V::dot(q4_0Nibbles(blk + 36), load256(x + 64)), V::dot(q4_0Nibbles(blk + 54), load256(x + 96)));
-        // Each half holds the four blocks' sums: both meet the four d dx.
-        const __m128 d4 = q4_0Scales4(blk, xq, b, offset);
-        acc = _mm256_fmadd_ps(cvt(_mm256_hadd_epi32(s01, s23)), _mm256_set_m128(d4, d4), acc);
+        prefetch<kQ4Ahead, kQ4Hint>(blk, 144);
+        const int8_t* xp = xq.qPairs + 32 * b;
+        const __m256i h0 = _mm256_hadd_epi32(q4_0Pair<V>(blk, xp), q4_0Pair<V>(blk + 36, xp + 64));
+        const __m256i h1 = _mm256_hadd_epi32(q4_0Pair<V>(blk + 72, xp + 128), q4_0Pair<V>(blk + 108, xp + 192));
+        const __m256i sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(h0, h1), inOrder);
+        const __m256 w8 = q4_0Scales8(blk);
+        offset = _mm256_fmadd_ps(w8, _mm256_loadu_ps(xq.off32 + b), offset);
+        acc = _mm256_fmadd_ps(cvt(sums), _mm256_mul_ps(w8, _mm256_loadu_ps(xq.d + b)), acc);
     }
     float tailOffset = 0.0f;
     for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
-    return hsum8(_mm256_add_ps(acc, tail)) - (hsum4(offset) + tailOffset);
+    return hsum8(_mm256_add_ps(acc, tail)) - (hsum8(offset) + tailOffset);
 }
 
 // A Q4_K/Q5_K super-block's first 16 bytes: d and dmin (fp16), then 12 bytes holding

@@ -68,6 +68,7 @@ QuantMatrix::QuantMatrix(int64_t cols, std::vector<Part> parts, DequantizeFn deq
         firstRow_.push_back(rows_);
         rows_ += p.rows;
         uses32_ = uses32_ || p.format == QuantFormat::Q8_0 || p.format == QuantFormat::Q4_0;
+        usesQ4_0_ = usesQ4_0_ || p.format == QuantFormat::Q4_0;
         usesK_ = usesK_ || p.format == QuantFormat::Q4_K || p.format == QuantFormat::Q5_K || p.format == QuantFormat::Q6_K;
     }
     if (parts_.empty()) throw Error("quantised matrix: no rows");
@@ -123,12 +124,25 @@ void QuantMatrix::offsets32(const int8_t* q, const float* d, int64_t n, float* o
     }
 }
 
+void QuantMatrix::pairOrder(const int8_t* q, int64_t n, int8_t* qPairs) {
+    const int64_t pairs = n / 64;
+    for (int64_t p = 0; p < pairs; ++p) {
+        const int8_t* a = q + 64 * p;
+        int8_t* out = qPairs + 64 * p;
+        std::copy(a, a + 16, out);            // block 2p, weights 0-15
+        std::copy(a + 32, a + 48, out + 16);  // block 2p + 1, weights 0-15
+        std::copy(a + 16, a + 32, out + 32);  // block 2p, weights 16-31
+        std::copy(a + 48, a + 64, out + 48);  // block 2p + 1, weights 16-31
+    }
+    std::copy(q + 64 * pairs, q + n, qPairs + 64 * pairs);
+}
+
 void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable* isa) const {
     const int64_t groups = cols_ / 32, superBlocks = cols_ / 256;
     // x quantised into buffers of the calling thread, kept from call to call: a decode
     // step's products allocate nothing once the widest matrix has been seen.
     struct Scratch {
-        std::vector<int8_t> q, qK;
+        std::vector<int8_t> q, qK, qPairs;
         std::vector<float> d, dK, off32;
         std::vector<int32_t> qKsum16;
         std::vector<QuantX> xq;
@@ -139,6 +153,7 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     };
     atLeast(s.q, M * cols_);
     atLeast(s.qK, M * cols_);
+    atLeast(s.qPairs, M * cols_);
     atLeast(s.d, M * groups);
     atLeast(s.dK, std::max<int64_t>(1, M * superBlocks));
     atLeast(s.qKsum16, M * cols_ / 16);
@@ -150,6 +165,7 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
         if (isa != nullptr && uses32_) {
             quantizeX(xm, cols_, 32, s.q.data() + m * cols_, s.d.data() + m * groups, nullptr);
             offsets32(s.q.data() + m * cols_, s.d.data() + m * groups, cols_, s.off32.data() + m * groups);
+            if (usesQ4_0_) pairOrder(s.q.data() + m * cols_, cols_, s.qPairs.data() + m * cols_);
         }
         if (isa != nullptr && usesK_)
             quantizeX(xm, cols_, 256, s.qK.data() + m * cols_, s.dK.data() + m * superBlocks,
@@ -160,7 +176,8 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
                                         s.qK.data() + m * cols_,
                                         s.dK.data() + m * superBlocks,
                                         s.qKsum16.data() + m * cols_ / 16,
-                                        s.off32.data() + m * groups};
+                                        s.off32.data() + m * groups,
+                                        s.qPairs.data() + m * cols_};
     }
     const std::vector<QuantX>& xq = s.xq;
     const int64_t rowBytes = bytes() / rows_;

@@ -49,6 +49,8 @@ public:
     static void quantizeX(const float* x, int64_t n, int64_t block, int8_t* q, float* d, int32_t* qsum16);
     // QuantX::off32 of x quantised in blocks of 32 (q, d: n / 32 blocks): 8 d[b] sum(q of b).
     static void offsets32(const int8_t* q, const float* d, int64_t n, float* off32);
+    // QuantX::qPairs of q (n a multiple of 32).
+    static void pairOrder(const int8_t* q, int64_t n, int8_t* qPairs);
 
     // Rows [r0, r1) as fp32, [r1 - r0, cols] row-major, into `out`.
     void dequantizeRows(int64_t r0, int64_t r1, float* out) const;
@@ -69,6 +71,7 @@ private:
     std::vector<Part> parts_;
     std::vector<int64_t> firstRow_;  // of each part
     bool uses32_ = false, usesK_ = false;  // parts that read x quantised in 32s / in 256s
+    bool usesQ4_0_ = false;                // parts that read x in pair order too
     DequantizeFn dequantize_;
     std::shared_ptr<const void> owner_;
 };

@@ -97,12 +97,13 @@ void RowDot(benchmark::State& state) {
     const std::vector<uint8_t> blocks = randomBlocks(type, rows, cols);
     const int64_t rowBytes = cols / ggmlBlockSize(type) * static_cast<int64_t>(ggmlBlockBytes(type));
     std::vector<float> x(cols, 0.5f), d(cols / 32), dK(cols / 256), off32(cols / 32);
-    std::vector<int8_t> q(cols), qK(cols);
+    std::vector<int8_t> q(cols), qK(cols), qPairs(cols);
     std::vector<int32_t> qKsum16(cols / 16);
     QuantMatrix::quantizeX(x.data(), cols, 32, q.data(), d.data(), nullptr);
     QuantMatrix::offsets32(q.data(), d.data(), cols, off32.data());
+    QuantMatrix::pairOrder(q.data(), cols, qPairs.data());
     QuantMatrix::quantizeX(x.data(), cols, 256, qK.data(), dK.data(), qKsum16.data());
-    const kernels::QuantX xq{x.data(), q.data(), d.data(), qK.data(), dK.data(), qKsum16.data(), off32.data()};
+    const kernels::QuantX xq{x.data(), q.data(), d.data(), qK.data(), dK.data(), qKsum16.data(), off32.data(), qPairs.data()};
     const kernels::RowDot dot = isa->of(QuantMatrix::formatOf(type));
     float sum = 0.0f;
     for (auto _ : state) {

@@ -164,8 +164,10 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
         // Only what the rows' formats read (none on the plain C++ path).
         if (isa != nullptr && uses32_) {
             quantizeX(xm, cols_, 32, s.q.data() + m * cols_, s.d.data() + m * groups, nullptr);
-            offsets32(s.q.data() + m * cols_, s.d.data() + m * groups, cols_, s.off32.data() + m * groups);
-            if (usesQ4_0_) pairOrder(s.q.data() + m * cols_, cols_, s.qPairs.data() + m * cols_);
+            if (usesQ4_0_) {  // what only Q4_0 rows read
+                offsets32(s.q.data() + m * cols_, s.d.data() + m * groups, cols_, s.off32.data() + m * groups);
+                pairOrder(s.q.data() + m * cols_, cols_, s.qPairs.data() + m * cols_);
+            }
         }
         if (isa != nullptr && usesK_)
             quantizeX(xm, cols_, 256, s.qK.data() + m * cols_, s.dK.data() + m * superBlocks,

@@ -71,7 +71,7 @@ private:
     std::vector<Part> parts_;
     std::vector<int64_t> firstRow_;  // of each part
     bool uses32_ = false, usesK_ = false;  // parts that read x quantised in 32s / in 256s
-    bool usesQ4_0_ = false;                // parts that read x in pair order too
+    bool usesQ4_0_ = false;                // parts that read x's offsets32 and pair order too
     DequantizeFn dequantize_;
     std::shared_ptr<const void> owner_;
 };

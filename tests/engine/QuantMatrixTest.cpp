@@ -177,8 +177,8 @@ TEST(QuantMatrix, EveryFormatEqualsTheDequantisedProductOnEveryInstructionSet) {
 }
 
 // Rows whose blocks of 32 are not a multiple of the kernels' step (four Q4_0/Q8_0 blocks,
-// 64 F16/BF16/F32 elements on AVX-512): 25 and 27 blocks, so each kernel's tail runs, and
-// 4 blocks (the step alone) and 1 (the tail alone).
+// eight Q4_0 blocks on AVX2, 64 F16/BF16/F32 elements on AVX-512): 25 and 27 blocks, so
+// each kernel's tail runs, and 4 blocks and 1 (the tail alone on AVX2's Q4_0).
 TEST(QuantMatrix, RowsOfAnyBlockCountRunTheKernelsTails) {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::Q5_0}) {
         for (int64_t blocks : {1, 4, 25, 27}) {

@@ -82,6 +82,7 @@ int runCompare(const std::vector<std::string>& argv) {
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
+    if (every > 0) DecodeCompressor::requireNoSlidingWindow(loaded.model->config());  // before the prefill
     const std::vector<int32_t> ids = loaded.tokenizer->encode(
         prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial);
     // Every run's settings against the prompt, before its prefill (seconds on a long one).

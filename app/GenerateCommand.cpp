@@ -50,8 +50,8 @@ int runGenerate(const std::vector<std::string>& argv) {
             "  --json prints {\"prompt_token_ids\", \"generated_token_ids\", \"text\", \"first_step_top8\"} only\n"
             "  (first_step_top8: the 8 best [id, logit] after the prompt, as llamacpp-reference prints them).\n"
             "  --sliding-window apply|ignore: a model's sliding window (Phi-3, Mistral v0.1, Gemma) is applied\n"
-            "  here; the compression commands refuse a prompt + N past it (not applied to their scores\n"
-            "  yet); ignore attends over all (as llama.cpp runs Mistral). Every model command takes it.\n",
+            "  here and by the compression commands (their scores, and a local layer keeps at most its\n"
+            "  window); ignore attends over all (as llama.cpp runs Mistral). Every model command takes it.\n",
             stdout);
         return 0;
     }

@@ -134,6 +134,7 @@ int runRun(const std::vector<std::string>& argv) {
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
+    if (decode) DecodeCompressor::requireNoSlidingWindow(loaded.model->config());  // before the prefill
     const std::vector<int32_t> ids = loaded.tokenizer->encode(
         prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial);
     // The budget and window against the prompt fail before its prefill (seconds on a long one),

@@ -34,7 +34,7 @@ const char* kUsage =
     "  train-testbed  train the retrieval testbed model (CPU, from a seed) and write it as GGUF\n"
     "\n"
     "models: --model PATH.gguf, a Hugging Face folder (config.json, safetensors, tokenizer),\n"
-    "        or random:<preset>[:layers=N][:seed=S][:ctx=N] with presets\n"
+    "        or random:<preset>[:layers=N][:seed=S][:ctx=N][:window=W[:window-period=P]] with presets\n"
     "        tiny, tinyllama-1.1b, llama2-7b, llama3-8b, mistral-7b; default $KVLENS_MODEL,\n"
     "        then the project's testbed models/kvlens-testbed.gguf, then\n"
     "        ../shared/models/stories260K.gguf.\n"

@@ -237,7 +237,12 @@ WorkbenchCapture Workbench::captureIds(const std::string& text, bool addBos, con
     result.prefillSeconds = capture->prefillSeconds();
     result.captureBytes = capture->bytes();
     for (int64_t l = 0; l < capture->layers(); ++l) {
-        result.fullBytesPerLayer.push_back(2 * capture->keys(l).numel() * capture->keys(l).element_size());
+        // A local layer's full cache holds its window (what a decode step still reaches).
+        const at::Tensor k = capture->keys(l);  // [KV, T, D]
+        const int64_t rows = capture->promptLength() - capture->firstReached(l);
+        result.fullBytesPerLayer.push_back(2 * k.size(0) * rows * k.size(2) * k.element_size());
+        result.slidingWindows.push_back(capture->slidingWindow(l));
+        result.firstReached.push_back(capture->firstReached(l));
     }
     state_->evaluator.reset();
     state_->capture = std::move(capture);

@@ -71,7 +71,10 @@ struct WorkbenchCapture {
     std::vector<LayerAttentionSummary> stats;
     double prefillSeconds = 0.0;
     int64_t captureBytes = 0;
-    std::vector<int64_t> fullBytesPerLayer;  // K and V of the whole prompt
+    std::vector<int64_t> fullBytesPerLayer;  // K and V of the whole prompt (a local layer: of its window)
+    // Per layer its sliding window (0: global; all 0 when the model has none or it is ignored),
+    // and the first prompt position a decode step still reaches there (Capture::firstReached).
+    std::vector<int64_t> slidingWindows, firstReached;
     std::optional<WorkbenchNeedle> needle;   // when made by captureNeedle
 };
 

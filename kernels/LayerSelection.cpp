@@ -76,8 +76,17 @@ at::Tensor cudaScores(const at::Tensor& windowQueries, const at::Tensor& keys,
 
 }  // namespace
 
+at::Tensor attentionMask(int64_t first, int64_t rows, int64_t keys, int64_t slidingWindow,
+                         const at::Device& device) {
+    const auto opts = at::TensorOptions().dtype(at::kLong).device(device);
+    const at::Tensor qpos = at::arange(first, first + rows, opts).unsqueeze(1), kpos = at::arange(0, keys, opts).unsqueeze(0);
+    at::Tensor masked = kpos > qpos;  // [rows, keys]
+    if (slidingWindow > 0) masked.logical_or_(kpos <= qpos - slidingWindow);
+    return masked;
+}
+
 at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, int64_t window,
-                       const at::Tensor& rowWeights) {
+                       const at::Tensor& rowWeights, int64_t slidingWindow) {
     c10::InferenceMode guard;
     checkShapes(windowQueries, keys, window);
     const int64_t T = keys.size(1), H = windowQueries.size(0), KV = keys.size(0), D = keys.size(2);
@@ -88,10 +97,9 @@ at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, 
                        .reshape({KV, G * window, D});
     at::Tensor k = keys.to(at::kFloat);  // [KV, T, D]
     at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul_(1.0 / std::sqrt(double(D)));
-    // Query i of the window sits at position T - window + i and sees keys up to it.
-    const auto opts = at::TensorOptions().dtype(at::kLong).device(k.device());
-    at::Tensor qpos = at::arange(T - window, T, opts), kpos = at::arange(0, T, opts);
-    at::Tensor masked = kpos.unsqueeze(0) > qpos.unsqueeze(1);  // [window, T]
+    // Query i of the window sits at position T - window + i and sees keys up to it (and,
+    // with a sliding window, after its position - slidingWindow).
+    const at::Tensor masked = attentionMask(T - window, window, T, slidingWindow, k.device());  // [window, T]
     scores = scores.view({KV, G, window, T})
                  .masked_fill_(masked, -std::numeric_limits<float>::infinity());
     at::Tensor probs = at::softmax(scores, -1);
@@ -236,9 +244,10 @@ at::Tensor layerScores(const at::Tensor& windowQueries, const at::Tensor& keys,
     c10::InferenceMode guard;
     checkShapes(windowQueries, keys, spec.window);
 #ifdef KVLENS_WITH_CUDA_KERNELS
-    if (cudaServes(keys)) return cudaScores(windowQueries, keys, spec);
+    // The fused kernel has no sliding window: a local layer takes the LibTorch steps.
+    if (spec.slidingWindow == 0 && cudaServes(keys)) return cudaScores(windowQueries, keys, spec);
 #endif
-    const at::Tensor votes = windowVotes(windowQueries, keys, spec.window);
+    const at::Tensor votes = windowVotes(windowQueries, keys, spec.window, {}, spec.slidingWindow);
     return poolRows(groupVotes(votes, keys.size(0), spec.perQueryHead), spec).to(keys.device());
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/compress/Capture.h"
 #include "engine/compress/CompressedCache.h"
@@ -24,11 +25,17 @@ public:
 
     void beginStep(int64_t step) { step_ = step; }
 
-    void onQueries(int64_t layer, const at::Tensor& q, int64_t) override {
+    void onQueries(int64_t layer, const at::Tensor& q, int64_t position) override {
         const int64_t H = capture_.queryHeads(), D = capture_.headDim();
         // Each query head's fp32 logits over the prompt keys, read where they lie.
-        const at::Tensor logits = kernels::queryKeyScores(q.reshape({H, D}), capture_.keys(layer));  // [H, T]
-        at::Tensor idx = std::get<1>(logits.topk(k_, -1, true, true)).to(at::kInt).to(at::kCPU).contiguous();
+        at::Tensor logits = kernels::queryKeyScores(q.reshape({H, D}), capture_.keys(layer));  // [H, T]
+        const int64_t w = capture_.slidingWindow(layer);
+        const int64_t hidden = w > 0 ? std::clamp<int64_t>(position - w + 1, 0, logits.size(1)) : 0;
+        if (hidden > 0) logits.narrow(1, 0, hidden).fill_(-std::numeric_limits<float>::infinity());
+        auto [values, indices] = logits.topk(k_, -1, true, true);
+        // A local layer's query reaches only its window: a top-k place it cannot fill is -1.
+        if (hidden > 0) indices.masked_fill_(values.isinf(), -1);
+        at::Tensor idx = indices.to(at::kInt).to(at::kCPU).contiguous();
         int32_t* dst = top_.data() + ((step_ * capture_.layers() + layer) * H) * k_;
         std::copy(idx.data_ptr<int32_t>(), idx.data_ptr<int32_t>() + H * k_, dst);
     }
@@ -107,6 +114,7 @@ HitRate::Result HitRate::of(const Selection& selection, int64_t window) const {
             for (int64_t s = 0; s < steps_; ++s) {
                 const int32_t* top = topPositions(s, l, h);
                 for (int64_t i = 0; i < k_; ++i) {
+                    if (top[i] < 0) continue;  // past a local layer's window
                     const bool hit = kept[top[i]] != 0;
                     hits += hit;
                     ++total;
@@ -117,7 +125,7 @@ HitRate::Result HitRate::of(const Selection& selection, int64_t window) const {
                 }
             }
         }
-        r.perLayer.push_back(double(hits) / double(total));
+        r.perLayer.push_back(total ? double(hits) / double(total) : 1.0);  // a window past the prompt: nothing to miss
         // No top-k position outside the window: nothing to miss there.
         r.perLayerOutsideWindow.push_back(outsideTotal ? double(outsideHits) / double(outsideTotal) : 1.0);
         r.mean += r.perLayer.back() / double(layers_);

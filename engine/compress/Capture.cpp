@@ -11,6 +11,7 @@
 #include "core/Methods.h"
 #include "core/PressParams.h"
 #include "engine/compress/CaptureWork.h"
+#include "engine/compress/presses/Press.h"
 #include "engine/compress/presses/CriticalKvNormsWork.h"
 #include "engine/compress/presses/FinchPrefillWork.h"
 #include "engine/compress/presses/KvzipReconstructionWork.h"
@@ -95,8 +96,7 @@ std::shared_ptr<Capture> Capture::fromPrefill(
         }
     }
     if (prompt.size() < 2) throw Error("the prompt needs at least 2 tokens to compress");
-    // The methods' scores and decode do not apply a sliding window yet: refused past it.
-    model.requireCompressible(static_cast<int64_t>(prompt.size()) + std::max<int64_t>(spareTokens, 0));
+    model.requireCompressible();
     if (static_cast<int64_t>(prompt.size()) > c.contextLength) {
         throw Error("the prompt is " + std::to_string(prompt.size()) +
                     " tokens, longer than the model's context of " + std::to_string(c.contextLength) +
@@ -108,6 +108,7 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     capture->kvHeads_ = c.nKvHeads;
     capture->headDim_ = c.headDim;
     capture->prompt_ = prompt;
+    for (int64_t l = 0; l < c.nLayers; ++l) capture->slidingWindows_.push_back(c.windowAt(l));
     capture->cache_ =
         std::make_unique<KvCache>(model.makeCache(capture->promptLength_ + std::max<int64_t>(spareTokens, 0)));
     capture->queryStats_ = std::make_unique<QueryStatistics>(
@@ -183,6 +184,12 @@ at::Tensor Capture::memoScores(const std::string& name, int64_t layer,
     return it->second;
 }
 
+bool Capture::windowed() const {
+    for (int64_t l = 0; l < layers(); ++l)
+        if (firstReached(l) > 0) return true;
+    return false;
+}
+
 at::Tensor Capture::votes(int64_t layer, int64_t window) const {
     std::lock_guard<std::mutex> lock(votesMutex_);
     auto it = votes_.find(window);
@@ -201,7 +208,7 @@ at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
         throw Error("window " + std::to_string(window) + " needs between 1 and " +
                     std::to_string(std::min(windowCapacity(), T - 1)) + " window queries");
     }
-    at::Tensor votes = kernels::windowVotes(windowQueries_[layer], keys(layer), window);
+    at::Tensor votes = kernels::windowVotes(windowQueries_[layer], keys(layer), window, {}, slidingWindow(layer));
     requireFinite(votes, layer, "query head", "votes (window " + std::to_string(window) + ")",
                   kPrefill);
     return votes;
@@ -274,6 +281,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     if (due.empty()) return;
     // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
     if (methods::named(params.method).id != MethodId::H2o) params.validate(promptLength_, windowCapacity());
+    Press::requireWindowSupport(*this, params);
     std::lock_guard<std::mutex> lock(statsMutex_);
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_)

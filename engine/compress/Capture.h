@@ -45,6 +45,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -113,6 +114,21 @@ public:
     at::Tensor keys(int64_t layer) const { return cache_->keys(layer); }
     at::Tensor values(int64_t layer) const { return cache_->values(layer); }
     const at::Tensor& windowQueries(int64_t layer) const { return windowQueries_[layer]; }
+    // The sliding window of `layer` in the model that made the capture (ModelConfig::windowAt):
+    // a query at position p attends to keys after p - window; 0: the layer is global (and every
+    // layer of a capture from tensors). The window votes, TOVA's, CAKE's and the attention
+    // statistics apply it; Press::select keeps a local layer's positions inside it.
+    int64_t slidingWindow(int64_t layer) const {
+        return slidingWindows_.empty() ? 0 : slidingWindows_[static_cast<size_t>(layer)];
+    }
+    // The first prompt position the first decode step's query still attends to on `layer`
+    // (T - window + 1; 0 on a global layer or where the window spans the prompt).
+    int64_t firstReached(int64_t layer) const {
+        const int64_t w = slidingWindow(layer);
+        return w > 0 ? std::max<int64_t>(0, promptLength_ - w + 1) : 0;
+    }
+    // Whether some layer's window leaves out prompt positions (firstReached > 0).
+    bool windowed() const;
     // Queries of all prompt positions for one (layer, query head), [T, D] fp32,
     // when the prefill was asked to keep them; throws kvlens::Error otherwise.
     bool hasQueries(int64_t layer, int64_t head) const {
@@ -178,7 +194,8 @@ public:
     const at::Tensor& h2oScores(int64_t layer) const { return h2oScores_[layer]; }  // [H, T]
 
     // Sum over the last `window` queries of their causal softmax (fp32, over all
-    // keys, scaled by 1/sqrt(D)), for prefix columns: [H, T - window] fp32.
+    // keys a query attends to, its layer's sliding window applied, scaled by 1/sqrt(D)),
+    // for prefix columns: [H, T - window] fp32.
     at::Tensor votes(int64_t layer, int64_t window) const;
 
     // A layer's scores that depend on the capture alone (KNorm's, KeyDiff's, TOVA's;
@@ -208,6 +225,7 @@ private:
     int64_t promptLength_ = 0, queryHeads_ = 0, kvHeads_ = 0, headDim_ = 0;
     std::unique_ptr<KvCache> cache_;
     std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
+    std::vector<int64_t> slidingWindows_;    // per layer (empty: none)
     std::unique_ptr<QueryStatistics> queryStats_;
     std::shared_ptr<std::atomic<bool>> spareLent_ = std::make_shared<std::atomic<bool>>(false);
     mutable std::mutex statsMutex_;

@@ -48,10 +48,20 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     lengths_.assign(L, std::vector<int64_t>(heads, 0));
     channelRows_.assign(L, std::vector<int64_t>(heads, 0));
     pruned_.assign(L, std::vector<int64_t>(heads, 0));
+    windows_.assign(L, 0);
+    positions_.assign(L, {});
+    for (int64_t l = 0; l < L; ++l) {
+        windows_[l] = capture.slidingWindow(l);
+        if (windows_[l] == 0) continue;
+        for (int64_t c = 0; c < heads; ++c)
+            positions_[l].emplace_back(selection.kept[l][c].begin(), selection.kept[l][c].end());
+    }
     const bool whole = keepsEverything(selection, capture.promptLength());
     // Finch brings its own keys and values (rows 0 .. B-1 at positions 0 .. B-1).
     const PrefilledCache own = capture.prefilledCache(selection.params);
     if (own) {
+        if (std::any_of(windows_.begin(), windows_.end(), [](int64_t w) { return w > 0; }))
+            throw Error("Finch's own cache decodes on from position B, which a sliding window would cut wrongly");
         if (perQueryHead_ || !selection.prunedChannels.empty())
             throw Error("Finch's cache has one set of rows per KV head and no pruned channels");
         nextPosition_ = own.length();
@@ -65,6 +75,8 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     const bool rerotate = methods::named(selection.params.method).id == MethodId::FinchKvpress && !whole;
     if (rerotate && !capture.queryStatistics())
         throw Error("finch-kvpress re-rotates the kept keys by the model's RoPE, which tensors given with --inputs do not carry");
+    if (rerotate && std::any_of(windows_.begin(), windows_.end(), [](int64_t w) { return w > 0; }))
+        throw Error("finch-kvpress turns the kept keys to positions 0 .. B-1, which a sliding window would then cut wrongly");
     if (rerotate && (perQueryHead_ || !selection.prunedChannels.empty()))
         throw Error("finch-kvpress keeps one set of rows per KV head and no pruned channels");
     // Its rows sit at 0 .. B-1 and decoding goes on right after them, as kvpress's pipeline
@@ -205,7 +217,28 @@ void CompressedCache::append(int64_t layer, const at::Tensor& k, const at::Tenso
     values_[layer].index_copy_(0, nextRows_[layer], vr.to(values_[layer].scalar_type()));
     nextRows_[layer].add_(1);
     for (int64_t& n : lengths_[layer]) ++n;
+    if (const int64_t w = windows_[layer]; w > 0) {
+        // The new row's query (at nextPosition_) reaches keys after nextPosition_ - w.
+        const int64_t oldest = nextPosition_ - w + 1;
+        for (int64_t c = 0; c < heads(); ++c) {
+            std::deque<int32_t>& pos = positions_[layer][c];
+            pos.push_back(static_cast<int32_t>(nextPosition_));
+            int64_t out = 0;
+            while (out < static_cast<int64_t>(pos.size()) && pos[size_t(out)] < oldest) ++out;
+            if (out > 0) dropFront(layer, c, out);
+        }
+    }
     if (layer == layers() - 1) ++nextPosition_;
+}
+
+void CompressedCache::dropFront(int64_t layer, int64_t head, int64_t n) {
+    // The segment starts n rows later; where the next row goes (offset + length) stays.
+    offsets_[layer][head] += n;
+    capacities_[layer][head] -= n;
+    lengths_[layer][head] -= n;
+    channelRows_[layer][head] = std::max<int64_t>(0, channelRows_[layer][head] - n);
+    std::deque<int32_t>& pos = positions_[layer][head];
+    pos.erase(pos.begin(), pos.begin() + n);
 }
 
 void CompressedCache::keepRows(int64_t layer, int64_t head, const std::vector<int64_t>& rows) {
@@ -227,6 +260,12 @@ void CompressedCache::keepRows(int64_t layer, int64_t head, const std::vector<in
         segment.narrow(0, 0, static_cast<int64_t>(rows.size())).copy_(kept);
     }
     lengths_[layer][head] = static_cast<int64_t>(rows.size());
+    if (!positions_[layer].empty()) {
+        std::deque<int32_t>& pos = positions_[layer][head];
+        std::deque<int32_t> kept;
+        for (int64_t r : rows) kept.push_back(pos[size_t(r)]);
+        pos = std::move(kept);
+    }
     std::vector<int64_t> next(heads());
     for (int64_t c = 0; c < heads(); ++c) next[c] = offsets_[layer][c] + lengths_[layer][c];
     nextRows_[layer] = at::tensor(next, at::kLong).to(keys_[layer].device());

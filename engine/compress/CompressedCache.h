@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -35,11 +36,16 @@ public:
     int64_t headOf(int64_t queryHead) const { return headOf_[queryHead]; }
     const std::vector<int64_t>& headMap() const { return headOf_; }
     int64_t length(int64_t layer, int64_t head) const { return lengths_[layer][head]; }
+    // The sliding window of `layer` (0: global), from the capture.
+    int64_t slidingWindow(int64_t layer) const { return windows_[static_cast<size_t>(layer)]; }
     // The position the next token takes: prompt length (Finch: its budget) + tokens decoded so far.
     int64_t nextPosition() const { return nextPosition_; }
 
     // Appends one token's k, v ([1, kvHeads, D], after RoPE) to every head of `layer`;
-    // after the last layer the position advances.
+    // after the last layer the position advances. On a local layer (Capture::slidingWindow)
+    // the rows the new position's query no longer reaches (positions at or before it minus
+    // the window) leave the cache first, as a sliding-window cache drops them: what the
+    // full cache's decode attends to there, and what bytes() counts.
     void append(int64_t layer, const at::Tensor& k, const at::Tensor& v);
 
     // Keeps only `rows` (ascending, each below the head's length) of head `head` of
@@ -76,6 +82,11 @@ private:
     // ThinK: per head, its leading rows whose key channels are pruned, and how many channels.
     std::vector<std::vector<int64_t>> channelRows_, pruned_;
     std::vector<at::Tensor> nextRows_;  // [layer] -> int64 [heads], offsets + lengths, on the device
+    std::vector<int64_t> windows_;      // [layer] -> its sliding window, 0: none
+    // On a local layer, per head the position of each row, ascending (empty elsewhere).
+    std::vector<std::vector<std::deque<int32_t>>> positions_;
+    // Drops head `head`'s first `n` rows of `layer` (out of its window).
+    void dropFront(int64_t layer, int64_t head, int64_t n);
     at::Tensor kvHeadOf_;               // int64 [heads]: the KV head each cache head copies
     std::vector<int64_t> headOf_;
     int64_t group_ = 1;        // query heads per KV head

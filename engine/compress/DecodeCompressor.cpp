@@ -126,8 +126,25 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
     return heads;
 }
 
+namespace {
+
+Error slidingWindowRefusal(int64_t window, int64_t layer) {
+    return Error("--decode-every on a model with a sliding window (" + std::to_string(window) + " tokens from layer " +
+                 std::to_string(layer) + "): compression while decoding does not follow the rows a window drops yet; "
+                 "--sliding-window ignore (the window's 'window: ignore') attends over the whole sequence");
+}
+
+}  // namespace
+
+void DecodeCompressor::requireNoSlidingWindow(const ModelConfig& config) {
+    for (int64_t l = 0; l < config.nLayers; ++l)
+        if (config.windowAt(l) > 0) throw slidingWindowRefusal(config.windowAt(l), l);
+}
+
 void DecodeCompressor::start(const Capture& capture, const Selection& selection, const LlamaModel* model) {
     c10::InferenceMode guard;
+    for (int64_t l = 0; l < capture.layers(); ++l)
+        if (capture.slidingWindow(l) > 0) throw slidingWindowRefusal(capture.slidingWindow(l), l);
     if (method_ == MethodId::SimLayerKv) {
         // The layers its prefill finds lazy at this budget; none for a budget that holds the
         // whole prompt, whose selection keeps every layer whole (Press::select).

@@ -59,14 +59,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device dev
     if (device_.is_cuda()) blockBytes_ = 1ll << 30;
 }
 
-void LlamaModel::requireCompressible(int64_t tokens) const {
-    const int64_t w = config_.slidingWindow;
-    if (w > 0 && tokens > w) {
-        throw Error(std::to_string(tokens) + " positions reach past the model's sliding window of " + std::to_string(w) +
-                    " tokens: KV Lens applies the window when it generates with the full cache, not yet to the "
-                    "compression methods; --sliding-window ignore (the window's 'window: ignore') attends over the whole "
-                    "sequence (as llama.cpp runs Mistral; not as the model was trained)");
-    }
+void LlamaModel::requireCompressible() const {
     if (config_.attnSoftcap > 0.0) {
         throw Error(config_.architecture + "'s attention logit soft-capping is applied when KV Lens generates with the "
                     "full cache, not yet by the compression methods' scores and compressed decode");
@@ -279,7 +272,7 @@ at::Tensor LlamaModel::runChunked(const std::vector<int32_t>& tokens, int64_t p0
 
 at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
     const int64_t position = cache.nextPosition();
-    requireCompressible(position + 1);  // a compressed cache's decode does not apply the window yet
+    requireCompressible();
     return run({token}, position, false, {},
                [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
                    if (observer) observer->onQueries(l, q, position);

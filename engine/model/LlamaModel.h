@@ -77,13 +77,12 @@ public:
 
     const ModelConfig& config() const { return config_; }
     // Throws kvlens::Error (one line) when the compression methods (the capture's scores,
-    // a compressed cache's decode) cannot run this model over `tokens` positions: past
-    // its sliding window (forward() applies the window, a query at position p attending to
-    // keys after p - W on local layers, as llama.cpp and Hugging Face do, so a full-cache
-    // generation runs past it; the methods' scores do not apply it yet), with Gemma 2's
-    // attention soft-capping, or with Gemma 3's own RoPE base on local layers (neither is in
-    // the methods' scores yet).
-    void requireCompressible(int64_t tokens) const;
+    // a compressed cache's decode) cannot run this model: with Gemma 2's attention
+    // soft-capping, or with Gemma 3's own RoPE base on local layers (neither is in the
+    // methods' scores yet). A sliding window is no reason: forward() applies it (a query at
+    // position p attends to keys after p - W on local layers, as llama.cpp and Hugging Face
+    // do), the capture's scores and a compressed cache's decode too (Capture::slidingWindow).
+    void requireCompressible() const;
     // Attend over the whole sequence whatever the window (--sliding-window ignore: as
     // llama.cpp runs Mistral, for parity runs).
     void ignoreSlidingWindow() { config_.slidingWindow = 0; }

@@ -41,8 +41,8 @@ struct ModelConfig {
     // A sliding window of attention (Phi-3's attention.sliding_window, a Hugging Face
     // config's sliding_window where it applies): a query at position p attends to keys
     // after p - slidingWindow, on the local layers (windowAt). 0: none. LlamaModel's forward
-    // applies it; the compression methods refuse a sequence past it
-    // (LlamaModel::requireCompressible).
+    // applies it, and so do the capture's scores, the selection of a local layer's positions
+    // and a compressed cache's decode (Capture::slidingWindow).
     int64_t slidingWindow = 0;
     // Which layers are local: 0, every layer; n, layer l is global when (l + 1) % n == 0
     // (Gemma 2: 2, Gemma 3: 6). Kept when the window is ignored (a Gemma 3 local layer

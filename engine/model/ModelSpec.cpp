@@ -96,11 +96,19 @@ ModelSpec ModelSpec::parse(const std::string& text) {
         } else if (key == "ctx") {
             spec.context = parseCount(text, key, value);
             if (spec.context == 0) throw Error("--model " + text + ": ctx must be at least 1");
+        } else if (key == "window") {
+            spec.window = parseCount(text, key, value);
+            if (spec.window < 2) throw Error("--model " + text + ": window must be at least 2");
+        } else if (key == "window-period") {
+            spec.windowPeriod = parseCount(text, key, value);
+            if (spec.windowPeriod < 2) throw Error("--model " + text + ": window-period must be at least 2");
         } else {
             throw Error("--model " + text + ": unknown option '" + parts[i] +
-                        "' (options: layers=N, seed=S, ctx=N)");
+                        "' (options: layers=N, seed=S, ctx=N, window=W, window-period=P)");
         }
     }
+    if (spec.windowPeriod > 0 && spec.window == 0)
+        throw Error("--model " + text + ": window-period needs a window=W");
     return spec;
 }
 
@@ -121,6 +129,8 @@ ModelConfig ModelSpec::randomConfig() const {
     c.ropeDim = c.headDim;
     c.ropeTheta = p->theta;
     c.rmsEps = p->eps;
+    c.slidingWindow = window;
+    c.windowPeriod = windowPeriod;
     c.validate(text);
     return c;
 }

@@ -1,5 +1,7 @@
-// What `--model` names: a GGUF path, or `random:<preset>[:layers=N][:seed=S][:ctx=N]`
-// for random weights of a real model's shape, so long-prompt work needs no download.
+// What `--model` names: a GGUF path, or
+// `random:<preset>[:layers=N][:seed=S][:ctx=N][:window=W[:window-period=P]]` for random
+// weights of a real model's shape, so long-prompt work needs no download (window: a sliding
+// window of W tokens on every layer, or with a period P on all but every P-th, as Gemma's).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,8 @@ struct ModelSpec {
     int64_t layers = 0;  // 0: the preset's own
     uint64_t seed = 0;
     int64_t context = 0;  // 0: the preset's own
+    int64_t window = 0;        // a sliding window (ModelConfig::slidingWindow); 0: none
+    int64_t windowPeriod = 0;  // ModelConfig::windowPeriod; 0: every layer local
 
     // Throws kvlens::Error for an unknown preset or option.
     static ModelSpec parse(const std::string& text);

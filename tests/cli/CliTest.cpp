@@ -126,6 +126,11 @@ TEST(Cli, BadFlags) {
     expectOneLineError(runCli("generate --model random:tiny --prompt hi --top-p 1.5"), {"--top-p"});
     expectOneLineError(runCli("info --model random:gpt5"), {"unknown preset 'gpt5'", "tinyllama-1.1b"});
     expectOneLineError(runCli("info --model random:tiny:heads=3"), {"unknown option 'heads=3'"});
+    expectOneLineError(runCli("info --model random:tiny:window=1"), {"random:tiny:window=1: window must be at least 2"});
+    expectOneLineError(runCli("info --model random:tiny:window=16:window-period=1"),
+                       {"window-period must be at least 2"});
+    expectOneLineError(runCli("info --model random:tiny:window-period=2"), {"window-period needs a window=W"});
+    expectOneLineError(runCli("info --model random:tiny:window=-3"), {"random:tiny:window=-3"});
     expectOneLineError(runCli("generate --model random:tiny --prompt hi --device cuda:0"), {"--device cuda:0"});
     const Result unknown = runCli("frobnicate");
     EXPECT_EQ(unknown.exitCode, 2);

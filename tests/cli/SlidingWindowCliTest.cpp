@@ -1,8 +1,9 @@
 // A model whose sliding window applies (the phi3 test file: attention.sliding_window 64):
 // generate applies it past the window (QuantParityTest checks its tokens against
-// llama.cpp's); the compression commands, whose scores and compressed decode do not apply
-// it yet, refuse a prompt plus the tokens asked for that reaches past it, in one line,
-// before the prefill; --sliding-window ignore attends over the whole sequence (as llama.cpp
+// llama.cpp's); so do the compression commands: FullKV's compressed decode gives generate's
+// tokens, a method keeps at most the window's 63 positions per layer and the KV bytes count
+// the window; what does not run on a window yet (KVzip past it, Finch, --decode-every) is
+// refused in one line; --sliding-window ignore attends over the whole sequence (as llama.cpp
 // runs Mistral); info says all this.
 #include <gtest/gtest.h>
 
@@ -24,55 +25,72 @@ const std::string kLong =
     "One day, she found a big red ball in the park. She ran to her mom and said, look what I found! Her mom smiled "
     "and said they could play with it together after lunch. Lily was very happy.'";
 
-std::string refusal(int positions) {
-    return std::to_string(positions) +
-           " positions reach past the model's sliding window of 64 tokens: KV Lens applies the window when it "
-           "generates with the full cache, not yet to the compression methods; --sliding-window ignore (the window's "
-           "'window: ignore') attends over the whole sequence (as llama.cpp runs Mistral; not as the model was trained)";
-}
-
 TEST(SlidingWindowCli, InfoNamesTheWindow) {
     const test::CliResult r = runKvlens("info --model " + kPhi3);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("architecture  phi3"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("sliding window 64 tokens on every layer: applied by generate; the compression methods refuse "
-                         "a sequence past it (--sliding-window ignore attends over all)"),
+    EXPECT_NE(r.out.find("sliding window 64 tokens on every layer: applied by generate and by the compression methods, a "
+                         "local layer keeping at most its window (--sliding-window ignore attends over all)"),
               std::string::npos)
         << r.out;
     EXPECT_EQ(nlohmann::json::parse(runKvlens("info --json --model " + kPhi3).out)["sliding_window"], 64);
+    // A random model given a window, every second layer global (as Gemma 2's).
+    const nlohmann::json mixed =
+        nlohmann::json::parse(runKvlens("info --json --model random:tiny:layers=4:window=16:window-period=2").out);
+    EXPECT_EQ(mixed["sliding_window"], 16);
+    EXPECT_EQ(mixed["sliding_window_layers"], nlohmann::json({0, 2}));
 }
 
-TEST(SlidingWindowCli, GenerateAppliesItCompressionRefusesPastIt) {
+TEST(SlidingWindowCli, GenerateAndTheCompressionCommandsApplyIt) {
     const test::CliResult applied = runKvlens("generate --json -n 8 --model " + kPhi3 + " --prompt " + kLong);
     ASSERT_EQ(applied.exitCode, 0) << applied.err;
     const test::CliResult ignored =
         runKvlens("generate --json -n 8 --sliding-window ignore --model " + kPhi3 + " --prompt " + kLong);
     ASSERT_EQ(ignored.exitCode, 0) << ignored.err;
-    EXPECT_EQ(nlohmann::json::parse(applied.out)["generated_token_ids"].size(), 8u);
-    EXPECT_NE(nlohmann::json::parse(applied.out)["generated_token_ids"],
-              nlohmann::json::parse(ignored.out)["generated_token_ids"]);
-    // Inside the window (21 + 16 = 37 positions) a compression run goes; 21 + 50 = 71 and
-    // 106 + 4 = 110 are refused before the prefill.
-    const test::CliResult inside = runKvlens("run --method snapkv --budget 12 --window 4 -n 16 --model " + kPhi3 + " --prompt " + kShort);
-    ASSERT_EQ(inside.exitCode, 0) << inside.err;
-    test::expectOneLineError(runKvlens("run --method snapkv --budget 12 --window 4 -n 50 --model " + kPhi3 + " --prompt " + kShort),
-                             {refusal(71)});
-    test::expectOneLineError(runKvlens("run --method snapkv --budget 40 --window 8 -n 4 --model " + kPhi3 + " --prompt " + kLong),
-                             {refusal(110)});
-    test::expectOneLineError(runKvlens("compare --methods snapkv --budgets 32 -n 4 --model " + kPhi3 + " --prompt " + kLong),
-                             {refusal(110)});
-    const test::CliResult runIgnored = runKvlens("run --method snapkv --budget 40 --window 8 -n 4 --sliding-window ignore --model " +
-                                                 kPhi3 + " --prompt " + kLong);
-    EXPECT_EQ(runIgnored.exitCode, 0) << runIgnored.err;
-    // KVzip's reconstruction runs the repeated prompt after it: 33 prompt tokens fit, their
-    // repeat does not (its position count named).
+    const nlohmann::json generated = nlohmann::json::parse(applied.out)["generated_token_ids"];
+    EXPECT_EQ(generated.size(), 8u);
+    EXPECT_NE(generated, nlohmann::json::parse(ignored.out)["generated_token_ids"]);
+    // FullKV keeps each layer's last 63 prompt positions (all a decode step reaches) and its
+    // compressed decode gives generate's tokens; SnapKV's 40 are 40 of those 63.
+    const test::CliResult full = runKvlens("run --json --method full -n 8 --model " + kPhi3 + " --prompt " + kLong);
+    ASSERT_EQ(full.exitCode, 0) << full.err;
+    const nlohmann::json f = nlohmann::json::parse(full.out);
+    EXPECT_EQ(f["prompt_tokens"], 106);
+    EXPECT_EQ(f["full_token_ids"], generated);
+    EXPECT_EQ(f["token_ids"], generated);
+    for (const auto& b : f["layer_budgets"]) EXPECT_EQ(b, 63);
+    const test::CliResult snap =
+        runKvlens("run --json --method snapkv --budget 40 --window 8 -n 8 --model " + kPhi3 + " --prompt " + kLong);
+    ASSERT_EQ(snap.exitCode, 0) << snap.err;
+    const nlohmann::json m = nlohmann::json::parse(snap.out)["metrics"];
+    EXPECT_EQ(nlohmann::json::parse(snap.out)["full_token_ids"], generated);
+    EXPECT_EQ(m["kv_bytes_full"], f["metrics"]["kv_bytes"]);
+    EXPECT_NEAR(m["kv_ratio"].get<double>(), 40.0 / 63.0, 1e-9);
+    // A budget over the window keeps the window and frees nothing.
+    const test::CliResult wide =
+        runKvlens("run --json --method snapkv --budget 80 --window 8 -n 2 --model " + kPhi3 + " --prompt " + kLong);
+    ASSERT_EQ(wide.exitCode, 0) << wide.err;
+    EXPECT_EQ(nlohmann::json::parse(wide.out)["metrics"]["kv_ratio"], 1.0);
+    const test::CliResult runIgnored = runKvlens("run --json --method snapkv --budget 40 --window 8 -n 4 --sliding-window ignore "
+                                                 "--model " + kPhi3 + " --prompt " + kLong);
+    ASSERT_EQ(runIgnored.exitCode, 0) << runIgnored.err;
+    EXPECT_NEAR(nlohmann::json::parse(runIgnored.out)["metrics"]["kv_ratio"].get<double>(), 40.0 / 106.0, 1e-9);
+    // KVzip's reconstruction runs the repeated prompt after it: past the window, refused.
     const test::CliResult kvzip = runKvlens("run --method kvzip --budget 16 -n 2 --model " + kPhi3 +
                                             " --prompt 'Once upon a time, there was a little girl named Lily. She loved "
                                             "to play outside in the sun with her friends. One day, she found a big'");
     EXPECT_EQ(kvzip.exitCode, 1);
-    EXPECT_NE(kvzip.err.find(" positions reach past the model's sliding window of 64 tokens: KV Lens applies the window"),
-              std::string::npos)
-        << kvzip.err;
+    EXPECT_NE(kvzip.err.find("KVzip's reconstruction runs the prompt again after it, "), std::string::npos) << kvzip.err;
+    EXPECT_NE(kvzip.err.find(" positions, past the model's sliding window of 64 tokens"), std::string::npos) << kvzip.err;
+    test::expectOneLineError(runKvlens("run --method finch --budget 40 -n 2 --model " + kPhi3 + " --prompt " + kLong),
+                             {"--method finch: its own chunked prefill and the positions it decodes from do not apply "
+                              "the model's sliding window yet; --sliding-window ignore"});
+    test::expectOneLineError(runKvlens("run --method snapkv --budget 40 --decode-every 8 -n 4 --model " + kPhi3 +
+                                       " --prompt " + kLong),
+                             {"--decode-every on a model with a sliding window (64 tokens from layer 0)"});
+    test::expectOneLineError(runKvlens("compare --methods snapkv --budgets 40 --decode-every 8 -n 4 --model " + kPhi3 +
+                                       " --prompt " + kLong),
+                             {"--decode-every on a model with a sliding window (64 tokens from layer 0)"});
     test::expectOneLineError(runKvlens("generate --sliding-window refuse --model " + kPhi3 + " --prompt " + kShort),
                              {"--sliding-window 'refuse': apply or ignore"});
 }

@@ -16,8 +16,9 @@ namespace kvlens::test {
 
 // SnapKV's window votes in double: the last W queries' causal softmax (1/sqrt(D)) summed,
 // for prefix columns [0, T - W), averaged over the KV head's query heads (or one query head).
+// With a `slidingWindow` S > 0 the query at position p attends to keys p - S + 1 .. p only.
 inline std::vector<double> votesReference(const Capture& c, int64_t layer, int64_t head, int64_t W,
-                                          bool perQueryHead) {
+                                          bool perQueryHead, int64_t slidingWindow = 0) {
     const int64_t T = c.promptLength(), H = c.queryHeads(), G = H / c.kvHeads(), D = c.headDim();
     const at::Tensor q = c.windowQueries(layer).to(at::kDouble).contiguous();
     const auto qa = q.accessor<double, 3>();
@@ -32,9 +33,10 @@ inline std::vector<double> votesReference(const Capture& c, int64_t layer, int64
         const Rows keys = rowsOf(c.keys(layer), h / G);
         for (int64_t w = 0; w < W; ++w) {
             const int64_t pos = T - W + w, row = rows - W + w;
-            std::vector<double> logit(pos + 1);
+            const int64_t lo = slidingWindow > 0 ? std::max<int64_t>(0, pos - slidingWindow + 1) : 0;
+            std::vector<double> logit(pos + 1, -INFINITY);
             double top = -INFINITY, z = 0.0;
-            for (int64_t j = 0; j <= pos; ++j) {
+            for (int64_t j = lo; j <= pos; ++j) {
                 double s = 0.0;
                 for (int64_t d = 0; d < D; ++d) s += qa[h][row][d] * keys[j][d];
                 top = std::max(top, logit[j] = s / std::sqrt(double(D)));

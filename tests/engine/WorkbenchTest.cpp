@@ -69,23 +69,33 @@ TEST(WorkbenchTest, ModelFiguresMatchTheConfig) {
     EXPECT_FALSE(m.isFile);
 }
 
-// A model with a sliding window (the phi3 test file, 64): a capture past it is refused in one
-// line; loaded with ignoreSlidingWindow it goes.
-TEST(WorkbenchTest, ACapturePastASlidingWindowIsRefusedUnlessIgnored) {
+// A model with a sliding window (the phi3 test file, 64 on every layer): a capture past it
+// goes, and the Memory panel's full bytes of each layer count the window's 63 rows (what a
+// decode step reaches); loaded with ignoreSlidingWindow, the whole prompt.
+TEST(WorkbenchTest, ACapturePastASlidingWindowCountsTheWindowsBytes) {
     Workbench::LoadOptions o;
     o.model = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-phi3-F16.gguf";
     o.dtype = "f32";
     o.threads = 2;
     const std::string text = "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun "
-                             "with her friends. One day, she found a big red ball in the park.";
+                             "with her friends. One day, she found a big red ball in the park. She ran to her mom and "
+                             "said, look what I found! Her mom smiled and said they could play with it together after "
+                             "lunch. Lily was very happy.";
     Workbench w;
-    w.load(o, {}, nullptr);
-    EXPECT_NE(errorOf([&] { w.capture(plain(text), 32, {}, nullptr); })
-                  .find("positions reach past the model's sliding window of 64 tokens"),
-              std::string::npos);
+    const WorkbenchModel m = w.load(o, {}, nullptr);
+    const WorkbenchCapture windowed = w.capture(plain(text), 32, {}, nullptr);
+    const int64_t T = static_cast<int64_t>(windowed.tokenIds.size());
+    ASSERT_GT(T, 64);
+    ASSERT_EQ(windowed.fullBytesPerLayer.size(), size_t(m.layers));
+    const int64_t perRow = m.kvBytesPerToken / m.layers;
+    for (int64_t b : windowed.fullBytesPerLayer) EXPECT_EQ(b, 63 * perRow);
+    EXPECT_EQ(windowed.slidingWindows, std::vector<int64_t>(size_t(m.layers), 64));
+    EXPECT_EQ(windowed.firstReached, std::vector<int64_t>(size_t(m.layers), T - 63));
     o.ignoreSlidingWindow = true;
     w.load(o, {}, nullptr);
-    EXPECT_GT(w.capture(plain(text), 32, {}, nullptr).tokenIds.size(), 40u);
+    const WorkbenchCapture whole = w.capture(plain(text), 32, {}, nullptr);
+    for (int64_t b : whole.fullBytesPerLayer) EXPECT_EQ(b, T * perRow);
+    EXPECT_EQ(whole.slidingWindows, std::vector<int64_t>(size_t(m.layers), 0));
 }
 
 TEST(WorkbenchTest, CaptureSelectScoresAndBytes) {

@@ -1,5 +1,8 @@
 #include "engine/compress/presses/Press.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/Error.h"
@@ -74,9 +77,80 @@ PressParams Press::selectionParams(const PressParams& params) {
 
 std::vector<std::vector<float>> Press::scores(const Capture&, const PressParams&, int64_t) const { return {}; }
 
+// The methods whose own runs of the model or re-positioned keys do not apply a sliding
+// window yet (KVzip's reconstruction is refused by ContextReconstruction, past the window).
+void Press::requireWindowSupport(const Capture& capture, const PressParams& params) {
+    bool local = false;
+    for (int64_t l = 0; l < capture.layers(); ++l) local = local || capture.slidingWindow(l) > 0;
+    if (!local) return;
+    const std::string method = methods::underConvention(params.method, params.convention);
+    const char* why = nullptr;
+    if (methods::effectiveNeeds(params).has(Need::SecondPrefill))
+        why = "its own chunked prefill and the positions it decodes from do not apply the model's sliding window yet";
+    else if (method == methods::info(MethodId::FinchKvpress).name)
+        why = "it turns the kept keys to positions 0 .. B-1, which a sliding window would then cut wrongly";
+    else if (capture.windowed() && params.ranksBy(methods::info(MethodId::NonCausal).name))
+        why = "the non-causal attention of its chunks is not defined across a sliding window yet";
+    if (why) {
+        throw Error("--method " + params.method + (params.scorer.empty() ? "" : " --scorer " + params.scorer) + ": " + why +
+                    "; --sliding-window ignore (the window's 'window: ignore') attends over the whole sequence");
+    }
+}
+
+namespace {
+
+// A local layer (sliding window w, the prompt longer than it) holds only what a decode step's
+// query can still reach, positions T - w + 1 .. T - 1: each head keeps min(its count, w - 1) of
+// them, first those the method kept there, then the rest of the window by the method's scores
+// (NaN, kept whole, first; ties to the lower position) or, for a method that ranks nothing,
+// the most recent. A window under the budget keeps the whole window and frees nothing.
+void keepInsideWindows(const Press& press, const Capture& capture, Selection& s) {
+    for (int64_t l = 0; l < s.layers(); ++l) {
+        const int64_t first = capture.firstReached(l);
+        if (first == 0) continue;
+        std::vector<std::vector<float>> scores;
+        bool scored = false;
+        for (size_t h = 0; h < s.kept[l].size(); ++h) {
+            std::vector<int32_t>& kept = s.kept[l][h];
+            const int64_t want = std::min<int64_t>(static_cast<int64_t>(kept.size()), s.promptLength - first);
+            std::vector<char> in(static_cast<size_t>(s.promptLength - first), 0);
+            int64_t have = 0;
+            for (int32_t p : kept)
+                if (p >= first) in[size_t(p - first)] = 1, ++have;
+            if (have < want) {
+                if (!scored) {
+                    scores = press.scores(capture, s.params, l);
+                    scored = true;
+                }
+                std::vector<int32_t> rest;  // the window's positions not kept, best first
+                for (int64_t p = first; p < s.promptLength; ++p)
+                    if (!in[size_t(p - first)]) rest.push_back(static_cast<int32_t>(p));
+                if (h < scores.size() && static_cast<int64_t>(scores[h].size()) == s.promptLength) {
+                    const std::vector<float>& row = scores[h];
+                    auto key = [&](int32_t p) {
+                        const float v = row[size_t(p)];
+                        return std::isnan(v) ? std::numeric_limits<float>::infinity() : v;
+                    };
+                    std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) { return key(a) > key(b); });
+                } else {
+                    std::reverse(rest.begin(), rest.end());
+                }
+                for (int64_t i = 0; i < want - have; ++i) in[size_t(rest[size_t(i)] - first)] = 1;
+            }
+            std::vector<int32_t> inside;  // `have` never exceeds `want`: the window holds w - 1 positions
+            for (int64_t p = first; p < s.promptLength; ++p)
+                if (in[size_t(p - first)]) inside.push_back(int32_t(p));
+            kept = std::move(inside);
+        }
+    }
+}
+
+}  // namespace
+
 Selection Press::select(const Capture& capture, const PressParams& params) const {
     const int64_t T = capture.promptLength();
     params.validate(T, capture.windowCapacity());
+    requireWindowSupport(capture, params);
     if (params.info()->id == MethodId::H2o && !capture.hasH2oScores()) {
         throw Error(capture.prompt().empty()
                         ? "--method h2o needs the attention of every prompt query, which only a model "
@@ -105,6 +179,7 @@ Selection Press::select(const Capture& capture, const PressParams& params) const
     } else {
         fill(capture, s.params, budget, s);  // with the GQA mode the selection really has
     }
+    if (capture.windowed()) keepInsideWindows(*this, capture, s);
     // What each layer holds, whatever the method gave it: a ChunkKV layer keeps whole chunks
     // under its budget, KVzip's layers hold what its global ranking left them.
     s.layerBudgets.assign(L, 0);

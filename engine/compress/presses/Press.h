@@ -31,6 +31,10 @@ public:
     // table's rankRule says otherwise (LagKV's partitions, CriticalKV's first stage, SimLayerKV).
     virtual std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
                                                    int64_t layer) const;
+    // Throws kvlens::Error (one line) when the method cannot run on this capture's sliding
+    // windows yet (Finch's own prefill, finch-kvpress's re-rotation, non-causal attention past a
+    // window); select and Capture::keepScoresFor ask it before any work.
+    static void requireWindowSupport(const Capture& capture, const PressParams& params);
     // `params` as the selection has them: one selection per KV head but for the methods that
     // read the GQA mode (the window votes' query-head layout).
     static PressParams selectionParams(const PressParams& params);

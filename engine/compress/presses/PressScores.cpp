@@ -54,8 +54,9 @@ HeadScores windowVotes(const Capture& capture, int64_t layer, int64_t window, Gq
 
 HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams& p) {
     if (fusedOnDevice(capture)) {
-        return toRows(
-            kernels::layerScores(capture.windowQueries(layer), capture.keys(layer), voteSpec(p)));
+        kernels::VoteSpec spec = voteSpec(p);
+        spec.slidingWindow = capture.slidingWindow(layer);
+        return toRows(kernels::layerScores(capture.windowQueries(layer), capture.keys(layer), spec));
     }
     HeadScores votes = windowVotes(capture, layer, p.window, p.gqa);
     for (auto& row : votes) row = pool1d(row, p.kernel, p.pooling);
@@ -64,7 +65,8 @@ HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams&
 
 std::vector<std::vector<int32_t>> voteSelection(const Capture& capture, int64_t layer,
                                                 const PressParams& p, int64_t prefixBudget) {
-    const kernels::VoteSpec spec = voteSpec(p);
+    kernels::VoteSpec spec = voteSpec(p);
+    spec.slidingWindow = capture.slidingWindow(layer);
     const at::Tensor kept =
         fusedOnDevice(capture)
             ? kernels::layerSelection(capture.windowQueries(layer), capture.keys(layer), spec,
@@ -83,7 +85,8 @@ HeadScores finchPressScores(const Capture& capture, int64_t layer, int64_t windo
     return grouped(capture.memoScores("finch-kvpress:" + std::to_string(window), layer, [&] {
         const int64_t T = capture.promptLength();
         const at::Tensor weights = at::arange(T - window, T, at::TensorOptions().dtype(at::kFloat)) / double(window);
-        return kernels::windowVotes(capture.windowQueries(layer), capture.keys(layer), window, weights);
+        return kernels::windowVotes(capture.windowQueries(layer), capture.keys(layer), window, weights,
+                                    capture.slidingWindow(layer));
     }), capture.kvHeads(), GqaMode::KvHead);
 }
 
@@ -126,7 +129,10 @@ std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer) {
         const at::Tensor k = capture.keys(layer).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
         // Query head h reads KV head h / (H / KV).
         const at::Tensor last = q.select(1, q.size(1) - 1).to(k.device()).view({KV, H / KV, capture.headDim()});
-        const at::Tensor logits = at::matmul(last, k.transpose(1, 2)) / std::sqrt(double(capture.headDim()));
+        at::Tensor logits = at::matmul(last, k.transpose(1, 2)) / std::sqrt(double(capture.headDim()));
+        // A local layer's last query sees only its window.
+        const at::Tensor hidden = kernels::attentionMask(T - 1, 1, T, capture.slidingWindow(layer), k.device());
+        logits.masked_fill_(hidden, -std::numeric_limits<float>::infinity());
         return at::softmax(logits, -1).view({H, T}).mean({0}, /*keepdim=*/true);  // [1, T]
     }))[0];
 }
@@ -280,10 +286,9 @@ at::Tensor cakeStatistics(const Capture& capture, int64_t layer, int64_t W) {
         const at::Tensor k = capture.keys(layer).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
         const at::Tensor q = wq.narrow(1, wq.size(1) - W, W).to(k.device()).reshape({KV, (H / KV) * W, D});
         at::Tensor logits = (at::matmul(q, k.transpose(1, 2)) / std::sqrt(double(D))).view({H, W, T});
-        // Row i is position T - W + i: it sees keys up to itself.
-        const at::Tensor rows = at::arange(W, logits.options().dtype(at::kLong)).view({W, 1}) + prefix;
-        const at::Tensor cols = at::arange(T, logits.options().dtype(at::kLong)).view({1, T});
-        logits.masked_fill_((cols > rows).unsqueeze(0), -std::numeric_limits<float>::infinity());
+        // Row i is position T - W + i: it sees keys up to itself (inside a local layer's window).
+        logits.masked_fill_(kernels::attentionMask(prefix, W, T, capture.slidingWindow(layer), logits.device()).unsqueeze(0),
+                            -std::numeric_limits<float>::infinity());
         const at::Tensor a = at::softmax(logits, -1).narrow(2, 0, prefix);  // [H, W, prefix]
         const at::Tensor var = a.var(1, /*unbiased=*/true);
         // Each term in fp32, the sums in fp64.

@@ -61,6 +61,7 @@ FunnelView::FunnelView(QWidget* parent) : ImGuiCanvas(parent) {}
 QColor FunnelView::barColor() { return toQColor(okabe(5)); }
 QColor FunnelView::focusedBarColor() { return toQColor(okabe(7)); }
 QColor FunnelView::budgetColor() { return toQColor(okabe(1)); }
+QColor FunnelView::windowColor() { return toQColor(okabe(2)); }  // bluish green, as the kept view's window edge
 
 QString FunnelView::statisticName(FunnelStatistic which) {
     switch (which) {
@@ -116,6 +117,24 @@ void FunnelView::setLayerBudgets(std::vector<int64_t> budgetsPerHead, const QStr
     requestRedraw();
 }
 
+void FunnelView::setSlidingWindows(std::vector<int64_t> windows) {
+    windows_ = std::move(windows);
+    requestRedraw();
+}
+
+int64_t FunnelView::windowCap(int layer) const {
+    if (layer < 0 || layer >= layers() || static_cast<size_t>(layer) >= windows_.size()) return 0;
+    const int64_t w = windows_[static_cast<size_t>(layer)];
+    return w > 0 && promptLength_ > w - 1 ? w - 1 : 0;
+}
+
+bool FunnelView::drawsWindowCaps() const {
+    if (!isPositionValued(statistic_) && !budgetsOnSecondaryAxis()) return false;
+    for (int layer = 0; layer < layers(); ++layer)
+        if (windowCap(layer) > 0) return true;
+    return false;
+}
+
 void FunnelView::setFocusedLayer(int layer) {
     focusedLayer_ = layers() > 0 ? std::clamp(layer, 0, layers() - 1) : 0;
     requestRedraw();
@@ -152,9 +171,11 @@ FunnelView::Axis FunnelView::valueAxis() const {
         largest = std::max(largest, valueOf(layer.mean, statistic_));
         for (const auto& head : layer.heads) largest = std::max(largest, valueOf(head, statistic_));
     }
-    if (isPositionValued(statistic_))
+    if (isPositionValued(statistic_)) {
         for (int i = 0; i < budgetLayers(); ++i)
             largest = std::max(largest, static_cast<double>(budgets_[static_cast<size_t>(i)]));
+        for (int i = 0; i < layers(); ++i) largest = std::max(largest, static_cast<double>(windowCap(i)));
+    }
     if (!(largest > 0.0) || !std::isfinite(largest)) return Axis{};
     const bool integer = isPositionValued(statistic_);
     const double step = viz::Ticks::niceStep(0.0, largest * 1.03, 6, integer);
@@ -166,6 +187,7 @@ FunnelView::Axis FunnelView::budgetAxis() const {
     double largest = 0.0;
     for (int i = 0; i < budgetLayers(); ++i)
         largest = std::max(largest, static_cast<double>(budgets_[static_cast<size_t>(i)]));
+    for (int i = 0; i < layers(); ++i) largest = std::max(largest, static_cast<double>(windowCap(i)));
     if (!(largest > 0.0)) return Axis{};
     const double step = viz::Ticks::niceStep(0.0, largest * 1.03, 6, true);
     return Axis{std::ceil(largest * 1.03 / step) * step, step};
@@ -219,6 +241,15 @@ QString FunnelView::hoverText(int layer) const {
         if (!budgetLabel_.isEmpty()) line += QStringLiteral(", ") + budgetLabel_;
         lines << line;
     }
+    if (const int64_t cap = windowCap(layer); cap > 0) {
+        lines << QStringLiteral("local layer, sliding window %1: a decode step reaches its last %2 prompt positions, "
+                                "the most any method keeps here")
+                     .arg(cap + 1)
+                     .arg(cap);
+    } else if (static_cast<size_t>(layer) < windows_.size() && windows_[static_cast<size_t>(layer)] > 0) {
+        lines << QStringLiteral("local layer, sliding window %1: it spans the prompt")
+                     .arg(windows_[static_cast<size_t>(layer)]);
+    }
     return lines.join(QLatin1Char('\n'));
 }
 
@@ -265,6 +296,20 @@ void FunnelView::drawFrame() {
                 barX0 + barW * (static_cast<float>(h) + 0.5f) / static_cast<float>(heads);
             const float y = static_cast<float>(yFor(valueOf(summary.heads[h], statistic_), values));
             list->AddCircleFilled(ImVec2(x, y), dotRadius, kDot, 8);
+        }
+    }
+
+    if (drawsWindowCaps()) {
+        // A local layer's cap: a dashed line across its column at W - 1 on the positions' axis.
+        const ImU32 color = toImU32(windowColor());
+        for (int layer = 0; layer < layers(); ++layer) {
+            const int64_t cap = windowCap(layer);
+            if (cap == 0) continue;
+            const float x0 = left + static_cast<float>(layer) * columnW;
+            const float y = std::round(static_cast<float>(yFor(static_cast<double>(cap), budgets))) + 0.5f;
+            const float dash = std::max(2.0f, std::min(6.0f, columnW / 5.0f));
+            for (float x = x0 + 1.0f; x < x0 + columnW - 1.0f; x += 2.0f * dash)
+                list->AddLine(ImVec2(x, y), ImVec2(std::min(x + dash, x0 + columnW - 1.0f), y), color, 2.0f);
         }
     }
 
@@ -346,6 +391,13 @@ void FunnelView::drawLegend(const QRectF& plot) {
     list->AddCircleFilled(ImVec2(x + 5.0f, y + 7.0f), 2.5f, kDot, 8);
     addText(list, x + 14.0f, y, kText, "heads");
     x += 14.0f + textWidth("heads") + 14.0f;
+    if (drawsWindowCaps()) {
+        const ImU32 color = toImU32(windowColor());
+        list->AddLine(ImVec2(x, y + 7.0f), ImVec2(x + 5.0f, y + 7.0f), color, 2.0f);
+        list->AddLine(ImVec2(x + 9.0f, y + 7.0f), ImVec2(x + 14.0f, y + 7.0f), color, 2.0f);
+        addText(list, x + 18.0f, y, kText, "window cap");
+        x += 18.0f + textWidth("window cap") + 14.0f;
+    }
     if (budgetLayers() > 0) {
         const ImU32 color = toImU32(budgetColor());
         list->AddLine(ImVec2(x, y + 7.0f), ImVec2(x + 16.0f, y + 7.0f), color, 2.0f);

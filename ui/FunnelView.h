@@ -5,7 +5,8 @@
 // positions) share their y axis with the budgets, which are positions too; for the others
 // (entropy, sink and local mass) the budgets get a secondary axis at the right. Clicking a
 // layer's column focuses it and emits layerClicked (handled on Qt's event, synchronously);
-// hovering shows the layer's numbers in an ImGui tooltip.
+// hovering shows the layer's numbers in an ImGui tooltip. A local layer (a sliding window
+// shorter than the prompt) shows its window's cap, the most any method keeps there.
 #pragma once
 
 #include <QColor>
@@ -34,6 +35,13 @@ public:
     // Entries per head each layer holds (Selection::layerBudgets); empty clears. Layers
     // beyond the statistics' are not drawn.
     void setLayerBudgets(std::vector<int64_t> budgetsPerHead, const QString& label);
+    // Per layer its sliding window (0: global; WorkbenchCapture::slidingWindows); empty clears.
+    void setSlidingWindows(std::vector<int64_t> windows);
+    // What a decode step reaches of the prompt on `layer`, W - 1, where its window is shorter
+    // than the prompt; 0 on a global layer or one whose window spans the prompt.
+    int64_t windowCap(int layer) const;
+    // Whether the caps are drawn: some layer has one and the axis they would use is in positions.
+    bool drawsWindowCaps() const;
 
     // Clamped to the layers shown (0 without any).
     void setFocusedLayer(int layer);
@@ -58,6 +66,7 @@ public:
     static QColor barColor();
     static QColor focusedBarColor();
     static QColor budgetColor();
+    static QColor windowColor();
 
 signals:
     void layerClicked(int layer);
@@ -84,6 +93,7 @@ private:
     int64_t promptLength_ = 0;
     FunnelStatistic statistic_ = FunnelStatistic::Positions90;
     std::vector<int64_t> budgets_;
+    std::vector<int64_t> windows_;
     QString budgetLabel_;
     int focusedLayer_ = 0;
 };

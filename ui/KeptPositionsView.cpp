@@ -131,6 +131,32 @@ QColor KeptPositionsView::windowColor() {
     return QColor(c.r, c.g, c.b);
 }
 QColor KeptPositionsView::markColor() { return QColor(255, 80, 220); }
+namespace {
+viz::Rgb windowEdgeRgb() { return viz::CategoricalPalette::okabeIto().color(2); }  // bluish green, as the funnel's cap
+}  // namespace
+
+QColor KeptPositionsView::windowEdgeColor() {
+    const viz::Rgb c = windowEdgeRgb();
+    return QColor(c.r, c.g, c.b);
+}
+
+void KeptPositionsView::setSlidingWindows(std::vector<int64_t> windows) {
+    windows_ = std::move(windows);
+    requestRedraw();
+}
+
+int64_t KeptPositionsView::firstReached(int layer) const {
+    if (layer < 0 || static_cast<size_t>(layer) >= windows_.size()) return 0;
+    const int64_t w = windows_[static_cast<size_t>(layer)];
+    return w > 0 ? std::max<int64_t>(0, promptLength() - w + 1) : 0;
+}
+
+QString KeptPositionsView::outsideWindowText(int layer, int64_t position) const {
+    if (position >= firstReached(layer)) return {};
+    return QStringLiteral("outside L%1's sliding window of %2: no decode step reaches it")
+        .arg(layer)
+        .arg(windows_[static_cast<size_t>(layer)]);
+}
 
 void KeptPositionsView::setMarkedPositions(std::vector<int64_t> positions, const QString& name) {
     std::sort(positions.begin(), positions.end());
@@ -417,13 +443,19 @@ QString KeptPositionsView::focusedLayerSummary() const {
     const bool even = std::all_of(layer.begin(), layer.end(),
                                   [&](const auto& h) { return h.size() == layer.front().size(); });
     const double percent = length > 0 ? 100.0 * perHead / static_cast<double>(length) : 0.0;
-    return QStringLiteral("L%1: %2/%3 kept per head%4, %5%")
-        .arg(focusedLayer_)
-        .arg(even ? QString::number(static_cast<int64_t>(perHead))
-                  : QString::number(perHead, 'f', 1))
-        .arg(length)
-        .arg(even ? QString() : QStringLiteral(" (mean)"))
-        .arg(percent, 0, 'f', 1);
+    QString summary = QStringLiteral("L%1: %2/%3 kept per head%4, %5%")
+                          .arg(focusedLayer_)
+                          .arg(even ? QString::number(static_cast<int64_t>(perHead))
+                                    : QString::number(perHead, 'f', 1))
+                          .arg(length)
+                          .arg(even ? QString() : QStringLiteral(" (mean)"))
+                          .arg(percent, 0, 'f', 1);
+    if (const int64_t first = firstReached(focusedLayer_); first > 0)
+        summary += QStringLiteral("; sliding window %1: reaches %2-%3")
+                       .arg(windows_[static_cast<size_t>(focusedLayer_)])
+                       .arg(first)
+                       .arg(length - 1);
+    return summary;
 }
 
 QString KeptPositionsView::hoverText(int head, int64_t position) const {
@@ -438,6 +470,7 @@ QString KeptPositionsView::hoverText(int head, int64_t position) const {
                  .arg(QString::fromStdString(tokenText(position)));
     if (std::binary_search(marked_.begin(), marked_.end(), position))
         lines << QStringLiteral("%1 token").arg(markName_.isEmpty() ? QStringLiteral("marked") : markName_);
+    if (const QString outside = outsideWindowText(layer, position); !outside.isEmpty()) lines << outside;
     const bool kept = isKept(s, layer, head, position);
     lines << QStringLiteral("L%1 %2: %3")
                  .arg(layer)
@@ -490,14 +523,16 @@ QString KeptPositionsView::overviewHoverText(int layer, int64_t position) const 
     const QString mark = std::binary_search(marked_.begin(), marked_.end(), position)
                              ? QStringLiteral("  (%1)").arg(markName_.isEmpty() ? QStringLiteral("marked") : markName_)
                              : QString();
-    return QStringLiteral("L%1, position %2  '%3'%7\nkept by %4/%5 heads (%6)\nclick: focus L%1")
+    const QString outside = outsideWindowText(layer, position);
+    return QStringLiteral("L%1, position %2  '%3'%7\nkept by %4/%5 heads (%6)%8\nclick: focus L%1")
         .arg(layer)
         .arg(position)
         .arg(QString::fromStdString(tokenText(position)))
         .arg(keeping)
         .arg(headsPerLayer())
         .arg(label_)
-        .arg(mark);
+        .arg(mark)
+        .arg(outside.isEmpty() ? QString() : QStringLiteral("\n") + outside);
 }
 
 // ---- drawing ----
@@ -515,6 +550,7 @@ void KeptPositionsView::drawFrame() {
     drawOverview(l);
     drawFocusedMap(l);
     drawTokenRow(l);
+    drawWindows(l);
     drawMarks(l);
     drawPositionAxis(l.plotX0, l.plotX1, first_, visible_, l.axisY);
     drawHover(l);
@@ -546,6 +582,9 @@ void KeptPositionsView::drawTitle(const Layout& l) {
         const bool tail = selection_->params.keptEndIsLagTail(promptLength());
         items.insert(items.begin() + 1, {toImU32(paletteColor(2)), tail ? "tail" : "window"});
     }
+    bool windowed = false;
+    for (int layer = 0; layer < l.layers; ++layer) windowed = windowed || firstReached(layer) > 0;
+    if (windowed) items.push_back({toImU32(windowEdgeRgb()), "window edge"});
     const std::string markLegend = markName_.isEmpty() ? std::string("marked") : toUtf8(markName_);
     if (!marked_.empty()) items.push_back({kMark, markLegend.c_str()});
     float legendWidth = 0.0f;
@@ -720,6 +759,34 @@ void KeptPositionsView::drawPositionAxis(float x0, float x1, double first, doubl
 
 // The marked positions: ticks on the band under the overview (whole prompt, at least
 // 2 px each), and a frame around each run of them over the focused map's head rows.
+void KeptPositionsView::drawWindows(const Layout& l) {
+    // Positions no decode step reaches on a local layer: shaded over, the window's edge marked.
+    ImDrawList* list = ImGui::GetBackgroundDrawList();
+    const ImU32 shade = IM_COL32(20, 20, 20, 170), edge = toImU32(windowEdgeRgb());
+    const double length = static_cast<double>(promptLength());
+    const float w = l.plotX1 - l.plotX0;
+    const float gap = l.overviewRowH >= 6.0f ? 1.0f : 0.0f;
+    for (int layer = 0; layer < l.layers; ++layer) {
+        const int64_t first = firstReached(layer);
+        if (first == 0) continue;
+        const float y0 = l.overviewY0 + static_cast<float>(layer) * l.overviewRowH;
+        const float x = l.plotX0 + static_cast<float>(static_cast<double>(first) / length) * w;
+        list->AddRectFilled(ImVec2(l.plotX0, y0), ImVec2(x, y0 + l.overviewRowH - gap), shade);
+        list->AddRectFilled(ImVec2(x - 1.0f, y0), ImVec2(x + 1.0f, y0 + l.overviewRowH - gap), edge);
+    }
+    const int64_t first = firstReached(focusedLayer_);
+    if (first == 0 || first <= first_) return;
+    const double pxPerPosition = w / visible_;
+    const float y1 = l.mapY0 + static_cast<float>(l.heads) * l.mapRowH;
+    const float x = std::min(l.plotX1, static_cast<float>(l.plotX0 + (static_cast<double>(first) - first_) * pxPerPosition));
+    list->AddRectFilled(ImVec2(l.plotX0, l.mapY0), ImVec2(x, y1), shade);
+    if (x < l.plotX1) list->AddRectFilled(ImVec2(x - 1.0f, l.mapY0 - 2.0f), ImVec2(x + 1.0f, y1 + 1.0f), edge);
+    if (x - l.plotX0 > 200.0f) {
+        const std::string text = "outside the sliding window";
+        addText(list, l.plotX0 + 6.0f, l.mapY0 + 2.0f, kText, text);
+    }
+}
+
 void KeptPositionsView::drawMarks(const Layout& l) {
     if (marked_.empty()) return;
     ImDrawList* list = ImGui::GetBackgroundDrawList();

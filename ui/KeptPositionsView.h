@@ -6,7 +6,9 @@
 // the position, marked positions such as a needle's as a band under it, the focused
 // map's visible range as a bar under that), then the focused
 // layer's map (one row per selection head over the visible range), a token row (when a
-// column is wide enough for text) and the position axis.
+// column is wide enough for text) and the position axis. On a local layer (a sliding window
+// shorter than the prompt) the positions no decode step reaches are shaded over, in the
+// overview and the focused map, with the window's first position marked.
 //
 // Everything a frame computes is bounded by the canvas's pixel width, not the prompt:
 // per-(layer, head) and per-layer prefix counts are built once in setSelection, so a
@@ -77,6 +79,13 @@ public:
     // The band of marks under the overview (empty rect without marks).
     QRectF markBandRect() const;
 
+    // Per layer its sliding window (0: global; WorkbenchCapture::slidingWindows); empty clears.
+    // Kept across selections until replaced.
+    void setSlidingWindows(std::vector<int64_t> windows);
+    // The first prompt position a decode step reaches on `layer`: T - W + 1 where its window
+    // W is shorter than the prompt, else 0.
+    int64_t firstReached(int layer) const;
+
     // Whether the last frame drawn shows the selection last given to setSelection (its
     // raster built from it): what a caller waits for after a change, since the frame
     // may already have been drawn by the time it looks.
@@ -115,6 +124,7 @@ public:
     static QColor windowColor();  // kept positions inside the observation window
     static QColor droppedColor();
     static QColor markColor();
+    static QColor windowEdgeColor();  // the first position a local layer's window reaches
 
 signals:
     void layerClicked(int layer);
@@ -162,6 +172,9 @@ private:
     void drawPositionAxis(float x0, float x1, double first, double visible, float y);
     void drawHover(const Layout& l);
     void drawMarks(const Layout& l);
+    void drawWindows(const Layout& l);
+    // "outside L2's sliding window of 64: no decode step reaches it"; empty inside it.
+    QString outsideWindowText(int layer, int64_t position) const;
     // Rebuilds and uploads the cells' texture if what it shows changed (GL context current).
     void updateRaster(const Layout& l);
     void drawRasterRow(int row, float x0, float x1, float y0, float y1);
@@ -172,6 +185,7 @@ private:
     std::map<int, std::shared_ptr<const std::vector<std::vector<float>>>> scores_;
     std::vector<std::pair<std::string, std::shared_ptr<const kvlens::Selection>>> others_;
     std::vector<int64_t> marked_;  // ascending, unique
+    std::vector<int64_t> windows_;  // per layer, 0: global
     QString markName_;
     // headPrefix_[layer][head][p]: kept positions in [0, p); layerPrefix_[layer][p]: the
     // same summed over the layer's heads.

@@ -531,6 +531,9 @@ void MainWindow::clearPromptViews(const QString& why) {
     needleZoom_.reset();
     funnelView_->setStatistics({}, 0);
     funnelView_->setLayerBudgets({}, QString());
+    funnelView_->setSlidingWindows({});
+    keptView_->setSlidingWindows({});
+    memoryPanel_->setSlidingWindows({}, 0);
     attentionView_->setMap(nullptr, 0, 0, QString());
     shownMapLayer_ = shownMapHead_ = -1;
     memoryPanel_->clear(why);
@@ -587,6 +590,10 @@ void MainWindow::onPromptCaptured(std::shared_ptr<const WorkbenchCapture> captur
     methodsPanel_->setPromptLength(T);
     keptView_->setTokens(pieces_);
     funnelView_->setStatistics(capture_->stats, T);
+    // A local layer's window (Phi-3, Mistral v0.1, Gemma): marked in the three views.
+    funnelView_->setSlidingWindows(capture_->slidingWindows);
+    keptView_->setSlidingWindows(capture_->slidingWindows);
+    memoryPanel_->setSlidingWindows(capture_->slidingWindows, T);
     status_->setStyleSheet("");
     status_->setText(QString("Prompt of %1 tokens captured in %2 s (%3 tokens/s); capture holds %4.")
                          .arg(T)
@@ -625,7 +632,13 @@ void MainWindow::onSelected(const SelectionResult& r) {
     // (StreamingLLM, Random) shows none rather than those.
     if (r.scores && !r.scores->empty()) keptView_->setScores(r.focusLayer, r.scores);
     funnelView_->setLayerBudgets(s.layerBudgets, label);
-    if (capture_) memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
+    if (capture_) {
+        memoryPanel_->setMemory(capture_->fullBytesPerLayer, r.bytesPerLayer, label);
+        // Again after a stored run (which marks none) was shown.
+        keptView_->setSlidingWindows(capture_->slidingWindows);
+        funnelView_->setSlidingWindows(capture_->slidingWindows);
+        memoryPanel_->setSlidingWindows(capture_->slidingWindows, s.promptLength);
+    }
     memoryPanel_->setNote(MemoryPanel::channelsText(s, model_ ? model_->headDim : 0));
     // The last decode's allocation while it is this selection's, as a focus change reselects.
     memoryPanel_->setAllocation(outputs_ && sameParams(outputs_->params, s.params)
@@ -916,6 +929,10 @@ void MainWindow::showStoredRun(qint64 runId) {
         const QString label = QString("run %1: %2").arg(runId).arg(DisplayText::method(run.params));
         keptView_->setSelection(selection, label);
         funnelView_->setLayerBudgets(run.selection.layerBudgets, label);
+        // The store does not record the model's sliding windows: none marked for a stored run.
+        keptView_->setSlidingWindows({});
+        funnelView_->setSlidingWindows({});
+        memoryPanel_->setSlidingWindows({}, 0);
         methodsPanel_->setParams(run.params);
         std::vector<int64_t> full(run.metrics.bytesPerLayer.size(), 0);
         if (run.metrics.bytes > 0 && !run.metrics.bytesPerLayer.empty()) {

@@ -4,6 +4,7 @@
 #include "core/Selection.h"
 
 #include <QLabel>
+#include <QStringList>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <fstream>
@@ -39,6 +40,11 @@ MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
     allocation_->setWordWrap(true);
     allocation_->hide();
     layout->addWidget(allocation_);
+    windows_ = new QLabel(this);
+    windows_->setObjectName("windows");
+    windows_->setWordWrap(true);
+    windows_->hide();
+    layout->addWidget(windows_);
     chart_ = new MemoryChart(this);
     layout->addWidget(chart_, 1);
     process_ = new QLabel(this);
@@ -99,6 +105,41 @@ QString MemoryPanel::allocationText(int64_t allocated, int64_t kept) {
     return QString("Allocated: %1, the compressed cache's buffers after the gather, room for the decode included "
                    "(the kept entries %2)")
         .arg(DisplayText::bytes(allocated), DisplayText::bytes(kept));
+}
+
+void MemoryPanel::setSlidingWindows(const std::vector<int64_t>& windows, int64_t promptLength) {
+    const QString text = windowText(windows, promptLength);
+    windows_->setText(text);
+    windows_->setVisible(!text.isEmpty());
+}
+
+QString MemoryPanel::windows() const { return windows_->text(); }
+
+QString MemoryPanel::windowText(const std::vector<int64_t>& windows, int64_t promptLength) {
+    // The local layers whose window is shorter than the prompt, as runs "L0-L3, L6".
+    QStringList runs;
+    int64_t window = 0, count = 0;
+    for (size_t l = 0; l < windows.size();) {
+        if (windows[l] <= 0 || windows[l] - 1 >= promptLength) {
+            ++l;
+            continue;
+        }
+        window = windows[l];
+        size_t end = l + 1;
+        while (end < windows.size() && windows[end] == window) ++end;
+        count += static_cast<int64_t>(end - l);
+        runs << (end - l == 1 ? QString("L%1").arg(l) : QString("L%1-L%2").arg(l).arg(end - 1));
+        l = end;
+    }
+    if (count == 0) return QString();
+    return QString("%1 %2 (sliding window %3 of a %4-token prompt): a decode step reaches %5 last %6 positions, "
+                   "so %7 full cache is %6 entries per head, the most a method keeps there")
+        .arg(QString(count == 1 ? "Local layer" : "Local layers"), runs.join(", "))
+        .arg(window)
+        .arg(promptLength)
+        .arg(QString(count == 1 ? "its" : "their"))
+        .arg(window - 1)
+        .arg(QString(count == 1 ? "its" : "their"));
 }
 
 QString MemoryPanel::channelsText(const Selection& s, int64_t headDim) {

@@ -40,6 +40,16 @@ public:
     // that the bytes above leave them out while the allocated memory keeps them; "" without.
     static QString channelsText(const Selection& selection, int64_t headDim);
 
+    // The model's sliding window, per layer (0: global; WorkbenchCapture::slidingWindows), for
+    // a prompt of `promptLength`: a line saying which layers are local and that their full
+    // cache is their window (windowText); hidden without a window that cuts the prompt.
+    void setSlidingWindows(const std::vector<int64_t>& windows, int64_t promptLength);
+    QString windows() const;
+    // "Local layers L0-L3 (sliding window 64 of a 106-token prompt): a decode step reaches
+    // their last 63 positions, so their full cache is 63 entries per head, the most a method
+    // keeps"; "" when no window is shorter than the prompt.
+    static QString windowText(const std::vector<int64_t>& windows, int64_t promptLength);
+
     // What the last decode's compressed cache really allocated, beside the logical KV above
     // (allocationText; empty: hidden, as after a new selection).
     void setAllocation(const QString& text);
@@ -71,6 +81,7 @@ private:
     QLabel* totals_ = nullptr;
     QLabel* note_ = nullptr;
     QLabel* allocation_ = nullptr;
+    QLabel* windows_ = nullptr;
     MemoryChart* chart_ = nullptr;
     QLabel* process_ = nullptr;
     QLabel* gpu_ = nullptr;

@@ -60,9 +60,9 @@ ModelPromptPanel::ModelPromptPanel(QWidget* parent) : QWidget(parent) {
     window_->setObjectName("slidingWindow");
     window_->addItems({"window: apply", "window: ignore"});
     window_->setToolTip(
-        "A model's sliding window (Phi-3, Mistral v0.1, Gemma): the compression methods do not apply it yet, so a "
-        "prompt plus the tokens asked for past it is refused; ignore attends over the whole sequence "
-        "(as llama.cpp runs Mistral; not as the model was trained). Read when the model loads.");
+        "A model's sliding window (Phi-3, Mistral v0.1, Gemma): apply attends as the model was trained, in the "
+        "prefill, the methods' scores and every decode step, and a local layer keeps at most its window; ignore "
+        "attends over the whole sequence (as llama.cpp runs Mistral). Read when the model loads.");
     threads_ = new QSpinBox;
     threads_->setObjectName("threads");
     threads_->setRange(1, 1024);

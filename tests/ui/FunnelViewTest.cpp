@@ -258,5 +258,50 @@ TEST(FunnelViewTest, ScreenshotOfARealisticFunnel) {
     EXPECT_NE(hovered.copy(nearCursor), image.copy(nearCursor));
 }
 
+// A local layer whose window is shorter than the prompt: a dashed cap at W - 1 on the
+// positions' axis across its column, named in the legend and the hover; none on a global layer
+// or where the window spans the prompt, none on an axis that is not in positions.
+TEST(FunnelViewTest, ALocalLayersWindowCapIsDrawnAndNamed) {
+    FunnelView view;
+    view.setStatistics(funnel(), 1000);
+    view.setSlidingWindows({128, 0, 128, 2000});
+    EXPECT_EQ(view.windowCap(0), 127);
+    EXPECT_EQ(view.windowCap(1), 0);
+    EXPECT_EQ(view.windowCap(3), 0);  // 1999 positions reach past the prompt's 1000
+    EXPECT_TRUE(view.drawsWindowCaps());
+    show(view);
+    QImage image = grab(view);
+    QDir().mkpath(KVLENS_UI_TEST_DIR);
+    EXPECT_TRUE(image.save(QStringLiteral(KVLENS_UI_TEST_DIR "/funnel_windows.png")));
+    const QColor cap = FunnelView::windowColor();
+    auto band = [&](int layer) {
+        const QRectF column = view.layerRect(layer);
+        return QRectF(column.left(), view.yForBudget(127.0) - 2.0, column.width(), 5.0);
+    };
+    EXPECT_GT(countColour(image, band(0), cap), 10);
+    EXPECT_GT(countColour(image, band(2), cap), 10);
+    EXPECT_EQ(countColour(image, band(1), cap), 0);
+    EXPECT_EQ(countColour(image, view.layerRect(3), cap), 0);
+    EXPECT_NE(view.hoverText(0).indexOf(
+                  "local layer, sliding window 128: a decode step reaches its last 127 prompt positions, the most any "
+                  "method keeps here"),
+              -1)
+        << view.hoverText(0).toStdString();
+    EXPECT_NE(view.hoverText(3).indexOf("local layer, sliding window 2000: it spans the prompt"), -1);
+    EXPECT_EQ(view.hoverText(1).indexOf("sliding"), -1);
+    // Entropy's axis is not in positions: without budgets on a second axis, no cap.
+    view.setStatistic(FunnelStatistic::Entropy);
+    EXPECT_FALSE(view.drawsWindowCaps());
+    image = grab(view);
+    EXPECT_EQ(countColour(image, QRectF(0, 0, image.width(), image.height()), cap), 0);
+    // With budgets it has one, and the caps sit on it.
+    view.setLayerBudgets(kBudgets, QStringLiteral("snapkv B=350"));
+    EXPECT_TRUE(view.drawsWindowCaps());
+    image = grab(view);
+    EXPECT_GT(countColour(image, band(0), cap), 10);
+    view.setSlidingWindows({});
+    EXPECT_FALSE(view.drawsWindowCaps());
+}
+
 }  // namespace
 }  // namespace kvlens::ui

@@ -166,6 +166,49 @@ TEST(KeptPositionsViewTest, DrawsKeptDroppedAndWindowCellsAtTheirPixels) {
 
 // A needle's positions: the band under the overview and the frame in the focused map at
 // their pixels, the share kept in the title (hand-counted), and the hover's line.
+// A local layer (window 16 of the 40-position prompt: a decode step reaches 25..39): the
+// positions before its window are shaded over in its overview row and, focused, in its map,
+// the window's edge marked; the title and hovers say so; a global layer is as it was.
+TEST(KeptPositionsViewTest, ALocalLayersPositionsPastItsWindowAreShadedAndNamed) {
+    KeptPositionsView view;
+    view.setSelection(smallSelection(), kLabel);
+    showWithPlotWidth(view);
+    const QImage before = grab(view);
+    view.setSlidingWindows({16, 0});
+    EXPECT_EQ(view.firstReached(0), 25);
+    EXPECT_EQ(view.firstReached(1), 0);
+    const QImage after = grab(view);
+    QDir().mkpath(KVLENS_UI_TEST_DIR);
+    EXPECT_TRUE(after.save(QStringLiteral(KVLENS_UI_TEST_DIR "/kept_positions_window.png")));
+    auto darker = [&](QPointF at) {
+        const QColor a = before.pixelColor(at.toPoint()), b = after.pixelColor(at.toPoint());
+        return b.red() + b.green() + b.blue() + 30 < a.red() + a.green() + a.blue();
+    };
+    EXPECT_TRUE(darker(view.overviewCellCenter(0, 10)));
+    EXPECT_TRUE(darker(view.cellCenter(0, 10)));  // head 0 keeps 10: shaded all the same
+    EXPECT_TRUE(darker(view.cellCenter(1, 3)));
+    EXPECT_EQ(after.pixelColor(view.overviewCellCenter(0, 30).toPoint()),
+              before.pixelColor(view.overviewCellCenter(0, 30).toPoint()));
+    EXPECT_EQ(after.pixelColor(view.overviewCellCenter(1, 10).toPoint()),
+              before.pixelColor(view.overviewCellCenter(1, 10).toPoint()));
+    EXPECT_EQ(after.pixelColor(view.cellCenter(0, 33).toPoint()), before.pixelColor(view.cellCenter(0, 33).toPoint()));
+    // The edge: the window's first position's left side, in the overview row and the map.
+    const QPointF edge = view.overviewCellCenter(0, 25) - QPointF(4.0, 0.0);
+    EXPECT_TRUE(colourNear(after, edge - QPointF(0.5, 0.0), KeptPositionsView::windowEdgeColor()));
+    EXPECT_TRUE(colourNear(after, view.cellCenter(0, 25) - QPointF(4.5, 0.0), KeptPositionsView::windowEdgeColor()));
+    EXPECT_EQ(view.focusedLayerSummary(), QStringLiteral("L0: 14/40 kept per head, 35.0%; sliding window 16: reaches 25-39"));
+    EXPECT_NE(view.hoverText(0, 10).indexOf("outside L0's sliding window of 16: no decode step reaches it"), -1);
+    EXPECT_EQ(view.hoverText(0, 30).indexOf("sliding window"), -1);
+    EXPECT_NE(view.overviewHoverText(0, 3).indexOf("outside L0's sliding window of 16"), -1);
+    EXPECT_EQ(view.overviewHoverText(1, 3).indexOf("sliding window"), -1);
+    view.setFocusedLayer(1);
+    EXPECT_EQ(view.focusedLayerSummary().indexOf("sliding"), -1);
+    const QImage global = grab(view);
+    EXPECT_FALSE(colourNear(global, view.cellCenter(0, 25) - QPointF(4.5, 0.0), KeptPositionsView::windowEdgeColor()));
+    view.setSlidingWindows({});
+    EXPECT_EQ(view.firstReached(0), 0);
+}
+
 TEST(KeptPositionsViewTest, MarkedPositionsShowAsABandAFrameAndTheShareKept) {
     KeptPositionsView view;
     view.setSelection(smallSelection(), kLabel);

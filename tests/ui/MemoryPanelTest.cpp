@@ -56,6 +56,30 @@ TEST(MemoryPanel, ThinksPrunedChannelsAreNamedUnderTheTotals) {
 }
 
 // What the last decode's cache allocated, beside the logical KV: shown until cleared.
+// The local layers whose window is shorter than the prompt, named as runs, with what their
+// full cache holds; nothing where no window cuts the prompt.
+TEST(MemoryPanel, LocalLayersAndTheirWindowAreALineOfTheirOwn) {
+    EXPECT_EQ(MemoryPanel::windowText({64, 64, 64, 64}, 106),
+              "Local layers L0-L3 (sliding window 64 of a 106-token prompt): a decode step reaches their last 63 "
+              "positions, so their full cache is 63 entries per head, the most a method keeps there");
+    EXPECT_TRUE(MemoryPanel::windowText({16, 0, 16, 16, 0}, 60)
+                    .startsWith("Local layers L0, L2-L3 (sliding window 16 of a 60-token prompt): a decode step"));
+    EXPECT_EQ(MemoryPanel::windowText({16, 0}, 60),
+              "Local layer L0 (sliding window 16 of a 60-token prompt): a decode step reaches its last 15 "
+              "positions, so its full cache is 15 entries per head, the most a method keeps there");
+    EXPECT_EQ(MemoryPanel::windowText({64, 64}, 40), "");  // the window spans the prompt
+    EXPECT_EQ(MemoryPanel::windowText({64, 64}, 63), "");  // the first decode step reaches position 0
+    EXPECT_NE(MemoryPanel::windowText({64, 64}, 64), "");  // it does not
+    EXPECT_EQ(MemoryPanel::windowText({0, 0}, 4000), "");
+    EXPECT_EQ(MemoryPanel::windowText({}, 4000), "");
+    MemoryPanel panel;
+    panel.setSlidingWindows({16, 0}, 60);
+    EXPECT_EQ(panel.windows().left(15), "Local layer L0 ");
+    EXPECT_FALSE(panel.findChild<QLabel*>("windows")->isHidden());
+    panel.setSlidingWindows({}, 0);
+    EXPECT_TRUE(panel.findChild<QLabel*>("windows")->isHidden());
+}
+
 TEST(MemoryPanel, TheAllocatedBytesOfTheLastDecodeAreALineOfTheirOwn) {
     EXPECT_EQ(MemoryPanel::allocationText(6'100'000, 5'800'000),
               "Allocated: 6.1 MB, the compressed cache's buffers after the gather, room for the decode included "

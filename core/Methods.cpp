@@ -297,6 +297,18 @@ std::string enumList(EnumSet<E> set, const char* (*name)(E), const char* sep) {
     return out;
 }
 
+
+// Every method on a model with sliding-window layers (Phi-3, Mistral v0.1, Gemma): stated once
+// here, applied by Press::select (keepInsideWindows) and the compressed cache.
+const char* const kSlidingWindowRule =
+    "On a local layer (sliding window W, prompt T > W - 1) a decode step reaches only positions T - W + 1 .. T - 1, "
+    "so each head keeps min(its budget, W - 1) of them: those the method kept there, then the rest of the window by "
+    "the method's scores (NaN first, ties to the lower position; the most recent for a method without scores). A "
+    "window under the budget keeps the whole window and frees nothing; the compressed decode drops rows as the window "
+    "slides, as the full cache's does. The scores themselves apply each query's window. kvpress instead leaves "
+    "Gemma 3's sliding layers uncompressed. Not yet on a windowed model (refused in one line): finch, finch-kvpress, "
+    "the non-causal scorer and compactor (which blends it in), kvzip past the window, --decode-every.";
+
 }  // namespace
 
 const std::vector<MethodInfo>& all() { return table(); }
@@ -499,6 +511,7 @@ std::string tableText() {
     row("method", "family", "decode", "kvpress", "keeps");
     for (const MethodInfo& m : table())
         row(m.name, familyName(m.family), decodeFormName(m.decode), *m.kvpress ? m.kvpress : "-", m.summary);
+    s << "\nSliding windows: " << kSlidingWindowRule << "\n";
     return s.str();
 }
 
@@ -550,7 +563,9 @@ std::string tableJson() {
                             {"default", k.defaultText},
                             {"values", knobValuesText(k)},
                             {"help", k.help}});
-    return nlohmann::ordered_json{{"methods", out}, {"knobs", knobsOut}}.dump(2) + "\n";
+    return nlohmann::ordered_json{{"methods", out}, {"knobs", knobsOut}, {"sliding_window_rule", kSlidingWindowRule}}
+               .dump(2) +
+           "\n";
 }
 
 std::string tableMarkdown() {
@@ -561,6 +576,7 @@ std::string tableMarkdown() {
          "The tests column names the GoogleTest filters (tests/engine/) that pin each definition; every method is "
          "also in PressScoresRule.* (its shown scores order what it keeps) and every kvpress form in "
          "KvpressConvention.*.\n\n"
+      << "**Sliding windows.** " << kSlidingWindowRule << "\n\n"
       << "| method | family | keeps | knobs | needs | decode | paper | kvpress | kvpress's positions | against kvpress "
          "| tests |\n"
       << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";

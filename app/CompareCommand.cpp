@@ -82,7 +82,7 @@ int runCompare(const std::vector<std::string>& argv) {
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
-    if (every > 0) DecodeCompressor::requireNoSlidingWindow(loaded.model->config());  // before the prefill
+    if (every > 0) DecodeCompressor::requireModelSupport(loaded.model->config());  // before the prefill
     const std::vector<int32_t> ids = loaded.tokenizer->encode(
         prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial);
     // Every run's settings against the prompt, before its prefill (seconds on a long one).
@@ -90,6 +90,7 @@ int runCompare(const std::vector<std::string>& argv) {
     if (args.has("--methods")) {
         for (const PressParams& p : runs) {
             p.validate(T, Capture::windowCapacityFor(T));
+            Press::requireModelSupport(loaded.model->config(), T, p);
             decodeRule(p);
         }
     } else {
@@ -100,6 +101,7 @@ int runCompare(const std::vector<std::string>& argv) {
         for (const PressParams& p : runs) {
             try {
                 p.validate(T, Capture::windowCapacityFor(T));
+                Press::requireModelSupport(loaded.model->config(), T, p);  // a sliding window, Gemma's soft-cap
                 decodeRule(p);  // with --decode-every: methods without a decode form are left out
                 fitting.push_back(p);
             } catch (const Error& e) {

@@ -168,13 +168,9 @@ int runInfo(const std::vector<std::string>& argv) {
                                 : std::to_string(local.size()) + " local layers of " + std::to_string(c.nLayers) +
                                       " (in each run of " + std::to_string(c.windowPeriod) + ", " +
                                       std::to_string(c.windowPeriod - 1) + " local then 1 global)";
-        // LlamaModel::requireCompressible refuses Gemma's soft-cap and local RoPE base.
-        const bool compressible = c.attnSoftcap <= 0.0 && c.localRopeTheta <= 0.0;
         notes.push_back("sliding window " + std::to_string(c.slidingWindow) + " tokens on " + where +
-                        (compressible ? ": applied by generate and by the compression methods, a local layer keeping "
-                                        "at most its window (--sliding-window ignore attends over all)"
-                                      : ": applied by generate (the compression methods refuse this model; "
-                                        "--sliding-window ignore attends over all)"));
+                        ": applied by generate and by the compression methods, a local layer keeping at most its "
+                        "window (--sliding-window ignore attends over all)");
     }
     if (c.architecture == "gemma2" || c.architecture == "gemma3") {
         auto number = [](double v) {

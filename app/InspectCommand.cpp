@@ -134,6 +134,7 @@ int runInspect(const std::vector<std::string>& argv) {
     data.kvHeads = capture->kvHeads();
     data.headDim = capture->headDim();
     data.elementBytes = capture->keys(0).element_size();
+    for (int64_t l = 0; l < capture->layers(); ++l) data.firstReached.push_back(capture->firstReached(l));
     data.hitSteps = n;
     data.hitK = hitK;
     {
@@ -153,6 +154,7 @@ int runInspect(const std::vector<std::string>& argv) {
         if (!p.reads(Knob::LayerWeights)) p.layerWeights.clear();
         try {
             p.validate(capture->promptLength(), capture->windowCapacity());
+            Press::requireModelSupport(*capture, p);  // a sliding window, Gemma's soft-cap or local RoPE
         } catch (const Error& e) {
             std::fprintf(stderr, "kvlens: note: %s left out of the comparisons: %s\n", method.c_str(), e.what());
             continue;

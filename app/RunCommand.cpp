@@ -134,13 +134,14 @@ int runRun(const std::vector<std::string>& argv) {
     const ChatPrompt chat = ChatOptions::apply(args, modelOptions.model, readPrompt(args));
     const std::string& prompt = chat.text;  // what is tokenized, and stored
     LoadedModel loaded = modelOptions.load();
-    if (decode) DecodeCompressor::requireNoSlidingWindow(loaded.model->config());  // before the prefill
+    if (decode) DecodeCompressor::requireModelSupport(loaded.model->config());  // before the prefill
     const std::vector<int32_t> ids = loaded.tokenizer->encode(
         prompt, !args.has("--no-bos") && loaded.tokenizer->addBosByDefault(), chat.parseSpecial);
     // The budget and window against the prompt fail before its prefill (seconds on a long one),
     // with the window queries the capture will keep.
     const int64_t T = static_cast<int64_t>(ids.size());
     params.validate(T, Capture::windowCapacityFor(T));
+    Press::requireModelSupport(loaded.model->config(), T, params);  // a sliding window, Gemma's soft-cap
     auto capture = captureTokens(loaded, ids, n);
     MethodEvaluator evaluator(*loaded.model, capture, n);
     prepareMethod(loaded, *capture, params);

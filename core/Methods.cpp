@@ -307,7 +307,7 @@ const char* const kSlidingWindowRule =
     "window under the budget keeps the whole window and frees nothing; the compressed decode drops rows as the window "
     "slides, as the full cache's does. The scores themselves apply each query's window. kvpress instead leaves "
     "Gemma 3's sliding layers uncompressed. Not yet on a windowed model (refused in one line): finch, finch-kvpress, "
-    "the non-causal scorer and compactor (which blends it in), kvzip past the window, --decode-every.";
+    "the non-causal scorer and compactor (which blends it in), kvzip, --decode-every.";
 
 }  // namespace
 

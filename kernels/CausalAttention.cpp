@@ -333,13 +333,18 @@ at::Tensor causalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
     return out;
 }
 
+void softcapLogits(at::Tensor& logits, double cap) {
+    if (cap > 0.0) logits.div_(cap).tanh_().mul_(cap);
+}
+
 at::Tensor raggedAttention(const at::Tensor& q, const std::vector<at::Tensor>& keys,
-                           const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf) {
+                           const std::vector<at::Tensor>& values, const std::vector<int64_t>& headOf,
+                           double softcap) {
     const int64_t H = q.size(1), D = q.size(2);
 #ifdef KVLENS_WITH_CUDA_KERNELS
-    if (at::Tensor out; raggedCuda(q, keys, values, headOf, out)) return out;
+    if (at::Tensor out; softcap <= 0.0 && raggedCuda(q, keys, values, headOf, out)) return out;
 #endif
-    bool cpu = cpuType(q) && q.size(0) == 1 && q.stride(2) == 1;
+    bool cpu = softcap <= 0.0 && cpuType(q) && q.size(0) == 1 && q.stride(2) == 1;
     for (size_t c = 0; c < keys.size() && cpu; ++c) {
         cpu = keys[c].scalar_type() == q.scalar_type() && keys[c].stride(1) == 1 &&
               values[c].stride(1) == 1 && keys[c].size(0) > 0;
@@ -350,7 +355,9 @@ at::Tensor raggedAttention(const at::Tensor& q, const std::vector<at::Tensor>& k
         for (int64_t h = 0; h < H; ++h) {
             at::Tensor qh = q.select(1, h).to(at::kFloat);  // [1, D]
             at::Tensor kk = keys[headOf[h]].to(at::kFloat), vv = values[headOf[h]].to(at::kFloat);
-            at::Tensor p = at::softmax(at::matmul(qh, kk.t()) / std::sqrt(double(D)), -1);
+            at::Tensor logits = at::matmul(qh, kk.t()) / std::sqrt(double(D));
+            softcapLogits(logits, softcap);
+            at::Tensor p = at::softmax(logits, -1);
             outs.push_back(at::matmul(p, vv));
         }
         return at::cat(outs, 1).to(q.scalar_type());

@@ -1,5 +1,7 @@
 #include "kernels/LayerSelection.h"
 
+#include "kernels/CausalAttention.h"
+
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
@@ -86,7 +88,7 @@ at::Tensor attentionMask(int64_t first, int64_t rows, int64_t keys, int64_t slid
 }
 
 at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, int64_t window,
-                       const at::Tensor& rowWeights, int64_t slidingWindow) {
+                       const at::Tensor& rowWeights, int64_t slidingWindow, double softcap) {
     c10::InferenceMode guard;
     checkShapes(windowQueries, keys, window);
     const int64_t T = keys.size(1), H = windowQueries.size(0), KV = keys.size(0), D = keys.size(2);
@@ -97,6 +99,7 @@ at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, 
                        .reshape({KV, G * window, D});
     at::Tensor k = keys.to(at::kFloat);  // [KV, T, D]
     at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul_(1.0 / std::sqrt(double(D)));
+    softcapLogits(scores, softcap);  // before the mask, as the model's attention
     // Query i of the window sits at position T - window + i and sees keys up to it (and,
     // with a sliding window, after its position - slidingWindow).
     const at::Tensor masked = attentionMask(T - window, window, T, slidingWindow, k.device());  // [window, T]
@@ -245,9 +248,9 @@ at::Tensor layerScores(const at::Tensor& windowQueries, const at::Tensor& keys,
     checkShapes(windowQueries, keys, spec.window);
 #ifdef KVLENS_WITH_CUDA_KERNELS
     // The fused kernel has no sliding window: a local layer takes the LibTorch steps.
-    if (spec.slidingWindow == 0 && cudaServes(keys)) return cudaScores(windowQueries, keys, spec);
+    if (spec.slidingWindow == 0 && spec.softcap == 0.0 && cudaServes(keys)) return cudaScores(windowQueries, keys, spec);
 #endif
-    const at::Tensor votes = windowVotes(windowQueries, keys, spec.window, {}, spec.slidingWindow);
+    const at::Tensor votes = windowVotes(windowQueries, keys, spec.window, {}, spec.slidingWindow, spec.softcap);
     return poolRows(groupVotes(votes, keys.size(0), spec.perQueryHead), spec).to(keys.device());
 }
 

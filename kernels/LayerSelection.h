@@ -21,7 +21,9 @@ struct VoteSpec {
     VotePooling pooling = VotePooling::Max;
     bool perQueryHead = false;  // false: one row per KV head, the mean of its query heads' votes
     int64_t slidingWindow = 0;  // the layer's sliding window (a query at p sees keys after p - it); 0: none
+    double softcap = 0.0;       // Gemma 2's attention logit soft-cap (kernels::softcapLogits); 0: none
 };
+
 
 // Which keys each of `rows` queries at positions first .. first + rows - 1 does not attend
 // to among keys 0 .. keys - 1: those after it (causal) and, with a sliding window w > 0,
@@ -34,9 +36,10 @@ at::Tensor attentionMask(int64_t first, int64_t rows, int64_t keys, int64_t slid
 // ([KV, T, D], scaled by 1/sqrt(D), in fp32), for prefix columns:
 // [H, T - window] fp32 on the keys' device. LibTorch ops, any device. With `rowWeights`
 // (fp32 [window]), window row i's softmax counts rowWeights[i] times. With a
-// `slidingWindow`, each query's softmax is over the keys inside it (attentionMask).
+// `slidingWindow`, each query's softmax is over the keys inside it (attentionMask); with a
+// `softcap`, over the soft-capped logits (softcapLogits).
 at::Tensor windowVotes(const at::Tensor& windowQueries, const at::Tensor& keys, int64_t window,
-                       const at::Tensor& rowWeights = {}, int64_t slidingWindow = 0);
+                       const at::Tensor& rowWeights = {}, int64_t slidingWindow = 0, double softcap = 0.0);
 
 // votes [H, n] -> [KV, n], each KV head the mean of its group's H / KV rows;
 // unchanged when `perQueryHead`.

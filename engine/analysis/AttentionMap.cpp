@@ -7,6 +7,7 @@
 
 #include "engine/compress/Capture.h"
 #include "core/Error.h"
+#include "kernels/CausalAttention.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens {
@@ -19,10 +20,12 @@ at::Tensor headKeys(const Capture& capture, int64_t layer, int64_t head) {
 }
 
 // Softmax rows [row0, row0 + n) of one head's causal attention (inside the layer's sliding
-// window, if any): fp32 [n, T] on the CPU.
-at::Tensor attentionRows(const at::Tensor& q, const at::Tensor& k, int64_t row0, int64_t n, int64_t slidingWindow) {
+// window, if any; Gemma 2's logits soft-capped): fp32 [n, T] on the CPU.
+at::Tensor attentionRows(const at::Tensor& q, const at::Tensor& k, int64_t row0, int64_t n, int64_t slidingWindow,
+                         double softcap) {
     const int64_t T = k.size(0), D = k.size(1);
     at::Tensor scores = at::mm(q.narrow(0, row0, n), k.t()).mul_(1.0 / std::sqrt(double(D)));
+    kernels::softcapLogits(scores, softcap);
     scores.masked_fill_(kernels::attentionMask(row0, n, T, slidingWindow, k.device()),
                         -std::numeric_limits<float>::infinity());
     return at::softmax(scores, -1).to(at::kCPU).contiguous();
@@ -41,7 +44,7 @@ void AttentionMap::streamRows(const Capture& capture, int64_t layer, int64_t hea
     for (int64_t r0 = 0; r0 < T; r0 += blockRows) {
         if (progress) progress(double(r0) / double(T), what);
         const int64_t n = std::min(blockRows, T - r0);
-        const at::Tensor rows = attentionRows(q, k, r0, n, capture.slidingWindow(layer));
+        const at::Tensor rows = attentionRows(q, k, r0, n, capture.slidingWindow(layer), capture.attentionSoftcap());
         sink(r0, n, rows.data_ptr<float>());
     }
     if (progress) progress(1.0, what);
@@ -58,7 +61,10 @@ std::vector<float> AttentionMap::region(const Capture& capture, int64_t layer, i
     c10::InferenceMode guard;
     const at::Tensor& q = capture.queries(layer, head);
     const at::Tensor rows =
-        attentionRows(q, headKeys(capture, layer, head), row0, row1 - row0, capture.slidingWindow(layer)).narrow(1, col0, col1 - col0).contiguous();
+        attentionRows(q, headKeys(capture, layer, head), row0, row1 - row0, capture.slidingWindow(layer),
+                      capture.attentionSoftcap())
+            .narrow(1, col0, col1 - col0)
+            .contiguous();
     return std::vector<float>(rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
 }
 

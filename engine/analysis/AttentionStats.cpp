@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/compress/Capture.h"
+#include "kernels/CausalAttention.h"
 #include "kernels/LayerSelection.h"
 
 namespace kvlens {
@@ -95,6 +96,7 @@ std::vector<LayerAttentionSummary> AttentionStats::fromCapture(const Capture& ca
         const int64_t W = wq.size(1);
         at::Tensor k = capture.keys(l).to(at::kFloat);  // [KV, T, D]
         at::Tensor scores = at::bmm(wq.reshape({KV, G * W, D}), k.transpose(1, 2)).mul_(1.0 / std::sqrt(double(D)));
+        kernels::softcapLogits(scores, capture.attentionSoftcap());
         const at::Tensor masked = kernels::attentionMask(T - W, W, T, capture.slidingWindow(l), k.device());
         scores = scores.view({KV, G, W, T}).masked_fill_(masked, -std::numeric_limits<float>::infinity());
         at::Tensor probs = at::softmax(scores, -1).reshape({H, W, T}).to(at::kCPU).contiguous();

@@ -96,7 +96,6 @@ std::shared_ptr<Capture> Capture::fromPrefill(
         }
     }
     if (prompt.size() < 2) throw Error("the prompt needs at least 2 tokens to compress");
-    model.requireCompressible();
     if (static_cast<int64_t>(prompt.size()) > c.contextLength) {
         throw Error("the prompt is " + std::to_string(prompt.size()) +
                     " tokens, longer than the model's context of " + std::to_string(c.contextLength) +
@@ -108,7 +107,11 @@ std::shared_ptr<Capture> Capture::fromPrefill(
     capture->kvHeads_ = c.nKvHeads;
     capture->headDim_ = c.headDim;
     capture->prompt_ = prompt;
-    for (int64_t l = 0; l < c.nLayers; ++l) capture->slidingWindows_.push_back(c.windowAt(l));
+    for (int64_t l = 0; l < c.nLayers; ++l) {
+        capture->slidingWindows_.push_back(c.windowAt(l));
+        capture->localRope_ = capture->localRope_ || c.localRope(l);
+    }
+    capture->attentionSoftcap_ = c.attnSoftcap;
     capture->cache_ =
         std::make_unique<KvCache>(model.makeCache(capture->promptLength_ + std::max<int64_t>(spareTokens, 0)));
     capture->queryStats_ = std::make_unique<QueryStatistics>(
@@ -208,7 +211,8 @@ at::Tensor Capture::computeVotes(int64_t layer, int64_t window) const {
         throw Error("window " + std::to_string(window) + " needs between 1 and " +
                     std::to_string(std::min(windowCapacity(), T - 1)) + " window queries");
     }
-    at::Tensor votes = kernels::windowVotes(windowQueries_[layer], keys(layer), window, {}, slidingWindow(layer));
+    at::Tensor votes =
+        kernels::windowVotes(windowQueries_[layer], keys(layer), window, {}, slidingWindow(layer), attentionSoftcap_);
     requireFinite(votes, layer, "query head", "votes (window " + std::to_string(window) + ")",
                   kPrefill);
     return votes;
@@ -281,7 +285,7 @@ void Capture::keepScoresFor(LlamaModel& model, const PressParams& params, const 
     if (due.empty()) return;
     // Bad settings fail before a replay, not after it (H2O's needs none: any budget uses it).
     if (methods::named(params.method).id != MethodId::H2o) params.validate(promptLength_, windowCapacity());
-    Press::requireWindowSupport(*this, params);
+    Press::requireModelSupport(*this, params);
     std::lock_guard<std::mutex> lock(statsMutex_);
     const ModelConfig& c = model.config();
     if (c.nLayers != layers() || c.nHeads != queryHeads_ || c.nKvHeads != kvHeads_ || c.headDim != headDim_)

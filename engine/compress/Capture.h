@@ -129,6 +129,12 @@ public:
     }
     // Whether some layer's window leaves out prompt positions (firstReached > 0).
     bool windowed() const;
+    // Gemma 2's attention logit soft-cap (ModelConfig::attnSoftcap; 0: none): the window votes,
+    // TOVA's, CAKE's and the attention statistics cap their logits as the model does.
+    double attentionSoftcap() const { return attentionSoftcap_; }
+    // Whether local layers rotate with their own RoPE base (Gemma 3): the query statistics and
+    // pre-RoPE keys, which turn by the global base, do not hold there (Press::requireModelSupport).
+    bool localRope() const { return localRope_; }
     // Queries of all prompt positions for one (layer, query head), [T, D] fp32,
     // when the prefill was asked to keep them; throws kvlens::Error otherwise.
     bool hasQueries(int64_t layer, int64_t head) const {
@@ -226,6 +232,8 @@ private:
     std::unique_ptr<KvCache> cache_;
     std::vector<at::Tensor> windowQueries_;  // [H, min(64, T), D] fp32
     std::vector<int64_t> slidingWindows_;    // per layer (empty: none)
+    double attentionSoftcap_ = 0.0;
+    bool localRope_ = false;
     std::unique_ptr<QueryStatistics> queryStats_;
     std::shared_ptr<std::atomic<bool>> spareLent_ = std::make_shared<std::atomic<bool>>(false);
     mutable std::mutex statsMutex_;

@@ -81,7 +81,6 @@ std::vector<at::Tensor> ContextReconstruction::scores(LlamaModel& model, const K
         input.insert(input.end(), prompt.begin() + start, prompt.begin() + end);
         // The repeat runs at positions T and on, where a local layer's window would hide the
         // prompt it reconstructs: refused past the window.
-        model.requireCompressible();
         const int64_t reach = T + static_cast<int64_t>(input.size()), w = model.config().slidingWindow;
         if (w > 0 && reach > w) {
             throw Error("KVzip's reconstruction runs the prompt again after it, " + std::to_string(reach) +

@@ -128,23 +128,36 @@ std::vector<int64_t> DecodeCompressor::readersOf(const CompressedCache& cache, i
 
 namespace {
 
-Error slidingWindowRefusal(int64_t window, int64_t layer) {
-    return Error("--decode-every on a model with a sliding window (" + std::to_string(window) + " tokens from layer " +
-                 std::to_string(layer) + "): compression while decoding does not follow the rows a window drops yet; "
-                 "--sliding-window ignore (the window's 'window: ignore') attends over the whole sequence");
+// `windowAt(l)`: layer l's sliding window; the soft-cap and local RoPE as ModelConfig has them.
+template <typename WindowAt>
+void requireDecodeSupport(int64_t layers, WindowAt windowAt, double softcap, bool localRope) {
+    for (int64_t l = 0; l < layers; ++l) {
+        if (const int64_t w = windowAt(l); w > 0) {
+            throw Error("--decode-every on a model with a sliding window (" + std::to_string(w) + " tokens from layer " +
+                        std::to_string(l) + "): compression while decoding does not follow the rows a window drops "
+                        "yet; --sliding-window ignore (the window's 'window: ignore') attends over the whole sequence");
+        }
+    }
+    if (softcap > 0.0)
+        throw Error("--decode-every on a model with attention logit soft-capping: the decode forms' attention does not "
+                    "apply the soft-cap yet");
+    if (localRope)
+        throw Error("--decode-every on a model whose local layers rotate with a RoPE base of their own: the decode "
+                    "forms' statistics turn by the global base only");
 }
 
 }  // namespace
 
-void DecodeCompressor::requireNoSlidingWindow(const ModelConfig& config) {
-    for (int64_t l = 0; l < config.nLayers; ++l)
-        if (config.windowAt(l) > 0) throw slidingWindowRefusal(config.windowAt(l), l);
+void DecodeCompressor::requireModelSupport(const ModelConfig& config) {
+    bool localRope = false;
+    for (int64_t l = 0; l < config.nLayers; ++l) localRope = localRope || config.localRope(l);
+    requireDecodeSupport(config.nLayers, [&](int64_t l) { return config.windowAt(l); }, config.attnSoftcap, localRope);
 }
 
 void DecodeCompressor::start(const Capture& capture, const Selection& selection, const LlamaModel* model) {
     c10::InferenceMode guard;
-    for (int64_t l = 0; l < capture.layers(); ++l)
-        if (capture.slidingWindow(l) > 0) throw slidingWindowRefusal(capture.slidingWindow(l), l);
+    requireDecodeSupport(capture.layers(), [&](int64_t l) { return capture.slidingWindow(l); },
+                         capture.attentionSoftcap(), capture.localRope());
     if (method_ == MethodId::SimLayerKv) {
         // The layers its prefill finds lazy at this budget; none for a budget that holds the
         // whole prompt, whose selection keeps every layer whole (Press::select).

@@ -103,10 +103,11 @@ public:
     static bool supports(const std::string& method);
     // Throws kvlens::Error naming --decode-every for an `every` below 1.
     static void checkEvery(int64_t every);
-    // Throws kvlens::Error (one line) for a model with a sliding window (ModelConfig::windowAt):
-    // compression while decoding does not follow the rows a window drops yet. start() asks it
-    // of the capture; the commands ask it before the prefill.
-    static void requireNoSlidingWindow(const ModelConfig& config);
+    // Throws kvlens::Error (one line) for a model with a sliding window (ModelConfig::windowAt:
+    // compression while decoding does not follow the rows a window drops yet), Gemma 2's
+    // attention soft-cap or Gemma 3's local RoPE base (not in the decode forms' attention and
+    // statistics yet). start() asks it of the capture; the commands ask it before the prefill.
+    static void requireModelSupport(const ModelConfig& config);
     // The methods with a decode form (the method table's), for messages.
     static std::string supportedList();
     // The wrappers with a decode form around their --scorer's (adakv, chunkkv, perlayer,

@@ -59,20 +59,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, c10::Device dev
     if (device_.is_cuda()) blockBytes_ = 1ll << 30;
 }
 
-void LlamaModel::requireCompressible() const {
-    if (config_.attnSoftcap > 0.0) {
-        throw Error(config_.architecture + "'s attention logit soft-capping is applied when KV Lens generates with the "
-                    "full cache, not yet by the compression methods' scores and compressed decode");
-    }
-    if (config_.localRopeTheta > 0.0) {
-        throw Error(config_.architecture + "'s local layers rotate with their own RoPE base; KV Lens applies it when it "
-                    "generates with the full cache, not yet in the compression methods' scores");
-    }
-}
-
-void LlamaModel::softcap(at::Tensor& logits, double cap) {
-    if (cap > 0.0) logits.div_(cap).tanh_().mul_(cap);
-}
+void LlamaModel::softcap(at::Tensor& logits, double cap) { kernels::softcapLogits(logits, cap); }
 
 KvCache LlamaModel::makeCache(int64_t capacity) const {
     return KvCache(config_.nLayers, config_.nKvHeads, config_.headDim, capacity, dtype_, device_);
@@ -272,12 +259,12 @@ at::Tensor LlamaModel::runChunked(const std::vector<int32_t>& tokens, int64_t p0
 
 at::Tensor LlamaModel::decode(int32_t token, CompressedCache& cache, ForwardObserver* observer) {
     const int64_t position = cache.nextPosition();
-    requireCompressible();
     return run({token}, position, false, {},
                [&](int64_t l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
                    if (observer) observer->onQueries(l, q, position);
                    cache.append(l, k, v);
-                   return kernels::raggedAttention(q, cache.keys(l), cache.values(l), cache.headMap());
+                   return kernels::raggedAttention(q, cache.keys(l), cache.values(l), cache.headMap(),
+                                                   config_.attnSoftcap);
                });
 }
 

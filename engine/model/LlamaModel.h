@@ -76,13 +76,6 @@ public:
     KvCache makeCache(int64_t capacity) const;
 
     const ModelConfig& config() const { return config_; }
-    // Throws kvlens::Error (one line) when the compression methods (the capture's scores,
-    // a compressed cache's decode) cannot run this model: with Gemma 2's attention
-    // soft-capping, or with Gemma 3's own RoPE base on local layers (neither is in the
-    // methods' scores yet). A sliding window is no reason: forward() applies it (a query at
-    // position p attends to keys after p - W on local layers, as llama.cpp and Hugging Face
-    // do), the capture's scores and a compressed cache's decode too (Capture::slidingWindow).
-    void requireCompressible() const;
     // Attend over the whole sequence whatever the window (--sliding-window ignore: as
     // llama.cpp runs Mistral, for parity runs).
     void ignoreSlidingWindow() { config_.slidingWindow = 0; }
@@ -90,7 +83,8 @@ public:
     c10::Device device() const { return device_; }
     c10::ScalarType dtype() const { return dtype_; }
     // RoPE's radians per position of each rotated pair, fp32 [ropeDim / 2] on the device
-    // (of the global layers where local ones have their own base: requireCompressible).
+    // (of the global layers where local ones have their own base: the methods that rotate by
+    // it refuse such a model, Press::requireModelSupport).
     const at::Tensor& ropeInverseFrequencies() const { return invFreq_; }
 
     // Attention scores held at once stay under this many bytes; the query block

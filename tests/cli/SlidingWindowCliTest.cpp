@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
+#include <sstream>
 #include <string>
 
 #include "cli/CliHarness.h"
@@ -80,8 +82,10 @@ TEST(SlidingWindowCli, GenerateAndTheCompressionCommandsApplyIt) {
                                             " --prompt 'Once upon a time, there was a little girl named Lily. She loved "
                                             "to play outside in the sun with her friends. One day, she found a big'");
     EXPECT_EQ(kvzip.exitCode, 1);
-    EXPECT_NE(kvzip.err.find("KVzip's reconstruction runs the prompt again after it, "), std::string::npos) << kvzip.err;
-    EXPECT_NE(kvzip.err.find(" positions, past the model's sliding window of 64 tokens"), std::string::npos) << kvzip.err;
+    EXPECT_NE(kvzip.err.find("--method kvzip: KVzip's reconstruction runs the prompt again after it, where a sliding "
+                             "window hides the prompt it reconstructs"),
+              std::string::npos)
+        << kvzip.err;
     test::expectOneLineError(runKvlens("run --method finch --budget 40 -n 2 --model " + kPhi3 + " --prompt " + kLong),
                              {"--method finch: its own chunked prefill and the positions it decodes from do not apply "
                               "the model's sliding window yet; --sliding-window ignore"});
@@ -95,16 +99,53 @@ TEST(SlidingWindowCli, GenerateAndTheCompressionCommandsApplyIt) {
                              {"--sliding-window 'refuse': apply or ignore"});
 }
 
+// compare's default list (every method) and inspect's comparisons leave out, with the reason,
+// what cannot run on a window; inspect's memory figure counts a local layer's window.
+TEST(SlidingWindowCli, CompareAndInspectLeaveOutWhatCannotRunOnAWindow) {
+    const std::string model = "random:tiny:layers=2:window=16:window-period=2";  // layer 0 local, 1 global
+    const std::string prompt = " --prompt 'Once upon a time there was a little girl named Lily who loved to play'";
+    const test::CliResult compare = runKvlens("compare --budgets 24 -n 2 --model " + model + prompt);
+    ASSERT_EQ(compare.exitCode, 0) << compare.err;
+    EXPECT_NE(compare.err.find("compare: left out finch B=24"), std::string::npos) << compare.err;
+    EXPECT_NE(compare.err.find("--method kvzip: KVzip's reconstruction runs the prompt again after it"), std::string::npos)
+        << compare.err;
+    EXPECT_NE(compare.out.find("\nsnapkv "), std::string::npos) << compare.out;
+    // An explicit list fails before the prefill.
+    test::expectOneLineError(runKvlens("compare --methods snapkv,finch --budgets 24 -n 2 --model " + model + prompt),
+                             {"--method finch: its own chunked prefill"});
+
+    const std::string dir = test::testOutputPath("inspect_window_" + std::to_string(::getpid()));
+    const test::CliResult inspect = runKvlens("inspect --model " + model + prompt +
+                                              " --method snapkv --budget 24 --window 8 -n 2 --dtype f32 --out " + dir);
+    ASSERT_EQ(inspect.exitCode, 0) << inspect.err;
+    EXPECT_NE(inspect.err.find("finch left out of the comparisons: --method finch: "), std::string::npos) << inspect.err;
+    const size_t at = inspect.out.find("-token prompt");
+    ASSERT_NE(at, std::string::npos) << inspect.out;
+    const long T = std::stol(inspect.out.substr(inspect.out.rfind(' ', at) + 1));
+    std::istringstream memory(test::slurp(dir + "/memory.csv"));
+    std::string line;
+    int rows = 0;
+    while (std::getline(memory, line)) {
+        if (line.find(",full cache,") == std::string::npos) continue;
+        const bool local = line.find(",full cache,0,") != std::string::npos;
+        const double kb = std::stod(line.substr(line.rfind(',', line.size() - 4) + 1));
+        // K and V, 4 KV heads of 32 dimensions in f32: the window's 15 rows, or all T.
+        EXPECT_NEAR(kb, 2.0 * 4 * (local ? 15 : T) * 32 * 4 / 1e3, 1e-6) << line;
+        ++rows;
+    }
+    EXPECT_EQ(rows, 2);
+}
+
 const std::string kGemma2 = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-gemma2-F16.gguf";
 
 // Gemma 2: the window on its 13 even layers of 26, its soft-caps and scales in info; generate
-// runs past the window; compression is refused in one line whatever the length (its
-// soft-capping is not in the methods' scores yet), --sliding-window ignore or not.
-TEST(SlidingWindowCli, Gemma2InfoGenerateAndTheRefusal) {
+// runs past the window; so does a compression run (FullKV gives generate's tokens); what
+// computes an attention of its own without the soft-cap is refused in one line.
+TEST(SlidingWindowCli, Gemma2InfoGenerateAndCompression) {
     const test::CliResult r = runKvlens("info --model " + kGemma2);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("sliding window 64 tokens on 13 local layers of 26 (in each run of 2, 1 local then 1 global): "
-                         "applied by generate"),
+                         "applied by generate and by the compression methods"),
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("gemma         GeGLU (tanh GELU), norms after attention and MLP, embeddings x 8, query scale "
@@ -116,14 +157,21 @@ TEST(SlidingWindowCli, Gemma2InfoGenerateAndTheRefusal) {
     EXPECT_EQ(j["sliding_window_layers"][1], 2);
     const test::CliResult g = runKvlens("generate --json -n 4 --model " + kGemma2 + " --prompt " + kLong);
     ASSERT_EQ(g.exitCode, 0) << g.err;
-    const std::string refused =
-        "gemma2's attention logit soft-capping is applied when KV Lens generates with the full cache, not yet by the "
-        "compression methods' scores and compressed decode";
-    test::expectOneLineError(runKvlens("run --method snapkv --budget 12 --window 4 -n 4 --model " + kGemma2 + " --prompt " + kShort),
-                             {refused});
-    test::expectOneLineError(runKvlens("run --method snapkv --budget 12 --window 4 -n 4 --sliding-window ignore --model " +
-                                       kGemma2 + " --prompt " + kShort),
-                             {refused});
+    const test::CliResult full = runKvlens("run --json --method full -n 4 --model " + kGemma2 + " --prompt " + kLong);
+    ASSERT_EQ(full.exitCode, 0) << full.err;
+    EXPECT_EQ(nlohmann::json::parse(full.out)["token_ids"], nlohmann::json::parse(g.out)["generated_token_ids"]);
+    const test::CliResult snap =
+        runKvlens("run --json --method snapkv --budget 40 --window 8 -n 4 --model " + kGemma2 + " --prompt " + kLong);
+    ASSERT_EQ(snap.exitCode, 0) << snap.err;
+    const nlohmann::json budgets = nlohmann::json::parse(snap.out)["layer_budgets"];
+    EXPECT_EQ(budgets[0], 40);  // 40 of the local layer's 63
+    EXPECT_EQ(budgets[1], 40);
+    test::expectOneLineError(runKvlens("run --method expected --budget 40 -n 4 --model " + kGemma2 + " --prompt " + kShort),
+                             {"--method expected: its expected attention does not apply the model's attention logit "
+                              "soft-cap yet"});
+    test::expectOneLineError(runKvlens("run --method snapkv --budget 12 --window 4 --decode-every 4 -n 4 --sliding-window "
+                                       "ignore --model " + kGemma2 + " --prompt " + kShort),
+                             {"--decode-every on a model with attention logit soft-capping"});
 }
 
 }  // namespace

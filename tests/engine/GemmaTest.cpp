@@ -7,7 +7,10 @@
 // definitions (transformers' modeling_gemma3), prompts past the window, every position's
 // logits within 1e-4; the same weights as the text model of a Gemma3ForConditionalGeneration
 // checkpoint give the same logits. Gemma 2's parity with llama.cpp is in QuantParityTest; here
-// its soft-caps are shown to matter and the compression methods' refusal of both.
+// its soft-caps are shown to matter. The compression methods run on both: the window votes cap
+// their logits (a double-precision reference), FullKV's compressed decode gives the full
+// cache's logits past the window, and what turns by the global RoPE base (Gemma 3) or computes
+// an attention without the cap (Gemma 2) is refused in one line.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/compress/Capture.h"
+#include "engine/compress/CompressedCache.h"
+#include "engine/compress/presses/Press.h"
+#include "engine/model/Sampler.h"
 #include "engine/gguf/GgufFile.h"
 #include "engine/hf/HfFolder.h"
 #include "engine/hf/HfWeightLoader.h"
@@ -29,6 +35,7 @@
 #include "support/HfFolderWriter.h"
 #include "support/OneLineError.h"
 #include "support/TinyModelFile.h"
+#include "VoteReference.h"
 
 namespace kvlens {
 namespace {
@@ -256,16 +263,47 @@ TEST(Gemma3, TheTextModelOfAMultimodalCheckpointGivesTheSameLogits) {
               std::string::npos);
 }
 
-// The compression methods' scores do not apply Gemma 3's local RoPE base yet: refused in one line.
-TEST(Gemma3, CompressionIsRefusedInOneLine) {
+// FullKV's compressed decode on a prompt past the window (the local layers keep their last 7
+// positions, the global ones all 21) gives the full cache's logits; the methods that turn
+// queries or keys by the global RoPE base are refused in one line.
+TEST(Gemma3, CompressionRunsAndWhatTurnsByTheGlobalBaseIsRefused) {
     auto w = gemma3Weights();
     json config = gemma3TextConfig();
     config["architectures"] = {"Gemma3ForCausalLM"};
-    const std::string dir = test::testOutputPath("gemma3_refused");
+    const std::string dir = test::testOutputPath("gemma3_compressed");
     writeFolder(dir, config, w);
     std::unique_ptr<LlamaModel> model = folderModel(dir);
-    const std::string m = test::errorOf([&] { Capture::fromPrefill(*model, {1, 2, 3, 4}); });
-    EXPECT_NE(m.find("gemma3's local layers rotate with their own RoPE base"), std::string::npos) << m;
+    const std::vector<int64_t> ids64 = promptIds();
+    const std::vector<int32_t> ids(ids64.begin(), ids64.end());
+    const auto capture = Capture::fromPrefill(*model, ids);
+    EXPECT_TRUE(capture->localRope());
+    EXPECT_TRUE(capture->windowed());
+    PressParams full;
+    full.method = "full";
+    const Selection kept = Press::create("full")->select(*capture, full);
+    for (int64_t l = 0; l < kLayers; ++l)
+        EXPECT_EQ(int64_t(kept.kept[l][0].size()), model->config().windowAt(l) > 0 ? kWindow - 1 : 21) << l;
+    CompressedCache compressed(*capture, kept, 4);
+    KvCache plain = model->makeCache(64);
+    model->forward(ids, plain);
+    int32_t token = Sampler::argmax(capture->lastLogits().data_ptr<float>(), capture->lastLogits().numel());
+    for (int step = 0; step < 12; ++step) {
+        const at::Tensor a = model->forward({token}, plain);
+        ASSERT_LE((a - model->decode(token, compressed)).abs().max().item<float>(), 1e-5f) << "step " << step;
+        token = static_cast<int32_t>((token * 5 + 3) % kV);
+    }
+    PressParams expected;
+    expected.method = "expected";
+    expected.budget = 10;
+    EXPECT_EQ(test::errorOf([&] { Press::create("expected")->select(*capture, expected); }),
+              "--method expected: it turns queries or keys by the model's RoPE, and the model's local layers rotate "
+              "with a base of their own, which it does not apply yet");
+    PressParams snap;
+    snap.method = "snapkv";
+    snap.budget = 10;
+    snap.window = 4;
+    EXPECT_EQ(Press::create("snapkv")->select(*capture, snap).layerBudgets,
+              std::vector<int64_t>({kWindow - 1, kWindow - 1, 10, kWindow - 1}));
 }
 
 const std::string kGemma2 = std::string(KVLENS_SOURCE_DIR) + "/tests/data/gguf/tiny-gemma2-F16.gguf";
@@ -310,8 +348,10 @@ TEST(Gemma2, FirstStepLogitsNearLlamaCpps) {
 }
 
 // Both soft-caps change the logits of the test file (QuantParityTest shows them applied as
-// llama.cpp applies them), and the compression methods refuse the model in one line.
-TEST(Gemma2, SoftCapsMatterAndCompressionIsRefused) {
+// llama.cpp applies them); the capture's window votes cap their logits, FullKV's compressed
+// decode gives the full cache's logits past the window, and what computes an attention of its
+// own without the cap is refused in one line.
+TEST(Gemma2, SoftCapsMatterAndCompressionAppliesThem) {
     LoadedModel loaded = loadModel(kGemma2, at::kCPU, at::kFloat);
     const std::vector<int32_t> ids = loaded.tokenizer->encode("Once upon a time, there was a little girl named Lily.", true);
     KvCache cache = loaded.model->makeCache(int64_t(ids.size()));
@@ -323,10 +363,49 @@ TEST(Gemma2, SoftCapsMatterAndCompressionIsRefused) {
         KvCache k2 = other.makeCache(int64_t(ids.size()));
         EXPECT_GT((other.forward(ids, k2, true) - base).abs().max().item<double>(), 1e-2) << attention;
     }
-    const std::string m = test::errorOf([&] { Capture::fromPrefill(*loaded.model, ids); });
-    EXPECT_NE(m.find("gemma2's attention logit soft-capping is applied when KV Lens generates with the full cache, not yet"),
-              std::string::npos)
-        << m;
+    // 90 positions, past the window of 64 on the even layers.
+    std::vector<int32_t> prompt = ids;
+    for (int i = 0; prompt.size() < 90; ++i) prompt.push_back(ids[size_t(1 + i % (ids.size() - 1))]);
+    const auto capture = Capture::fromPrefill(*loaded.model, prompt);
+    EXPECT_DOUBLE_EQ(capture->attentionSoftcap(), 4.0);
+    const at::Tensor votes = capture->votes(0, 8).to(at::kDouble);
+    const at::Tensor global = capture->votes(1, 8).to(at::kDouble);
+    for (int64_t h = 0; h < capture->queryHeads(); ++h) {
+        const std::vector<double> local = test::votesReference(*capture, 0, h, 8, true, 64, 4.0);
+        const std::vector<double> whole = test::votesReference(*capture, 1, h, 8, true, 0, 4.0);
+        const std::vector<double> uncapped = test::votesReference(*capture, 1, h, 8, true, 0, 0.0);
+        double off = 0.0;
+        for (size_t j = 0; j < local.size(); ++j) {
+            ASSERT_NEAR(votes[h][int64_t(j)].item<double>(), local[j], 1e-5) << h << " " << j;
+            ASSERT_NEAR(global[h][int64_t(j)].item<double>(), whole[j], 1e-5) << h << " " << j;
+            off = std::max(off, std::abs(whole[j] - uncapped[j]));
+        }
+        EXPECT_GT(off, 1e-3) << "the cap changes head " << h << "'s votes";
+    }
+    PressParams full;
+    full.method = "full";
+    CompressedCache compressed(*capture, Press::create("full")->select(*capture, full), 4);
+    KvCache plain = loaded.model->makeCache(128);
+    loaded.model->forward(prompt, plain);
+    int32_t token = Sampler::argmax(capture->lastLogits().data_ptr<float>(), capture->lastLogits().numel());
+    for (int step = 0; step < 8; ++step) {
+        const at::Tensor a = loaded.model->forward({token}, plain);
+        ASSERT_LE((a - loaded.model->decode(token, compressed)).abs().max().item<float>(), 1e-4f) << "step " << step;
+        token = Sampler::argmax(a.data_ptr<float>(), a.numel());
+    }
+    // Refused: KVzip by the window first; without the window, by the soft-cap, as expected attention.
+    PressParams p;
+    p.budget = 32;
+    p.method = "kvzip";
+    EXPECT_NE(test::errorOf([&] { Press::create("kvzip")->select(*capture, p); }).find("where a sliding window hides"),
+              std::string::npos);
+    loaded.model->ignoreSlidingWindow();
+    const auto unwindowed = Capture::fromPrefill(*loaded.model, prompt);
+    EXPECT_EQ(test::errorOf([&] { Press::create("kvzip")->select(*unwindowed, p); }),
+              "--method kvzip: KVzip's reconstruction attention does not apply the model's attention logit soft-cap yet");
+    p.method = "expected";
+    EXPECT_EQ(test::errorOf([&] { Press::create("expected")->select(*capture, p); }),
+              "--method expected: its expected attention does not apply the model's attention logit soft-cap yet");
 }
 
 TEST(Gemma2, ABadSoftCapInTheFileIsOneLine) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -21,6 +20,7 @@
 #include "engine/compress/presses/Press.h"
 #include "engine/model/ModelLoader.h"
 #include "engine/model/Sampler.h"
+#include "support/OneLineError.h"
 #include "VoteReference.h"
 
 namespace kvlens {
@@ -40,15 +40,6 @@ std::vector<int32_t> range(int32_t first, int32_t end) {
     std::vector<int32_t> r(size_t(end - first));
     std::iota(r.begin(), r.end(), first);
     return r;
-}
-
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 
 class SlidingWindowCompression : public ::testing::Test {
@@ -267,19 +258,21 @@ TEST_F(SlidingWindowCompression, TheHitRateLeavesOutWhatTheWindowHides) {
 // What does not run on a window yet is refused in one line naming the method.
 TEST_F(SlidingWindowCompression, WhatCannotRunOnAWindowSaysSo) {
     const std::string ignore = "; --sliding-window ignore (the window's 'window: ignore') attends over the whole sequence";
-    EXPECT_EQ(errorOf([] { select("finch", 12); }),
+    EXPECT_EQ(test::errorOf([] { select("finch", 12); }),
               "--method finch: its own chunked prefill and the positions it decodes from do not apply the model's "
               "sliding window yet" + ignore);
-    EXPECT_EQ(errorOf([] { select("finch-kvpress", 12); }),
+    EXPECT_EQ(test::errorOf([] { select("finch-kvpress", 12); }),
               "--method finch-kvpress: it turns the kept keys to positions 0 .. B-1, which a sliding window would then "
               "cut wrongly" + ignore);
-    EXPECT_EQ(errorOf([] { select("adakv", 12, "noncausal"); }),
+    EXPECT_EQ(test::errorOf([] { select("adakv", 12, "noncausal"); }),
               "--method adakv --scorer noncausal: the non-causal attention of its chunks is not defined across a "
               "sliding window yet" + ignore);
-    // KVzip's refusal past the window (its repeat needs the tokenizer): SlidingWindowCli.*.
+    EXPECT_EQ(test::errorOf([] { select("kvzip", 12); }),
+              "--method kvzip: KVzip's reconstruction runs the prompt again after it, where a sliding window hides the "
+              "prompt it reconstructs: its scores do not apply the window yet" + ignore);
     const Selection snap = select("snapkv", 12);
     DecodeCompressor every(snap.params, 8);
-    EXPECT_EQ(errorOf([&] { every.start(capture(), snap, &model()); }),
+    EXPECT_EQ(test::errorOf([&] { every.start(capture(), snap, &model()); }),
               "--decode-every on a model with a sliding window (16 tokens from layer 0): compression while decoding "
               "does not follow the rows a window drops yet" + ignore);
     // Past nothing: a prompt the window spans runs the non-causal scorer.

@@ -16,9 +16,10 @@ namespace kvlens::test {
 
 // SnapKV's window votes in double: the last W queries' causal softmax (1/sqrt(D)) summed,
 // for prefix columns [0, T - W), averaged over the KV head's query heads (or one query head).
-// With a `slidingWindow` S > 0 the query at position p attends to keys p - S + 1 .. p only.
+// With a `slidingWindow` S > 0 the query at position p attends to keys p - S + 1 .. p only;
+// with a `softcap` C > 0 each scaled logit x becomes C tanh(x / C) (Gemma 2).
 inline std::vector<double> votesReference(const Capture& c, int64_t layer, int64_t head, int64_t W,
-                                          bool perQueryHead, int64_t slidingWindow = 0) {
+                                          bool perQueryHead, int64_t slidingWindow = 0, double softcap = 0.0) {
     const int64_t T = c.promptLength(), H = c.queryHeads(), G = H / c.kvHeads(), D = c.headDim();
     const at::Tensor q = c.windowQueries(layer).to(at::kDouble).contiguous();
     const auto qa = q.accessor<double, 3>();
@@ -39,7 +40,8 @@ inline std::vector<double> votesReference(const Capture& c, int64_t layer, int64
             for (int64_t j = lo; j <= pos; ++j) {
                 double s = 0.0;
                 for (int64_t d = 0; d < D; ++d) s += qa[h][row][d] * keys[j][d];
-                top = std::max(top, logit[j] = s / std::sqrt(double(D)));
+                const double x = s / std::sqrt(double(D));
+                top = std::max(top, logit[j] = softcap > 0.0 ? softcap * std::tanh(x / softcap) : x);
             }
             for (double& x : logit) z += (x = std::exp(x - top));
             for (int64_t j = 0; j < T - W; ++j) votes[j] += logit[j] / z / double(heads.size());

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/Error.h"
+#include "engine/model/ModelConfig.h"
 #include "engine/compress/presses/AdaKvPress.h"
 #include "engine/compress/presses/CakePress.h"
 #include "engine/compress/presses/CompactorPress.h"
@@ -77,24 +78,65 @@ PressParams Press::selectionParams(const PressParams& params) {
 
 std::vector<std::vector<float>> Press::scores(const Capture&, const PressParams&, int64_t) const { return {}; }
 
-// The methods whose own runs of the model or re-positioned keys do not apply a sliding
-// window yet (KVzip's reconstruction is refused by ContextReconstruction, past the window).
-void Press::requireWindowSupport(const Capture& capture, const PressParams& params) {
+namespace {
+
+// What cannot run on a model yet. On a sliding window (`local`; `pastWindow`: the prompt
+// reaches past it): the methods whose own runs of the model or re-positioned keys do not apply
+// it (KVzip's reconstruction on any window: its repeat runs after the prompt). With
+// Gemma 2's attention soft-cap: those that compute an attention of their own without it
+// (every other score caps its logits). With Gemma 3's own RoPE base on local layers: those
+// that turn queries or keys by the model's global base (QueryStatistics).
+void requireSupport(const PressParams& params, bool local, bool pastWindow, double softcap, bool localRope) {
+    const std::string method = methods::underConvention(params.method, params.convention);
+    const NeedSet needs = methods::effectiveNeeds(params);
+    const bool noncausal = params.ranksBy(methods::info(MethodId::NonCausal).name);
+    std::string why;
+    if (local) {
+        if (needs.has(Need::SecondPrefill))
+            why = "its own chunked prefill and the positions it decodes from do not apply the model's sliding window yet";
+        else if (method == methods::info(MethodId::FinchKvpress).name)
+            why = "it turns the kept keys to positions 0 .. B-1, which a sliding window would then cut wrongly";
+        else if (pastWindow && noncausal)
+            why = "the non-causal attention of its chunks is not defined across a sliding window yet";
+        else if (needs.has(Need::Reconstruction))
+            why = "KVzip's reconstruction runs the prompt again after it, where a sliding window hides the prompt it "
+                  "reconstructs: its scores do not apply the window yet";
+        if (!why.empty()) why += "; --sliding-window ignore (the window's 'window: ignore') attends over the whole sequence";
+    }
+    if (why.empty() && softcap > 0.0) {
+        const char* what = needs.has(Need::QueryStats)       ? "its expected attention"
+                           : needs.has(Need::Reconstruction) ? "KVzip's reconstruction attention"
+                           : needs.has(Need::SecondPrefill)  ? "its own prefill's attention"
+                           : noncausal                       ? "the non-causal attention of its chunks"
+                                                             : nullptr;
+        if (what) why = std::string(what) + " does not apply the model's attention logit soft-cap yet";
+    }
+    if (why.empty() && localRope &&
+        (needs.has(Need::QueryStats) || needs.has(Need::PreRopeKeys) || method == methods::info(MethodId::FinchKvpress).name)) {
+        why = "it turns queries or keys by the model's RoPE, and the model's local layers rotate with a base of their "
+              "own, which it does not apply yet";
+    }
+    if (!why.empty())
+        throw Error("--method " + params.method + (params.scorer.empty() ? "" : " --scorer " + params.scorer) + ": " + why);
+}
+
+}  // namespace
+
+void Press::requireModelSupport(const Capture& capture, const PressParams& params) {
     bool local = false;
     for (int64_t l = 0; l < capture.layers(); ++l) local = local || capture.slidingWindow(l) > 0;
-    if (!local) return;
-    const std::string method = methods::underConvention(params.method, params.convention);
-    const char* why = nullptr;
-    if (methods::effectiveNeeds(params).has(Need::SecondPrefill))
-        why = "its own chunked prefill and the positions it decodes from do not apply the model's sliding window yet";
-    else if (method == methods::info(MethodId::FinchKvpress).name)
-        why = "it turns the kept keys to positions 0 .. B-1, which a sliding window would then cut wrongly";
-    else if (capture.windowed() && params.ranksBy(methods::info(MethodId::NonCausal).name))
-        why = "the non-causal attention of its chunks is not defined across a sliding window yet";
-    if (why) {
-        throw Error("--method " + params.method + (params.scorer.empty() ? "" : " --scorer " + params.scorer) + ": " + why +
-                    "; --sliding-window ignore (the window's 'window: ignore') attends over the whole sequence");
+    requireSupport(params, local, capture.windowed(), capture.attentionSoftcap(), capture.localRope());
+}
+
+void Press::requireModelSupport(const ModelConfig& config, int64_t promptLength, const PressParams& params) {
+    bool local = false, pastWindow = false, localRope = false;
+    for (int64_t l = 0; l < config.nLayers; ++l) {
+        const int64_t w = config.windowAt(l);
+        local = local || w > 0;
+        pastWindow = pastWindow || (w > 0 && promptLength > w - 1);
+        localRope = localRope || config.localRope(l);
     }
+    requireSupport(params, local, pastWindow, config.attnSoftcap, localRope);
 }
 
 namespace {
@@ -150,7 +192,7 @@ void keepInsideWindows(const Press& press, const Capture& capture, Selection& s)
 Selection Press::select(const Capture& capture, const PressParams& params) const {
     const int64_t T = capture.promptLength();
     params.validate(T, capture.windowCapacity());
-    requireWindowSupport(capture, params);
+    requireModelSupport(capture, params);
     if (params.info()->id == MethodId::H2o && !capture.hasH2oScores()) {
         throw Error(capture.prompt().empty()
                         ? "--method h2o needs the attention of every prompt query, which only a model "

@@ -12,6 +12,8 @@
 
 namespace kvlens {
 
+struct ModelConfig;
+
 class Press {
 public:
     virtual ~Press() = default;
@@ -31,10 +33,14 @@ public:
     // table's rankRule says otherwise (LagKV's partitions, CriticalKV's first stage, SimLayerKV).
     virtual std::vector<std::vector<float>> scores(const Capture& capture, const PressParams& params,
                                                    int64_t layer) const;
-    // Throws kvlens::Error (one line) when the method cannot run on this capture's sliding
-    // windows yet (Finch's own prefill, finch-kvpress's re-rotation, non-causal attention past a
-    // window); select and Capture::keepScoresFor ask it before any work.
-    static void requireWindowSupport(const Capture& capture, const PressParams& params);
+    // Throws kvlens::Error (one line) when the method cannot run on this capture's model yet:
+    // its sliding windows (Finch's own prefill, finch-kvpress's re-rotation, non-causal
+    // attention past a window), Gemma 2's attention soft-cap (expected attention, KVzip's and
+    // the non-causal attention), Gemma 3's local RoPE base (query statistics, pre-RoPE keys);
+    // select and Capture::keepScoresFor ask it before any work.
+    static void requireModelSupport(const Capture& capture, const PressParams& params);
+    // The same before the prefill, from the model and the prompt's length (Capture::firstReached's rule).
+    static void requireModelSupport(const ModelConfig& config, int64_t promptLength, const PressParams& params);
     // `params` as the selection has them: one selection per KV head but for the methods that
     // read the GQA mode (the window votes' query-head layout).
     static PressParams selectionParams(const PressParams& params);

@@ -1,5 +1,6 @@
 #include "engine/compress/presses/PressScores.h"
 
+#include "kernels/CausalAttention.h"
 #include "kernels/LayerSelection.h"
 #include "engine/compress/presses/CompactorScores.h"
 
@@ -56,6 +57,7 @@ HeadScores pooledVotes(const Capture& capture, int64_t layer, const PressParams&
     if (fusedOnDevice(capture)) {
         kernels::VoteSpec spec = voteSpec(p);
         spec.slidingWindow = capture.slidingWindow(layer);
+        spec.softcap = capture.attentionSoftcap();
         return toRows(kernels::layerScores(capture.windowQueries(layer), capture.keys(layer), spec));
     }
     HeadScores votes = windowVotes(capture, layer, p.window, p.gqa);
@@ -67,6 +69,7 @@ std::vector<std::vector<int32_t>> voteSelection(const Capture& capture, int64_t 
                                                 const PressParams& p, int64_t prefixBudget) {
     kernels::VoteSpec spec = voteSpec(p);
     spec.slidingWindow = capture.slidingWindow(layer);
+    spec.softcap = capture.attentionSoftcap();
     const at::Tensor kept =
         fusedOnDevice(capture)
             ? kernels::layerSelection(capture.windowQueries(layer), capture.keys(layer), spec,
@@ -86,7 +89,7 @@ HeadScores finchPressScores(const Capture& capture, int64_t layer, int64_t windo
         const int64_t T = capture.promptLength();
         const at::Tensor weights = at::arange(T - window, T, at::TensorOptions().dtype(at::kFloat)) / double(window);
         return kernels::windowVotes(capture.windowQueries(layer), capture.keys(layer), window, weights,
-                                    capture.slidingWindow(layer));
+                                    capture.slidingWindow(layer), capture.attentionSoftcap());
     }), capture.kvHeads(), GqaMode::KvHead);
 }
 
@@ -130,6 +133,7 @@ std::vector<float> lastQueryAttention(const Capture& capture, int64_t layer) {
         // Query head h reads KV head h / (H / KV).
         const at::Tensor last = q.select(1, q.size(1) - 1).to(k.device()).view({KV, H / KV, capture.headDim()});
         at::Tensor logits = at::matmul(last, k.transpose(1, 2)) / std::sqrt(double(capture.headDim()));
+        kernels::softcapLogits(logits, capture.attentionSoftcap());
         // A local layer's last query sees only its window.
         const at::Tensor hidden = kernels::attentionMask(T - 1, 1, T, capture.slidingWindow(layer), k.device());
         logits.masked_fill_(hidden, -std::numeric_limits<float>::infinity());
@@ -286,6 +290,7 @@ at::Tensor cakeStatistics(const Capture& capture, int64_t layer, int64_t W) {
         const at::Tensor k = capture.keys(layer).narrow(1, 0, T).to(at::kFloat);  // [KV, T, D]
         const at::Tensor q = wq.narrow(1, wq.size(1) - W, W).to(k.device()).reshape({KV, (H / KV) * W, D});
         at::Tensor logits = (at::matmul(q, k.transpose(1, 2)) / std::sqrt(double(D))).view({H, W, T});
+        kernels::softcapLogits(logits, capture.attentionSoftcap());
         // Row i is position T - W + i: it sees keys up to itself (inside a local layer's window).
         logits.masked_fill_(kernels::attentionMask(prefix, W, T, capture.slidingWindow(layer), logits.device()).unsqueeze(0),
                             -std::numeric_limits<float>::infinity());

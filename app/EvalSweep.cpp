@@ -151,7 +151,7 @@ void EvalSweep::run(const EvalTask& task, const std::vector<PressParams>& runs, 
         const std::vector<int32_t> prompt(ids.begin(), at), question(at, ids.end());
         // Every run's settings against this prompt, before its prefill.
         const int64_t T = static_cast<int64_t>(prompt.size());
-        checkRunsFit(pending, T, item.where);
+        checkRunsFit(pending, T, item.where, loaded_.model->config());
         const auto t0 = std::chrono::steady_clock::now();
         std::function<void(double, const std::string&)> progress;
         if (bar) {

@@ -134,7 +134,7 @@ void NiahSweep::checkPrompts(const NiahTask& task, const std::vector<PressParams
         const int64_t T = task.questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size());
         char where[96];
         std::snprintf(where, sizeof where, "length %lld, depth %g%%, sample 0", (long long)L, task.depths.front());
-        checkRunsFit(all, T, where);
+        checkRunsFit(all, T, where, loaded_.model->config());
     }
 }
 
@@ -190,7 +190,7 @@ void NiahSweep::run(const NiahTask& task, const std::vector<PressParams>& runs, 
                     (task.questionAfter ? sample.contextTokens : static_cast<int64_t>(sample.tokens.size()));
                 const std::vector<int32_t> prompt(sample.tokens.begin(), split), question(split, sample.tokens.end());
                 // Every pending run's settings against this prompt, before its prefill.
-                checkRunsFit(pending, static_cast<int64_t>(prompt.size()), where);
+                checkRunsFit(pending, static_cast<int64_t>(prompt.size()), where, loaded_.model->config());
                 auto capture = captureTokens(loaded_, prompt, n + static_cast<int64_t>(question.size()), {},
                                              [&](double f, const std::string&) {
                                                  bar.update((double(done - 1) + f) /

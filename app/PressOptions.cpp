@@ -8,6 +8,7 @@
 
 #include "core/Error.h"
 #include "engine/compress/Capture.h"
+#include "engine/compress/presses/Press.h"
 
 namespace kvlens {
 
@@ -239,7 +240,8 @@ std::vector<PressParams> PressOptions::sweepOf(const PressParams& base, const st
     return runs;
 }
 
-void checkRunsFit(const std::vector<const PressParams*>& runs, int64_t T, const std::string& where) {
+void checkRunsFit(const std::vector<const PressParams*>& runs, int64_t T, const std::string& where,
+                  const ModelConfig& model) {
     for (const PressParams* run : runs) {
         // A budget that holds the whole prompt keeps everything: a run measured so would be
         // saved under its budget as if it had compressed.
@@ -248,6 +250,7 @@ void checkRunsFit(const std::vector<const PressParams*>& runs, int64_t T, const 
                         std::to_string(T) + "-token prompt of " + where + " (a budget must be under the prompt's tokens)");
         }
         run->validate(T, Capture::windowCapacityFor(T));
+        Press::requireModelSupport(model, T, *run);  // a sliding window, Gemma's soft-cap or local RoPE
     }
 }
 

@@ -9,6 +9,7 @@
 
 #include "app/CommandLine.h"
 #include "core/PressParams.h"
+#include "engine/model/ModelConfig.h"
 
 namespace kvlens {
 
@@ -48,8 +49,10 @@ void parseBudget(const std::string& text, const std::string& flag, PressParams& 
 
 // Each run against a prompt of `promptTokens` before its prefill: a budget that holds the whole
 // prompt (it would keep everything, saved as if it had compressed) or a setting that does not
-// fit throws kvlens::Error naming the run and `where` (the prompt's sample or record).
-void checkRunsFit(const std::vector<const PressParams*>& runs, int64_t promptTokens, const std::string& where);
+// fit throws kvlens::Error naming the run and `where` (the prompt's sample or record); so does a
+// method `model` cannot run yet (Press::requireModelSupport: a sliding window, Gemma's soft-cap).
+void checkRunsFit(const std::vector<const PressParams*>& runs, int64_t promptTokens, const std::string& where,
+                  const ModelConfig& model);
 
 // A run's budget as the tables show it: "-" for full, the entries, or the ratio ("12.5%").
 std::string budgetLabel(const PressParams& params);

@@ -100,7 +100,8 @@ TEST(SlidingWindowCli, GenerateAndTheCompressionCommandsApplyIt) {
 }
 
 // compare's default list (every method) and inspect's comparisons leave out, with the reason,
-// what cannot run on a window; inspect's memory figure counts a local layer's window.
+// what cannot run on a window; an explicit list, niah and eval refuse it before the prefill;
+// inspect's memory figure counts a local layer's window.
 TEST(SlidingWindowCli, CompareAndInspectLeaveOutWhatCannotRunOnAWindow) {
     const std::string model = "random:tiny:layers=2:window=16:window-period=2";  // layer 0 local, 1 global
     const std::string prompt = " --prompt 'Once upon a time there was a little girl named Lily who loved to play'";
@@ -113,6 +114,13 @@ TEST(SlidingWindowCli, CompareAndInspectLeaveOutWhatCannotRunOnAWindow) {
     // An explicit list fails before the prefill.
     test::expectOneLineError(runKvlens("compare --methods snapkv,finch --budgets 24 -n 2 --model " + model + prompt),
                              {"--method finch: its own chunked prefill"});
+
+    // niah and eval: before the first prefill.
+    test::expectOneLineError(runKvlens("niah --model " + model + " --lengths 300 --depths 50 --methods finch --budgets 48 -n 2"),
+                             {"--method finch: its own chunked prefill"});
+    test::expectOneLineError(runKvlens("eval --model " + model + " --task single --length 300 --samples 1 --methods kvzip "
+                                       "--budgets 48 -n 2"),
+                             {"--method kvzip: KVzip's reconstruction runs the prompt again after it"});
 
     const std::string dir = test::testOutputPath("inspect_window_" + std::to_string(::getpid()));
     const test::CliResult inspect = runKvlens("inspect --model " + model + prompt +

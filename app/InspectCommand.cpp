@@ -134,7 +134,7 @@ int runInspect(const std::vector<std::string>& argv) {
     data.kvHeads = capture->kvHeads();
     data.headDim = capture->headDim();
     data.elementBytes = capture->keys(0).element_size();
-    for (int64_t l = 0; l < capture->layers(); ++l) data.firstReached.push_back(capture->firstReached(l));
+    for (int64_t l = 0; l < capture->layers(); ++l) data.fullBytesPerLayer.push_back(capture->fullCacheBytes(l));
     data.hitSteps = n;
     data.hitK = hitK;
     {

@@ -31,9 +31,8 @@ struct InspectData {
     std::string methodLabel;    // the chosen method, "snapkv B=128 W=32 k=7 max kv-head"
     int64_t promptLength = 0;
     int64_t layers = 0, queryHeads = 0, kvHeads = 0, headDim = 0, elementBytes = 0;
-    // Per layer the first prompt position a decode step reaches (Capture::firstReached: a local
-    // layer's window; 0 elsewhere, or all empty).
-    std::vector<int64_t> firstReached;
+    // Per layer the full cache's K and V bytes (Capture::fullCacheBytes: a local layer's window).
+    std::vector<int64_t> fullBytesPerLayer;
     std::vector<LayerAttentionSummary> stats;
     std::vector<MethodResult> methods;  // the chosen method first
     int64_t hitSteps = 0, hitK = 0;
@@ -42,10 +41,7 @@ struct InspectData {
     const MethodResult& chosen() const { return methods.front(); }
     // KV bytes of layer `layer`: the full cache's (a local layer's: its window's) and what
     // `selection` keeps (without the key channels ThinK pruned).
-    int64_t fullBytes(int64_t layer) const {
-        const int64_t first = static_cast<size_t>(layer) < firstReached.size() ? firstReached[size_t(layer)] : 0;
-        return 2 * kvHeads * (promptLength - first) * headDim * elementBytes;
-    }
+    int64_t fullBytes(int64_t layer) const { return fullBytesPerLayer[static_cast<size_t>(layer)]; }
     int64_t keptBytes(const Selection& selection, int64_t layer) const {
         return selection.bytes(layer, headDim, elementBytes);
     }

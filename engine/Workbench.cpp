@@ -237,10 +237,7 @@ WorkbenchCapture Workbench::captureIds(const std::string& text, bool addBos, con
     result.prefillSeconds = capture->prefillSeconds();
     result.captureBytes = capture->bytes();
     for (int64_t l = 0; l < capture->layers(); ++l) {
-        // A local layer's full cache holds its window (what a decode step still reaches).
-        const at::Tensor k = capture->keys(l);  // [KV, T, D]
-        const int64_t rows = capture->promptLength() - capture->firstReached(l);
-        result.fullBytesPerLayer.push_back(2 * k.size(0) * rows * k.size(2) * k.element_size());
+        result.fullBytesPerLayer.push_back(capture->fullCacheBytes(l));  // a local layer: its window
         result.slidingWindows.push_back(capture->slidingWindow(l));
         result.firstReached.push_back(capture->firstReached(l));
     }

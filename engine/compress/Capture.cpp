@@ -193,6 +193,11 @@ bool Capture::windowed() const {
     return false;
 }
 
+int64_t Capture::fullCacheBytes(int64_t layer) const {
+    const at::Tensor k = keys(layer);  // [KV, T, D]
+    return 2 * k.size(0) * (promptLength_ - firstReached(layer)) * k.size(2) * k.element_size();
+}
+
 at::Tensor Capture::votes(int64_t layer, int64_t window) const {
     std::lock_guard<std::mutex> lock(votesMutex_);
     auto it = votes_.find(window);

@@ -129,6 +129,9 @@ public:
     }
     // Whether some layer's window leaves out prompt positions (firstReached > 0).
     bool windowed() const;
+    // K and V bytes the full cache holds for `layer` after the prompt: every prompt row, or on
+    // a local layer the rows a decode step still reaches (from firstReached on).
+    int64_t fullCacheBytes(int64_t layer) const;
     // Gemma 2's attention logit soft-cap (ModelConfig::attnSoftcap; 0: none): the window votes,
     // TOVA's, CAKE's and the attention statistics cap their logits as the model does.
     double attentionSoftcap() const { return attentionSoftcap_; }

@@ -56,11 +56,12 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
         for (int64_t c = 0; c < heads; ++c)
             positions_[l].emplace_back(selection.kept[l][c].begin(), selection.kept[l][c].end());
     }
+    const bool local = std::any_of(windows_.begin(), windows_.end(), [](int64_t w) { return w > 0; });
     const bool whole = keepsEverything(selection, capture.promptLength());
     // Finch brings its own keys and values (rows 0 .. B-1 at positions 0 .. B-1).
     const PrefilledCache own = capture.prefilledCache(selection.params);
     if (own) {
-        if (std::any_of(windows_.begin(), windows_.end(), [](int64_t w) { return w > 0; }))
+        if (local)
             throw Error("Finch's own cache decodes on from position B, which a sliding window would cut wrongly");
         if (perQueryHead_ || !selection.prunedChannels.empty())
             throw Error("Finch's cache has one set of rows per KV head and no pruned channels");
@@ -75,7 +76,7 @@ CompressedCache::CompressedCache(const Capture& capture, const Selection& select
     const bool rerotate = methods::named(selection.params.method).id == MethodId::FinchKvpress && !whole;
     if (rerotate && !capture.queryStatistics())
         throw Error("finch-kvpress re-rotates the kept keys by the model's RoPE, which tensors given with --inputs do not carry");
-    if (rerotate && std::any_of(windows_.begin(), windows_.end(), [](int64_t w) { return w > 0; }))
+    if (rerotate && local)
         throw Error("finch-kvpress turns the kept keys to positions 0 .. B-1, which a sliding window would then cut wrongly");
     if (rerotate && (perQueryHead_ || !selection.prunedChannels.empty()))
         throw Error("finch-kvpress keeps one set of rows per KV head and no pruned channels");

@@ -79,15 +79,8 @@ std::vector<at::Tensor> ContextReconstruction::scores(LlamaModel& model, const K
         }
         input.insert(input.end(), repeat.suffix.begin(), repeat.suffix.end());
         input.insert(input.end(), prompt.begin() + start, prompt.begin() + end);
-        // The repeat runs at positions T and on, where a local layer's window would hide the
-        // prompt it reconstructs: refused past the window.
-        const int64_t reach = T + static_cast<int64_t>(input.size()), w = model.config().slidingWindow;
-        if (w > 0 && reach > w) {
-            throw Error("KVzip's reconstruction runs the prompt again after it, " + std::to_string(reach) +
-                        " positions, past the model's sliding window of " + std::to_string(w) +
-                        " tokens: its scores do not apply the window yet; --sliding-window ignore (the window's "
-                        "'window: ignore') attends over the whole sequence");
-        }
+        // The repeat runs at positions T and on: a model with a sliding window never gets here
+        // (Press::requireModelSupport refuses KVzip on it before the capture's work).
         observer.beginChunk(start, end);
         ProgressFn sub;
         if (progress) {

@@ -67,7 +67,8 @@ TEST_P(DequantizeFile, EveryTensorEqualsGgmlsValues) {
 
 INSTANTIATE_TEST_SUITE_P(QuantTypes, DequantizeFile,
                          ::testing::Values("Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q5_K_M",
-                                           "IQ4_NL", "IQ4_XS"));
+                                           "IQ4_NL", "IQ4_XS", "Q8_0", "Q6_K", "Q5_K_S", "Q4_K_S",
+                                           "Q4_0", "Q3_K_L"));
 
 }  // namespace
 }  // namespace kvlens

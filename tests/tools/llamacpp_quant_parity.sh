@@ -43,10 +43,13 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); flags: 
   tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_vnni|avx512_bf16|amx_int8)$' | xargs)"
 echo "steps: greedy steps equal to llama.cpp's native build before its first near-tie (top-1 - top-2 < 0.03)"
 echo "(N~ a near-tie at step N, N! a different token at step N); diff: max |logit difference| over llama.cpp's first-step top 8;"
-echo "diff dequantised: the same weights dequantised to F32 by llama-quantize, KV Lens (f32) against llama.cpp"
+echo "diff dequantised: the same weights dequantised to F32 by llama-quantize, KV Lens (f32) against llama.cpp;"
+echo "exact: llama.cpp's run of that F32 file (no activation rounded to int8), against which *vs exact* counts"
+echo "greedy steps before the exact run's first near-tie and measures first-step logits, of KV Lens f32, KV Lens with"
+echo "every product in fp32 (KVLENS_ISA=scalar: no int8 activations) and llama.cpp native"
 echo
-echo "| file | steps f32 | steps auto | steps llama.cpp AVX2 | diff f32 | diff auto | diff llama.cpp AVX2 | diff dequantised | smallest margin |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| file | steps f32 | steps auto | steps llama.cpp AVX2 | diff f32 | diff auto | diff llama.cpp AVX2 | diff dequantised | smallest margin | steps vs exact: f32 / fp32 products / llama.cpp | diff vs exact: f32 / fp32 products / llama.cpp |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for vocab in spm bpe; do
   base=$work/$vocab-f32.gguf
   if [[ ! -f $base ]]; then
@@ -66,30 +69,35 @@ for vocab in spm bpe; do
     "$b2/llamacpp-reference" "$f.gguf" 16 "$ids" >"$f.avx2.json" 2>/dev/null
     "$kvlens" generate --model "$f.gguf" --prompt "$P" -n 16 --ignore-eos --json --dtype f32 >"$f.f32.json" 2>/dev/null
     "$kvlens" generate --model "$f.gguf" --prompt "$P" -n 16 --ignore-eos --json >"$f.auto.json" 2>/dev/null
+    KVLENS_ISA=scalar "$kvlens" generate --model "$f.gguf" --prompt "$P" -n 16 --ignore-eos --json --dtype f32 \
+      >"$f.scalar.json" 2>/dev/null
     # The same weights dequantised to F32 by llama.cpp: no activation is quantised on either side.
     [[ -f $f-deq.gguf ]] || "$bin/llama-quantize" --allow-requantize "$f.gguf" "$f-deq.gguf" F32 2 >/dev/null 2>&1
-    "$bin/llamacpp-reference" "$f-deq.gguf" 1 "$ids" >"$f.deq-native.json" 2>/dev/null
+    "$bin/llamacpp-reference" "$f-deq.gguf" 16 "$ids" >"$f.deq-native.json" 2>/dev/null
     "$kvlens" generate --model "$f-deq.gguf" --prompt "$P" -n 1 --json --dtype f32 >"$f.deq-f32.json" 2>/dev/null
     /usr/bin/python3 - "$f" <<'PY'
 import json, sys
 f = sys.argv[1]
 load = lambda s: json.load(open(f + s))
 ref, avx2, f32, auto = load(".native.json"), load(".avx2.json"), load(".f32.json"), load(".auto.json")
+scalar = load(".scalar.json")
 deqRef, deq = load(".deq-native.json"), load(".deq-f32.json")
-for k in (avx2, f32, auto):
+for k in (avx2, f32, auto, scalar):
     assert k["prompt_token_ids"] == ref["prompt_token_ids"], f + ": the prompt's token ids differ"
-margins = [a - b for a, b in zip(ref["step_top1_logit"], ref["step_top2_logit"])]
-def steps(k):
-    for i, (want, got) in enumerate(zip(ref["generated_token_ids"], k["generated_token_ids"])):
+def steps(k, r=ref):
+    margins = [a - b for a, b in zip(r["step_top1_logit"], r["step_top2_logit"])]
+    for i, (want, got) in enumerate(zip(r["generated_token_ids"], k["generated_token_ids"])):
         if margins[i] < 0.03: return "%d~" % i
         if want != got: return "%d!" % i
     return str(len(margins))
+margins = [a - b for a, b in zip(ref["step_top1_logit"], ref["step_top2_logit"])]
 def diff(k, r=ref):
     a, b = dict(map(tuple, r["first_step_top8"])), dict(map(tuple, k["first_step_top8"]))
     return max(abs(a[i] - b[i]) for i in a if i in b)
 name = f.rsplit("/", 1)[-1]
-print("| %s | %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %.3f |" % (name, steps(f32), steps(auto), steps(avx2),
-      diff(f32), diff(auto), diff(avx2), diff(deq, deqRef), min(margins)))
+print("| %s | %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %.3f | %s / %s / %s | %.4f / %.4f / %.4f |" % (name, steps(f32),
+      steps(auto), steps(avx2), diff(f32), diff(auto), diff(avx2), diff(deq, deqRef), min(margins), steps(f32, deqRef),
+      steps(scalar, deqRef), steps(ref, deqRef), diff(f32, deqRef), diff(scalar, deqRef), diff(ref, deqRef)))
 PY
   done
 done

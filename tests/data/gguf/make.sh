@@ -4,7 +4,8 @@
 # fallback types appear too) and stories260K's 512-token vocabulary, quantised by
 # llama.cpp c392e50 into each type, and ggml's own dequantisation of every tensor
 # (ggml_dequant_reference.c) as the reference that DequantizeFileTest checks.
-# Needs ../shared/tools (llamacpp-build, make_random_gguf.py) and Debian's
+# Six more types (Q8_0, Q6_K, Q5_K_S, Q4_K_S, Q4_0, Q3_K_L: the in-place kernels' formats)
+# come from the same base file. Needs ../shared/tools (llamacpp-build, make_random_gguf.py) and Debian's
 # python3-numpy python3-sentencepiece python3-yaml.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +18,7 @@ work=$(mktemp -d)
 gcc -O2 -I"$llama/ggml/include" "$here/ggml_dequant_reference.c" -L"$bin" -lggml -lggml-base \
   -Wl,-rpath,"$bin" -o "$work/ggml_ref"
 P="Once upon a time, there was a little girl named Lily. She loved to play"
-for t in Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q5_K_M IQ4_NL IQ4_XS; do
+for t in Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q5_K_M IQ4_NL IQ4_XS Q8_0 Q6_K Q5_K_S Q4_K_S Q4_0 Q3_K_L; do
   "$bin/llama-quantize" "$work/base-f32.gguf" "$here/tiny-$t.gguf" "$t" 1 >/dev/null
   "$work/ggml_ref" "$here/tiny-$t.gguf" >"$here/tiny-$t.ggml.json"
   ids=$("$bin/llamacpp-reference" "$here/tiny-$t.gguf" --tokenize "$P" | tr -d "[] ")
@@ -98,5 +99,19 @@ for t in F16 Q4_K_M; do
   "$bin/llamacpp-reference" "$here/tiny-gemma2-$t.gguf" 16 "$ids" >"$here/tiny-gemma2-$t.llamacpp.json"
   ids=$("$bin/llamacpp-reference" "$here/tiny-gemma2-$t.gguf" --tokenize "$P2" | tr -d "[] ")
   "$bin/llamacpp-reference" "$here/tiny-gemma2-$t.gguf" 16 "$ids" >"$here/tiny-gemma2-$t.window.llamacpp.json"
+done
+rm -rf "$work"
+
+# The exact computation of each file's weights: llama-quantize dequantises the file to
+# F32 (no activation is then rounded to int8 by llama.cpp) and llama.cpp's greedy run of
+# that file is kept as *.exact.llamacpp.json. QuantParityTest holds KV Lens's logits to it
+# at every step, and compares tokens with llama.cpp's quantised run only up to where that
+# run leaves its exact one.
+work=$(mktemp -d)
+for t in Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q5_K_M IQ4_NL IQ4_XS Q8_0 Q6_K Q5_K_S Q4_K_S Q4_0 Q3_K_L \
+         llama3-Q4_K_M qwen2-Q8_0 phi3-F16 phi3-Q4_K_M gemma2-F16 gemma2-Q4_K_M; do
+  "$bin/llama-quantize" --allow-requantize "$here/tiny-$t.gguf" "$work/exact.gguf" F32 1 >/dev/null
+  ids=$("$bin/llamacpp-reference" "$here/tiny-$t.gguf" --tokenize "$P" | tr -d "[] ")
+  "$bin/llamacpp-reference" "$work/exact.gguf" 16 "$ids" >"$here/tiny-$t.exact.llamacpp.json"
 done
 rm -rf "$work"

@@ -45,6 +45,8 @@ grep -q -- "--time-limit" "$work/help" || fail "--help does not list --time-limi
 expect 2 "unknown argument '--bogus'" -- "$check" --bogus
 expect 2 "--time-limit 'soon' is not a number of seconds" -- "$check" --time-limit soon
 expect 2 "--bench-lengths '4k' is not a list of numbers" -- "$check" --bench-lengths 4k
+expect 2 "--kvpress-tar $work/no-kvpress.tar.gz is not a file" -- "$check" --kvpress-tar "$work/no-kvpress.tar.gz"
+grep -q -- "--kvpress-tar" "$work/help" || fail "--help does not list --kvpress-tar"
 
 # A bundle that is not one, and a library the profile needs that is missing (a
 # stand-in compiler finds no sqlite3.h, wherever it looks).

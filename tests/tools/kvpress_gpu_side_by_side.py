@@ -115,13 +115,16 @@ def run(a, result):
         config = LlamaConfig(**PRESETS[a.preset], max_position_embeddings=a.prompt_len + a.decode + 64,
                              tie_word_embeddings=False, attn_implementation="sdpa")
         previous = torch.get_default_dtype()
-        torch.set_default_dtype(dtype)
+        try:
+            torch.set_default_dtype(dtype)  # the weights made in bf16 on the device, where torch allows it
+        except (TypeError, RuntimeError):
+            pass
         try:
             with device:
                 model = LlamaForCausalLM(config)
         finally:
             torch.set_default_dtype(previous)
-        model.eval()
+        model = model.to(dtype).eval()
         result["weights_bytes"] = sum(p.numel() * p.element_size() for p in model.parameters())
 
         def sync():

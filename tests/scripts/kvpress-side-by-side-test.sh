@@ -2,11 +2,12 @@
 # tests/tools/kvpress_gpu_side_by_side.py (gpu-check's kvpress run) on any machine: bad
 # arguments are one line and exit 2; once they are valid, a JSON names the step that
 # failed (a tarball without kvpress, or what this machine cannot import) and its error.
-# Usage: kvpress-side-by-side-test.sh SOURCE_DIR WORK_DIR [KVPRESS_TARBALL]
+# Usage: kvpress-side-by-side-test.sh SOURCE_DIR KVLENS WORK_DIR [KVPRESS_TARBALL]
 set -uo pipefail
 src=$1
-work=$2
-tarball=${3:-}
+kvlens=$2
+work=$3
+tarball=${4:-}
 rm -rf "$work" && mkdir -p "$work"
 tool="$src/tests/tools/kvpress_gpu_side_by_side.py"
 failures=0
@@ -14,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 expect() {  # expect CODE 'stderr substring' -- args...
   local code=$1 want=$2
   shift 3
-  python3 "$tool" "$@" > "$work/stdout" 2> "$work/stderr"
+  python3 "$tool" --kvlens "$kvlens" "$@" > "$work/stdout" 2> "$work/stderr"
   local rc=$?
   [[ $rc -eq $code ]] || fail "'$*' exited $rc, not $code (stderr: $(cat "$work/stderr"))"
   [[ $(wc -l < "$work/stderr") -eq 1 ]] || fail "'$*' wrote not exactly one line on stderr: $(cat "$work/stderr")"
@@ -32,17 +33,29 @@ expect 2 "--budget 16 must exceed the window (32) and be under --prompt-len 1638
   --kvpress-tar "$work/no-kvpress.tar.gz" --out "$work/k.json" --budget 16
 expect 2 "--budget 4096 must exceed the window (32) and be under --prompt-len 2048" -- \
   --kvpress-tar "$work/no-kvpress.tar.gz" --out "$work/k.json" --budget 4096 --prompt-len 2048
-expect 2 "argument --preset: invalid choice: 'gpt5'" -- --kvpress-tar "$work/no-kvpress.tar.gz" --out "$work/k.json" --preset gpt5
+expect 2 "--kvlens $work/no-kvlens: not an executable" -- --kvpress-tar "$work/no-kvpress.tar.gz" --out "$work/k.json" \
+  --kvlens "$work/no-kvlens"
 
-python3 "$tool" --kvpress-tar "$work/no-kvpress.tar.gz" --out "$work/bad.json" --preflight > "$work/stdout" 2>&1
+# The shape comes from `kvlens info --json`: a model kvlens cannot name, or not a llama, fails there.
+for model in random:gpt5 "$src/tests/data/gguf/tiny-qwen2-Q8_0.gguf"; do
+  python3 "$tool" --kvlens "$kvlens" --kvpress-tar "$work/no-kvpress.tar.gz" --out "$work/shape.json" --preflight \
+    --model "$model" > "$work/stdout" 2>&1
+  [[ $(field "$work/shape.json" failed_step) == "read the shape" ]] ||
+    fail "--model $model: failed_step is '$(field "$work/shape.json" failed_step)', not 'read the shape'"
+done
+
+python3 "$tool" --kvlens "$kvlens" --kvpress-tar "$work/no-kvpress.tar.gz" --out "$work/bad.json" --preflight > "$work/stdout" 2>&1
 [[ $? -eq 1 ]] || fail "a tarball without kvpress did not exit 1"
 [[ $(field "$work/bad.json" status) == failed ]] || fail "a tarball without kvpress: status is not failed"
 [[ $(field "$work/bad.json" failed_step) == "unpack kvpress" ]] || fail "a tarball without kvpress: failed_step is '$(field "$work/bad.json" failed_step)'"
 grep -q "no kvpress/ package inside" "$work/bad.json" || fail "a tarball without kvpress: the error does not say so"
+python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["shape"]; assert (s["hidden_size"], s["num_hidden_layers"],
+  s["num_key_value_heads"], s["intermediate_size"]) == (4096, 32, 32, 11008), s' "$work/bad.json" ||
+  fail "the shape read from kvlens info is not llama2-7b's"
 
 # The carried source: it unpacks; what comes next depends on this machine's python.
 if [[ -n "$tarball" && -f "$tarball" ]]; then
-  python3 "$tool" --kvpress-tar "$tarball" --out "$work/pre.json" --preflight > "$work/stdout" 2>&1
+  python3 "$tool" --kvlens "$kvlens" --kvpress-tar "$tarball" --out "$work/pre.json" --preflight > "$work/stdout" 2>&1
   rc=$?
   status=$(field "$work/pre.json" status) step=$(field "$work/pre.json" failed_step)
   if [[ $status == preflight-ok ]]; then

@@ -3,7 +3,8 @@
 instrument, not a CI test).
 
 kvpress's own SnapKVPress (from the carried source, kvpress-8bb29b9.tar.gz) on the
-machine's transformers LlamaForCausalLM with random weights of a KV Lens preset's shape:
+machine's transformers LlamaForCausalLM with random weights of a KV Lens model's shape (as
+`kvlens info --json` reports it, so the two run the same shape):
 one compressed prefill of --prompt-len random tokens to --budget positions, then --decode
 greedy steps on that cache, as kvpress's pipeline decodes (positions continue from the
 prompt's length). Writes one JSON: prefill seconds, decode ms per token, the cache's
@@ -12,28 +13,20 @@ or status "failed" with the step and the error, so that a transformers version k
 cannot run with says what broke. --preflight checks only that the source unpacks and
 what imports.
 
-  python3 tests/tools/kvpress_gpu_side_by_side.py --kvpress-tar T --out kvpress.json \
-      [--preset llama2-7b] [--prompt-len 16384] [--budget 1024] [--decode 32] \
+  python3 tests/tools/kvpress_gpu_side_by_side.py --kvpress-tar T --kvlens BIN --out kvpress.json \
+      [--model random:llama2-7b] [--prompt-len 16384] [--budget 1024] [--decode 32] \
       [--device cuda] [--dtype bf16] [--preflight]
 """
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 import traceback
 
-# KV Lens's random presets (engine/model/ModelSpec.cpp) as transformers' LlamaConfig fields.
-PRESETS = {
-    "llama2-7b": dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-                      num_attention_heads=32, num_key_value_heads=32, rope_theta=10000.0, rms_norm_eps=1e-5),
-    "llama3-8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                      num_attention_heads=32, num_key_value_heads=8, rope_theta=500000.0, rms_norm_eps=1e-5),
-    "tiny": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                 num_attention_heads=4, num_key_value_heads=2, rope_theta=10000.0, rms_norm_eps=1e-5),
-}
 # KV Lens's SnapKV defaults (kvlens bench --help): window 32, pooling kernel 7.
 WINDOW, KERNEL = 32, 7
 
@@ -60,7 +53,8 @@ def parse_args(argv):
     p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kvpress-tar", required=True, help="kvpress-8bb29b9.tar.gz")
     p.add_argument("--out", required=True, help="the JSON to write")
-    p.add_argument("--preset", default="llama2-7b", choices=sorted(PRESETS))
+    p.add_argument("--kvlens", required=True, help="the kvlens binary, whose `info --json` gives the shape")
+    p.add_argument("--model", default="random:llama2-7b", help="a model kvlens names (its shape, not its weights)")
     p.add_argument("--prompt-len", type=positive("--prompt-len"), default=16384)
     p.add_argument("--budget", type=positive("--budget"), default=1024)
     p.add_argument("--decode", type=positive("--decode"), default=32)
@@ -73,6 +67,8 @@ def parse_args(argv):
         p.error("--budget %d must exceed the window (%d) and be under --prompt-len %d" % (a.budget, WINDOW, a.prompt_len))
     if not os.path.isfile(a.kvpress_tar):
         p.error("--kvpress-tar %s: no such file" % a.kvpress_tar)
+    if not (os.path.isfile(a.kvlens) and os.access(a.kvlens, os.X_OK)):
+        p.error("--kvlens %s: not an executable" % a.kvlens)
     return a
 
 
@@ -80,9 +76,26 @@ class Step(Exception):
     """A step that failed: its name and the error's last lines."""
 
 
+def llama_config_fields(info):
+    """transformers' LlamaConfig fields from `kvlens info --json`."""
+    if info.get("architecture") != "llama":
+        raise RuntimeError("%s is a %s model: the side by side builds transformers' Llama only"
+                           % (info.get("model"), info.get("architecture")))
+    return dict(vocab_size=info["vocab"], hidden_size=info["embedding"], intermediate_size=info["ffn"],
+                num_hidden_layers=info["layers"], num_attention_heads=info["heads"],
+                num_key_value_heads=info["kv_heads"], head_dim=info["head_dim"], rope_theta=info["rope_theta"],
+                rms_norm_eps=info["rms_eps"])
+
+
 def run(a, result):
-    step = "unpack kvpress"
+    step = "read the shape"
     try:
+        info = subprocess.run([a.kvlens, "info", "--model", a.model, "--json"], capture_output=True, text=True)
+        if info.returncode != 0:
+            raise RuntimeError((info.stderr.strip().splitlines() or ["kvlens info failed"])[-1])
+        shape = llama_config_fields(json.loads(info.stdout))
+        result["shape"] = shape
+        step = "unpack kvpress"
         where = tempfile.mkdtemp(prefix="kvpress-")
         with tarfile.open(a.kvpress_tar) as tar:
             tar.extractall(where)
@@ -112,7 +125,7 @@ def run(a, result):
             result["gpu"] = torch.cuda.get_device_name(device)
         step = "build the model"
         torch.manual_seed(a.seed)
-        config = LlamaConfig(**PRESETS[a.preset], max_position_embeddings=a.prompt_len + a.decode + 64,
+        config = LlamaConfig(**shape, max_position_embeddings=a.prompt_len + a.decode + 64,
                              tie_word_embeddings=False, attn_implementation="sdpa")
         previous = torch.get_default_dtype()
         try:
@@ -182,7 +195,7 @@ def run(a, result):
 
 def main(argv):
     a = parse_args(argv)
-    result = {"status": "failed", "preset": a.preset, "prompt_len": a.prompt_len, "budget": a.budget,
+    result = {"status": "failed", "model": a.model, "prompt_len": a.prompt_len, "budget": a.budget,
               "window": WINDOW, "kernel": KERNEL, "decode_tokens": a.decode, "device": a.device, "dtype": a.dtype}
     run(a, result)
     with open(a.out, "w") as f:

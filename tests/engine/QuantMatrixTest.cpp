@@ -10,6 +10,7 @@
 // rounding of x, block scale d_x). Measured errors are far smaller.
 #include <gtest/gtest.h>
 
+#include <ATen/Parallel.h>
 #include <c10/util/Half.h>
 
 #include <algorithm>
@@ -219,6 +220,36 @@ TEST(QuantMatrix, RealBlocksFromLlamaQuantize) {
         }
     }
     EXPECT_GE(checked, 20);
+}
+
+// Decode's products hand rows out to the threads in chunks of about 64 KB from a
+// shared counter: a matrix of many chunks with a short last one (1000 Q4_0 rows of
+// 2048 columns: chunks of 56 rows, the last 48) gives every row, bit for bit the same
+// on one thread as on two or three, on every instruction set.
+TEST(QuantMatrix, RowsHandedOutInChunksGiveTheSameProductOnAnyThreadCount) {
+    std::vector<uint8_t> keep;
+    const QuantMatrix q = randomMatrix(static_cast<uint32_t>(GgmlType::Q4_0), 1000, 2048, keep);
+    std::mt19937_64 rng(5);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(2 * 2048);
+    for (float& v : x) v = normal(rng);
+    const int threadsBefore = at::get_num_threads();
+    for (const QuantDotTable* isa : QuantMatrix::runnableIsas()) {
+        std::vector<std::vector<float>> byThreads;
+        for (int threads : {1, 2, 3}) {
+            at::set_num_threads(threads);
+            std::vector<float> y(2 * 1000, NAN);
+            q.gemv(x.data(), 2, y.data(), isa);
+            byThreads.push_back(y);
+        }
+        at::set_num_threads(threadsBefore);
+        for (size_t i = 0; i < byThreads[0].size(); ++i) {
+            ASSERT_FALSE(std::isnan(byThreads[0][i])) << isaName(isa) << ": row " << i % 1000 << " never written";
+            for (size_t t = 1; t < byThreads.size(); ++t)
+                ASSERT_EQ(byThreads[t][i], byThreads[0][i]) << isaName(isa) << ": row " << i % 1000 << " on " << t + 1 << " threads";
+        }
+    }
+    checkMatrix(q, "Q4_0 1000 x 2048");
 }
 
 TEST(QuantMatrix, LinearTakesTheGemvForDecodeAndTilesForPrefill) {

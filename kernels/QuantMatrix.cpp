@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "core/Error.h"
@@ -140,9 +141,15 @@ void QuantMatrix::pairOrder(const int8_t* q, int64_t n, int8_t* qPairs) {
 
 void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable* isa) const {
     const int64_t groups = cols_ / 32, superBlocks = cols_ / 256;
-    // x quantised into buffers of the calling thread, kept from call to call: a decode
-    // step's products allocate nothing once the widest matrix has been seen.
+    // x quantised, and the threads' shares of the rows, in buffers of the calling thread
+    // kept from call to call: a decode step's products allocate nothing once the widest
+    // matrix has been seen.
+    struct alignas(64) Share {
+        std::atomic<uint64_t> frontBack;  // rows [front, back) not yet taken: front | back << 32
+    };
     struct Scratch {
+        std::unique_ptr<Share[]> shares;  // one a thread, read by all of them (see below)
+        int64_t shareCount = 0;
         std::vector<int8_t> q, qK, qPairs;
         std::vector<float> d, dK, off32;
         std::vector<int32_t> qKsum16;
@@ -194,13 +201,14 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     // than 2^32 rows: the largest, a vocabulary's output head, some 10^5.)
     const int64_t chunkRows = std::max<int64_t>(4, (64 << 10) / std::max<int64_t>(rowBytes, 1));
     const int64_t threads = std::clamp<int64_t>((rows_ + chunkRows - 1) / chunkRows, 1, at::get_num_threads());
-    struct alignas(64) Share {
-        std::atomic<uint64_t> frontBack;  // rows [front, back) not yet taken: front | back << 32
-    };
-    std::vector<Share> shares(static_cast<size_t>(threads));
+    if (s.shareCount < threads) {
+        s.shares = std::make_unique<Share[]>(static_cast<size_t>(threads));
+        s.shareCount = threads;
+    }
+    Share* shares = s.shares.get();
     for (int64_t t = 0; t < threads; ++t)
-        shares[static_cast<size_t>(t)].frontBack.store(static_cast<uint64_t>(rows_ * t / threads) |
-                                                       static_cast<uint64_t>(rows_ * (t + 1) / threads) << 32);
+        shares[t].frontBack.store(static_cast<uint64_t>(rows_ * t / threads) |
+                                  static_cast<uint64_t>(rows_ * (t + 1) / threads) << 32);
     // Takes up to chunkRows rows from the front (the share's owner) or the back of a
     // share; false when it is empty.
     auto take = [&](Share& sh, bool front, int64_t* r0, int64_t* r1) {
@@ -242,9 +250,9 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     at::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
         int64_t r0 = 0, r1 = 0;
         for (int64_t t = t0; t < t1; ++t)
-            while (take(shares[static_cast<size_t>(t)], true, &r0, &r1)) rowsOf(r0, r1);
+            while (take(shares[t], true, &r0, &r1)) rowsOf(r0, r1);
         for (int64_t k = 1; k <= threads; ++k) {  // the others' shares, the next one first
-            Share& other = shares[static_cast<size_t>((t0 + k) % threads)];
+            Share& other = shares[(t0 + k) % threads];
             while (take(other, false, &r0, &r1)) rowsOf(r0, r1);
         }
     });

@@ -246,7 +246,8 @@ TEST(QuantMatrix, RowsHandedOutInChunksGiveTheSameProductOnAnyThreadCount) {
         for (size_t i = 0; i < byThreads[0].size(); ++i) {
             ASSERT_FALSE(std::isnan(byThreads[0][i])) << isaName(isa) << ": row " << i % 1000 << " never written";
             for (size_t t = 1; t < byThreads.size(); ++t)
-                ASSERT_EQ(byThreads[t][i], byThreads[0][i]) << isaName(isa) << ": row " << i % 1000 << " on " << t + 1 << " threads";
+                ASSERT_EQ(byThreads[t][i], byThreads[0][i])
+                    << isaName(isa) << ": row " << i % 1000 << " on " << t + 1 << " threads";
         }
     }
     checkMatrix(q, "Q4_0 1000 x 2048");

@@ -74,6 +74,8 @@ QuantMatrix::QuantMatrix(int64_t cols, std::vector<Part> parts, DequantizeFn deq
         usesK_ = usesK_ || p.format == QuantFormat::Q4_K || p.format == QuantFormat::Q5_K || p.format == QuantFormat::Q6_K;
     }
     if (parts_.empty()) throw Error("quantised matrix: no rows");
+    // gemv hands rows out as 32-bit halves of one atomic word.
+    if (rows_ > 0xffffffffLL) throw Error("quantised matrix: " + std::to_string(rows_) + " rows, more than 2^32 - 1");
 }
 
 int64_t QuantMatrix::bytes() const {
@@ -197,8 +199,8 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     // the other waiting at the region's end (8-9% of a Q4_0 decode step, each thread);
     // handing out interleaved chunks from one counter instead broke each thread's
     // stream and cost up to a third of decode. Each row is still one thread's whole dot
-    // product, so y does not depend on who took which chunk. (A matrix has far fewer
-    // than 2^32 rows: the largest, a vocabulary's output head, some 10^5.)
+    // product, so y does not depend on who took which chunk. (The constructor refuses
+    // 2^32 rows or more; the largest real matrix, a vocabulary's output head, has ~10^5.)
     const int64_t chunkRows = std::max<int64_t>(4, (64 << 10) / std::max<int64_t>(rowBytes, 1));
     const int64_t threads = std::clamp<int64_t>((rows_ + chunkRows - 1) / chunkRows, 1, at::get_num_threads());
     if (s.shareCount < threads) {

@@ -295,6 +295,12 @@ TEST(QuantMatrix, BadShapesAndIsaNamesAreOneLine) {
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(), "quantised matrix: a Q8_0 row of 64 columns cannot take 70 bytes");
     }
+    try {  // rows are counted, not read, when the matrix is made
+        QuantMatrix(64, {{QuantFormat::Q8_0, 8, bytes.data(), int64_t{1} << 32, 68}}, &dequantizeRow, nullptr);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "quantised matrix: 4294967296 rows, more than 2^32 - 1");
+    }
     try {
         CpuFeatures::capped(CpuFeatures::probe(), "sse9");
         FAIL();

@@ -225,8 +225,9 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
             if (sh.frontBack.compare_exchange_weak(v, next, std::memory_order_relaxed)) return true;
         }
     };
-    auto rowsOf = [&](int64_t r0, int64_t r1) {
-        std::vector<float> scratch;
+    // `scratch` (the thread's row dequantised, for formats without a kernel) is the
+    // thread's for the whole region, not made anew for each chunk.
+    auto rowsOf = [&](int64_t r0, int64_t r1, std::vector<float>& scratch) {
         for (int64_t r = r0; r < r1; ++r) {
             const Part* p = nullptr;
             const uint8_t* src = row(r, &p);
@@ -251,11 +252,12 @@ void QuantMatrix::gemv(const float* x, int64_t M, float* y, const QuantDotTable*
     };
     at::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
         int64_t r0 = 0, r1 = 0;
+        std::vector<float> scratch;
         for (int64_t t = t0; t < t1; ++t)
-            while (take(shares[t], true, &r0, &r1)) rowsOf(r0, r1);
+            while (take(shares[t], true, &r0, &r1)) rowsOf(r0, r1, scratch);
         for (int64_t k = 1; k <= threads; ++k) {  // the others' shares, the next one first
             Share& other = shares[(t0 + k) % threads];
-            while (take(other, false, &r0, &r1)) rowsOf(r0, r1);
+            while (take(other, false, &r0, &r1)) rowsOf(r0, r1, scratch);
         }
     });
 }

@@ -99,10 +99,11 @@ INSTANTIATE_TEST_SUITE_P(QuantTypes, QuantParity,
 // KV Lens's logits at every step: the first step's top 8 and each step's chosen token.
 // With every product in fp32 (plain C++: engine_on_scalar; F16 files on every path, whose
 // rows meet x in fp32) they are the exact run's to rounding (measured at most 0.0016, on
-// gemma2-F16; llama.cpp's F16 KV cache is most of it). With the integer kernels (x rounded to int8 per block in decode and in the last
-// prompt token's output head, as llama.cpp rounds it in every product) they stay within
-// that rounding: measured at most 0.029 (tiny-Q4_0), while llama.cpp's own run of the
-// quantised files lands 0.013-0.043 from its exact run at the first step. A wrong scale,
+// gemma2-F16; llama.cpp's F16 KV cache is most of it). With the integer kernels (x rounded
+// to int8 per block in decode and in the last prompt token's output head, as llama.cpp
+// rounds it in every product) they stay within that rounding: measured at most 0.029
+// (tiny-Q4_0), while llama.cpp's own run of the quantised files lands 0.013-0.043 from its
+// exact run at the first step. A wrong scale,
 // sign or layout moves logits by tenths; on the exact path one that moves them by a few
 // thousandths fails too.
 constexpr double kExactBound = 0.003;

@@ -33,6 +33,7 @@ tg() { "$1/llama-bench" -m "$2" -p 0 -n 64 -t 2 -r 1 -o json 2>/dev/null | pytho
 kv() { "$kvlens" bench --model "$1" --prompt-len 512 -n 64 --reps 1 --warmup 1 --threads 2 2>&1 |
   sed -n 's/.*decode .* tokens after [0-9]*: *\([0-9.]*\) tok.*/\1/p'; }
 out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for ((p = 1; p <= passes; ++p)); do
   for f in "${files[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\n' "$(basename "$f")" "$(tg "$native" "$f")" "$(kv "$f")" "$(tg "$avx2" "$f")" \
@@ -53,4 +54,3 @@ for f in dict.fromkeys(r[0] for r in rows):
     print("| %s | %s | %s | %s | %s / %s | %s / %s |" % (f, cell(ratio(kn, ln)), cell(ratio(ka, ln)), cell(ratio(ka, la)),
           spread(ln), spread(kn), spread(la), spread(ka)))
 PY
-rm -f "$out"

@@ -18,8 +18,10 @@ what imports.
       [--device cuda] [--dtype bf16] [--preflight]
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -72,10 +74,6 @@ def parse_args(argv):
     return a
 
 
-class Step(Exception):
-    """A step that failed: its name and the error's last lines."""
-
-
 def llama_config_fields(info):
     """transformers' LlamaConfig fields from `kvlens info --json`."""
     if info.get("architecture") != "llama":
@@ -97,6 +95,7 @@ def run(a, result):
         result["shape"] = shape
         step = "unpack kvpress"
         where = tempfile.mkdtemp(prefix="kvpress-")
+        atexit.register(shutil.rmtree, where, True)  # kept while kvpress's modules may load from it
         with tarfile.open(a.kvpress_tar) as tar:
             tar.extractall(where)
         roots = [os.path.join(where, d) for d in os.listdir(where) if os.path.isdir(os.path.join(where, d, "kvpress"))]

@@ -36,11 +36,14 @@ struct QuantX {
 };
 
 using RowDot = float (*)(const uint8_t* row, const QuantX& x, int64_t n);
+// QuantMatrix::quantizeX's contract, in registers (equal to it bit for bit).
+using QuantizeX = void (*)(const float* x, int64_t n, int64_t block, int8_t* q, float* d, int32_t* qsum16);
 
 struct QuantDotTable {
     const char* isa;  // "avx2", "avx512", "avx512vnni"
     RowDot f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k;
     RowDot f32;  // a plain fp32 row (a dequantised scratch row of another type)
+    QuantizeX quantize;  // x into QuantX's q, d and qKsum16, as the products above read it
 
     RowDot of(QuantFormat f) const;  // f32 for Other
 };

@@ -182,5 +182,6 @@ constexpr QuantDotTable tableFor512(const char* isa) {
                          &dotQ4_5_Kx512<V, false>,
                          &dotQ4_5_Kx512<V, true>,
                          &dotQ6_Kx512<V>,
-                         &dotF32<V>};
+                         &dotF32<V>,
+                         &quantizeBlocks};
 }

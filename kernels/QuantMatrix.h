@@ -45,7 +45,8 @@ public:
 
     // x (n a multiple of `block`, 32 or 256) quantised as the integer kernels read it
     // (QuantX): q, d (n / block scales, amax / 127) and, unless qsum16 is nullptr, the
-    // sums of q over each 16.
+    // sums of q over each 16. The plain C++ reference: gemv calls the instruction set's
+    // own QuantDotTable::quantize, which equals it bit for bit.
     static void quantizeX(const float* x, int64_t n, int64_t block, int8_t* q, float* d, int32_t* qsum16);
     // QuantX::off32 of x quantised in blocks of 32 (q, d: n / 32 blocks): 8 d[b] sum(q of b).
     static void offsets32(const int8_t* q, const float* d, int64_t n, float* off32);

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/CpuMath.h"
@@ -9,13 +10,17 @@
 namespace kvlens::kernels {
 namespace {
 
+// The T x F outputs in ranges of at least 4096 across the threads, so a decode step's
+// one row (F = 5632 for TinyLlama) is split too instead of running on the calling
+// thread while the others wait (each element is computed alone: the same on any split).
 template <typename Load, typename Store>
 void siluMulRows(int64_t T, int64_t F, Load load, Store store) {
-    at::parallel_for(0, T, std::max<int64_t>(1, 32768 / F), [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) {
-            for (int64_t i = 0; i < F; ++i) {
+    at::parallel_for(0, T * F, 4096, [&](int64_t e0, int64_t e1) {
+        for (int64_t e = e0; e < e1;) {
+            const int64_t t = e / F, end = std::min(e1, (t + 1) * F);
+            for (int64_t i = e - t * F; e < end; ++e, ++i) {
                 const float g = load(t * 2 * F + i), u = load(t * 2 * F + F + i);
-                store(t * F + i, g / (1.0f + std::exp(-g)) * u);
+                store(e, g / (1.0f + std::exp(-g)) * u);
             }
         }
     });

@@ -253,6 +253,56 @@ TEST(QuantMatrix, RowsHandedOutInChunksGiveTheSameProductOnAnyThreadCount) {
     checkMatrix(q, "Q4_0 1000 x 2048");
 }
 
+// Each instruction set quantises x in registers (QuantDotTable::quantize, what gemv
+// calls); the plain C++ quantizeX is the reference, and the two must agree bit for bit
+// in q, d and the sums of 16: on normal values, on exact halves after scaling (ties go
+// to the even integer), on an all-zero block, on tiny, huge and negative-zero values,
+// and on blocks holding a NaN or an infinity.
+TEST(QuantMatrix, EveryInstructionSetQuantisesXAsThePlainReferenceBitForBit) {
+    constexpr int64_t n = 2048;
+    std::mt19937_64 rng(11);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(n);
+    for (float& v : x) v = normal(rng);
+    // Block 2 (of 32) and super-block 1 (of 256): amax 127, so x * 127 / amax is x.
+    for (int64_t i = 64; i < 96; ++i) x[i] = static_cast<float>(i - 80) + 0.5f;
+    x[95] = 127.0f;
+    for (int64_t i = 256; i < 512; ++i) x[i] = static_cast<float>(i % 64) - 31.5f;
+    x[300] = -127.0f;
+    for (int64_t i = 512; i < 768; ++i) x[i] = 0.0f;  // all zero: d 0, q 0
+    x[800] = -0.0f;
+    for (int64_t i = 832; i < 864; ++i) x[i] = 1e-40f * static_cast<float>(i - 840);  // subnormal
+    for (int64_t i = 1024; i < 1056; ++i) x[i] = 3e37f * normal(rng);                  // huge
+    x[1300] = NAN;
+    x[1600] = INFINITY;
+    x[1601] = -5.0f;
+    for (const QuantDotTable* isa : QuantMatrix::runnableIsas()) {
+        if (isa == nullptr) continue;  // plain C++ does not quantise x
+        for (int64_t block : {32, 256}) {
+            std::vector<int8_t> q0(n), q1(n);
+            std::vector<float> d0(n / block), d1(n / block, -1.0f);
+            std::vector<int32_t> s0(n / 16), s1(n / 16, -1);
+            QuantMatrix::quantizeX(x.data(), n, block, q0.data(), d0.data(), s0.data());
+            isa->quantize(x.data(), n, block, q1.data(), d1.data(), s1.data());
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_EQ(q1[i], q0[i]) << isaName(isa) << ", blocks of " << block << ": q[" << i << "] of x " << x[i];
+            for (int64_t b = 0; b < n / block; ++b)
+                ASSERT_EQ(std::memcmp(&d1[b], &d0[b], sizeof(float)), 0)
+                    << isaName(isa) << ", blocks of " << block << ": d[" << b << "] " << d1[b] << " against " << d0[b];
+            for (int64_t g = 0; g < n / 16; ++g)
+                ASSERT_EQ(s1[g], s0[g]) << isaName(isa) << ", blocks of " << block << ": sum of 16 number " << g;
+        }
+    }
+    // The reference itself on the ties: 2.5 -> 2, -3.5 -> -4, 0.5 -> 0 (to even).
+    std::vector<int8_t> q(n);
+    std::vector<float> d(n / 32);
+    QuantMatrix::quantizeX(x.data(), n, 32, q.data(), d.data(), nullptr);
+    EXPECT_EQ(q[82], 2);
+    EXPECT_EQ(q[76], -4);
+    EXPECT_EQ(q[80], 0);
+    EXPECT_EQ(q[1300], -127);  // NaN: no integer
+}
+
 TEST(QuantMatrix, LinearTakesTheGemvForDecodeAndTilesForPrefill) {
     std::vector<uint8_t> keep;
     const auto q = std::make_shared<QuantMatrix>(randomMatrix(12, 300, 512, keep));

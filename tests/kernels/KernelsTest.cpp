@@ -1,8 +1,11 @@
 // Each CPU kernel body against LibTorch's composite ops on the same inputs.
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/CausalAttention.h"
 #include "kernels/CpuFeatures.h"
@@ -75,6 +78,28 @@ TEST(SiluMul, MatchesComposite) {
     at::Tensor exact = at::silu(b.narrow(1, 0, 20).to(at::kFloat)) * b.narrow(1, 20, 20).to(at::kFloat);
     at::Tensor diff = (siluMul(b).to(at::kFloat) - exact).abs();
     EXPECT_TRUE((diff <= exact.abs() / 256 + 1e-6).all().item<bool>()) << maxAbs(diff);
+}
+
+// A decode step's one row and rows whose split between the threads falls inside a
+// row: the same values as the composite, and bit for bit those of one thread.
+TEST(SiluMul, SplitsRowsAcrossThreadsWithoutChangingThem) {
+    const int threadsBefore = at::get_num_threads();
+    for (const auto& [T, F] : {std::pair<int64_t, int64_t>{1, 5632}, {3, 3000}, {2, 4097}}) {
+        const at::Tensor gu = randn({T, 2 * F}, 12) * 4;
+        for (const at::ScalarType type : {at::kFloat, at::kBFloat16}) {
+            const at::Tensor in = gu.to(type);
+            at::set_num_threads(1);
+            const at::Tensor one = siluMul(in);
+            at::set_num_threads(std::max(2, threadsBefore));
+            const at::Tensor many = siluMul(in);
+            at::set_num_threads(threadsBefore);
+            EXPECT_TRUE(at::equal(one, many)) << T << " x " << F << " " << c10::toString(type);
+            const at::Tensor g = in.narrow(1, 0, F).to(at::kFloat), u = in.narrow(1, F, F).to(at::kFloat);
+            const at::Tensor exact = at::silu(g) * u;
+            EXPECT_TRUE(((many.to(at::kFloat) - exact).abs() <= exact.abs() / 128 + 1e-5).all().item<bool>())
+                << T << " x " << F << " " << c10::toString(type) << ": " << maxAbs(many.to(at::kFloat) - exact);
+        }
+    }
 }
 
 // GeGLU against GELU's tanh form written out in fp64 (Gemma's gelu_pytorch_tanh).

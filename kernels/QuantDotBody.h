@@ -176,7 +176,7 @@ float dotQ4_0(const uint8_t* row, const QuantX& xq, int64_t n) {
     }
     float tailOffset = 0.0f;
     for (; b < blocks; ++b) tailOffset += q4_0Block<V>(row + 18 * b, xq, b, tail);
-    return hsum8(_mm256_add_ps(acc, tail)) - (hsum8(offset) + tailOffset);
+    return hsum8(_mm256_sub_ps(_mm256_add_ps(acc, tail), offset)) - tailOffset;  // one horizontal sum
 }
 
 // A Q4_K/Q5_K super-block's first 16 bytes: d and dmin (fp16), then 12 bytes holding

@@ -103,9 +103,8 @@ INSTANTIATE_TEST_SUITE_P(QuantTypes, QuantParity,
 // to int8 per block in decode and in the last prompt token's output head, as llama.cpp
 // rounds it in every product) they stay within that rounding: measured at most 0.029
 // (tiny-Q4_0), while llama.cpp's own run of the quantised files lands 0.013-0.043 from its
-// exact run at the first step. A wrong scale,
-// sign or layout moves logits by tenths; on the exact path one that moves them by a few
-// thousandths fails too.
+// exact run at the first step. A wrong scale, sign or layout moves logits by tenths; on the
+// exact path one that moves them by a few thousandths fails too.
 constexpr double kExactBound = 0.003;
 constexpr double kRoundedBound = 0.04;
 

@@ -27,8 +27,13 @@ for f in "${files[@]}"; do [[ -f $f ]] || { echo "decode_passes.sh: no file $f" 
 native=$("$shared/tools/llamacpp-build")
 avx2=${XDG_CACHE_HOME:-$HOME/.cache}/kvlens-tools/llama.cpp-avx2/build/bin
 [[ -x $avx2/llama-bench ]] || { echo "decode_passes.sh: no $avx2/llama-bench (build it: cmake --build $avx2/.. --target llama-bench)" >&2; exit 1; }
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); flags: $(grep -m1 '^flags' /proc/cpuinfo |
+# The model name alone ("AMD EPYC") does not tell one core generation from another: the
+# family and model numbers do (family 25 model 1 is Zen 3, 26 is Zen 5).
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) (family $(grep -m1 '^cpu family' /proc/cpuinfo |
+  cut -d: -f2 | xargs), model $(grep -m1 '^model[[:space:]]' /proc/cpuinfo | cut -d: -f2 | xargs)); flags: $(grep -m1 '^flags' /proc/cpuinfo |
   tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512bw|avx512_vnni|avx512_bf16|avx_vnni|amx_int8)$' | xargs)"
+grep -qw avx512f /proc/cpuinfo ||
+  echo "no AVX-512 here: KV Lens's native path is its AVX2 path, so its two columns measure the same code twice"
 tg() { "$1/llama-bench" -m "$2" -p 0 -n 64 -t 2 -r 1 -o json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['avg_ts'])"; }
 kv() { "$kvlens" bench --model "$1" --prompt-len 512 -n 64 --reps 1 --warmup 1 --threads 2 2>&1 |
   sed -n 's/.*decode .* tokens after [0-9]*: *\([0-9.]*\) tok.*/\1/p'; }

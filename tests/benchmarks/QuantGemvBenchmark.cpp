@@ -11,7 +11,8 @@
 // an F16 matrix's worth) read once, summed as 64-bit words on the same intra-op
 // threads, with no work per byte.
 // Large and StreamRead hold their bytes as decode holds a model's weights: anonymous
-// memory advised to huge pages (engine/gguf/GgufFile.cpp, loadIntoMemory). On 4 KB
+// memory advised to huge pages (engine/gguf/GgufFile.cpp, loadIntoMemory; here through
+// engine/model/CachingHostAllocator, which maps large blocks the same way). On 4 KB
 // pages (a std::vector where transparent huge pages are 'madvise') StreamRead/128 read
 // 17-21 GB/s on an AMD EPYC Zen 3, against 23-31 GB/s on huge pages and the 25 GB/s
 // decode of an F16 file reached there: a bound under decode's own rate.
@@ -22,16 +23,13 @@
 
 #include <c10/util/Half.h>
 
-#include <sys/mman.h>
-
-#include <algorithm>
 #include <cstring>
-#include <new>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "engine/gguf/Dequantize.h"
+#include "engine/model/CachingHostAllocator.h"
 #include "kernels/QuantMatrix.h"
 
 namespace kvlens {
@@ -47,29 +45,9 @@ constexpr int kThreads = 2;
 constexpr GgmlType kTypes[] = {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
                                GgmlType::Q6_K, GgmlType::Q3_K};
 
-// Bytes in anonymous memory advised to huge pages, as the model's weights are held.
-template <class T>
-class HugePages {
-public:
-    explicit HugePages(size_t n) : n_(n), bytes_(std::max<size_t>(1, n * sizeof(T))) {
-        void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-        ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint, as for the weights
-#endif
-        data_ = static_cast<T*>(p);
-    }
-    HugePages(const HugePages&) = delete;
-    HugePages& operator=(const HugePages&) = delete;
-    ~HugePages() { ::munmap(data_, bytes_); }
-    T* data() const { return data_; }
-    size_t size() const { return n_; }
-    T& operator[](size_t i) const { return data_[i]; }
-
-private:
-    size_t n_, bytes_;
-    T* data_ = nullptr;
-};
+// Memory as decode's is: the project's CPU allocator maps blocks of 1 MB and more as
+// anonymous memory advised to huge pages, as the model's weights are held.
+c10::DataPtr hugePages(size_t bytes) { return CachingHostAllocator::install().allocate(bytes); }
 
 std::vector<uint8_t> randomBlocks(uint32_t type, int64_t rows, int64_t cols) {
     const int64_t blocks = rows * cols / ggmlBlockSize(type);
@@ -103,10 +81,11 @@ void run(benchmark::State& state, int64_t rows) {
     at::set_num_threads(kThreads);
     constexpr int64_t cols = 2048;
     const std::vector<uint8_t> random = randomBlocks(type, rows, cols);
-    const HugePages<uint8_t> blocks(random.size());
-    std::memcpy(blocks.data(), random.data(), random.size());
+    const c10::DataPtr held = hugePages(random.size());
+    auto* blocks = static_cast<uint8_t*>(held.get());
+    std::memcpy(blocks, random.data(), random.size());
     const int64_t rowBytes = cols / ggmlBlockSize(type) * static_cast<int64_t>(ggmlBlockBytes(type));
-    const QuantMatrix q(cols, {{QuantMatrix::formatOf(type), type, blocks.data(), rows, rowBytes}}, &dequantizeRow,
+    const QuantMatrix q(cols, {{QuantMatrix::formatOf(type), type, blocks, rows, rowBytes}}, &dequantizeRow,
                         nullptr);
     std::vector<float> x(cols, 0.5f), y(static_cast<size_t>(rows));
     for (auto _ : state) {
@@ -155,18 +134,20 @@ void QuantGemvSmall(benchmark::State& state) { run(state, 256); }
 void StreamRead(benchmark::State& state) {
     at::set_num_threads(kThreads);
     const int64_t bytes = state.range(0) << 20;
-    const HugePages<uint64_t> words(static_cast<size_t>(bytes / 8));
-    for (size_t i = 0; i < words.size(); ++i) words[i] = i * 0x9E3779B97F4A7C15ull;
+    const c10::DataPtr held = hugePages(static_cast<size_t>(bytes));
+    auto* words = static_cast<uint64_t*>(held.get());
+    const int64_t count = bytes / 8;
+    for (int64_t i = 0; i < count; ++i) words[i] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
     std::vector<uint64_t> partial(64);
     for (auto _ : state) {
         // One chunk per thread, as gemv's row ranges are.
-        at::parallel_for(0, static_cast<int64_t>(words.size()), 1 << 16, [&](int64_t a, int64_t b) {
+        at::parallel_for(0, count, 1 << 16, [&](int64_t a, int64_t b) {
             uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
             for (int64_t i = a; i + 4 <= b; i += 4) {
-                s0 += words[static_cast<size_t>(i)];
-                s1 += words[static_cast<size_t>(i + 1)];
-                s2 += words[static_cast<size_t>(i + 2)];
-                s3 += words[static_cast<size_t>(i + 3)];
+                s0 += words[i];
+                s1 += words[i + 1];
+                s2 += words[i + 2];
+                s3 += words[i + 3];
             }
             partial[static_cast<size_t>(at::get_thread_num() % 64)] += s0 ^ s1 ^ s2 ^ s3;
         });
